@@ -1,0 +1,42 @@
+//===- LoomBase.td - Loom type constraints and op bases ----*- tablegen -*-===//
+
+#ifndef LOOM_DIALECT_LOOM_IR_LOOMBASE_TD
+#define LOOM_DIALECT_LOOM_IR_LOOMBASE_TD
+
+include "loom/Dialect/Loom/IR/LoomDialect.td"
+include "loom/Dialect/Loom/IR/LoomAttrs.td"
+include "loom/Dialect/Loom/IR/LoomInterfaces.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Loom_FloatElement : AnyTypeOf<[F16, BF16, F32, F64], "floating-point">;
+def Loom_IntElement : AnyTypeOf<[I1, I8, I16, I32, I64], "signless integer">;
+def Loom_Element : AnyTypeOf<[Loom_FloatElement, Loom_IntElement]>;
+
+def Loom_Tensor : StaticShapeTensorOf<[Loom_Element]>;
+def Loom_FloatTensor : StaticShapeTensorOf<[Loom_FloatElement]>;
+// Integer or float: everything arithmetic except i1.
+def Loom_NumericTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I8, I16, I32, I64]>;
+def Loom_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def Loom_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Loom_SeedTensor : 0DTensorOf<[I64]>;
+
+//===----------------------------------------------------------------------===//
+// Op base classes
+//===----------------------------------------------------------------------===//
+
+class Loom_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Loom_Dialect, mnemonic,
+         !listconcat(traits,
+                     [DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>])>;
+
+// Pure tensor op whose result types follow from operands and attributes.
+class Loom_InferredOp<string mnemonic, list<Trait> traits = []>
+    : Loom_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])>;
+
+#endif // LOOM_DIALECT_LOOM_IR_LOOMBASE_TD

@@ -1,0 +1,69 @@
+//===- LoomCoreOps.td - Constants and parameters ------------*- tablegen -*-===//
+
+#ifndef LOOM_DIALECT_LOOM_IR_LOOMCOREOPS_TD
+#define LOOM_DIALECT_LOOM_IR_LOOMCOREOPS_TD
+
+include "loom/Dialect/Loom/IR/LoomBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+
+def Loom_ConstantOp : Loom_Op<"constant",
+    [ConstantLike, Pure, InferTypeOpAdaptor]> {
+  let summary = "a tensor constant";
+  let description = [{
+    A constant tensor. Large values should use `dense_resource<...>`, which
+    keeps the bytes out of the op and in the file's resource section (or a
+    `loom.parameter` with `#loom.external` data).
+
+    Example:
+
+    ```mlir
+    %c = loom.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %w = loom.constant dense_resource<conv1_weight> : tensor<16x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Loom_ParameterOp : Loom_Op<"parameter", [Symbol]> {
+  let summary = "a named model parameter or buffer and its initial value";
+  let description = [{
+    Declares a parameter (trainable weight) or buffer (non-trainable state
+    such as batch-norm running statistics) at module level. Functions take
+    parameters as arguments marked `{loom.param = @name}`, so that a
+    training step can return updated values and the partitioner can shard
+    them like any other value; the runtime binds the initial value.
+
+    The initial value is a dense (or `dense_resource`) elements attribute of
+    the parameter's type, or `#loom.external<"file", offset = N>` for raw
+    bytes in a side file; without one, the parameter is initialized by the
+    training driver's seeded initializer.
+
+    Example:
+
+    ```mlir
+    loom.parameter @"fc1.weight" : tensor<512x784xf32> = dense_resource<fc1_weight> trainable
+    loom.parameter @"bn.running_mean" : tensor<16xf32> = dense<0.0> : tensor<16xf32>
+    loom.parameter @"h.0.mlp.weight" : tensor<768x3072xf32> trainable
+    func.func @forward(%x: tensor<8x784xf32>,
+                       %w: tensor<512x784xf32> {loom.param = @"fc1.weight"}) -> tensor<8x512xf32> {
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<Loom_Tensor>:$type,
+                       OptionalAttr<AnyAttr>:$initial_value, UnitAttr:$trainable);
+  let assemblyFormat = [{
+    $sym_name `:` $type (`=` $initial_value^)? (`trainable` $trainable^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+#endif // LOOM_DIALECT_LOOM_IR_LOOMCOREOPS_TD

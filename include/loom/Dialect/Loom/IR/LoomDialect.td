@@ -1,0 +1,63 @@
+//===- LoomDialect.td - Loom dialect definition ------------*- tablegen -*-===//
+//
+// The `loom` dialect: a tensor-level training-graph IR with device meshes and
+// per-value shardings.
+//
+// ODS is split as in IREE's Stream dialect, in this order:
+//   LoomDialect.td    the dialect itself
+//   LoomBase.td       type constraints and op base classes
+//   LoomAttrs.td      enums, mesh axes, shardings, external data
+//   LoomInterfaces.td ShardingRuleOpInterface
+//   LoomOps.td        ops, including one file per op family
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_DIALECT_LOOM_IR_LOOMDIALECT_TD
+#define LOOM_DIALECT_LOOM_IR_LOOMDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Loom_Dialect : Dialect {
+  let name = "loom";
+  let cppNamespace = "::mlir::loom";
+  let summary = "A tensor-level training-graph IR with device meshes and shardings";
+  let description =
+        "The `loom` dialect expresses deep-learning training programs (forward,\n"
+      # "loss, backward and optimizer update) on builtin ranked tensors with static\n"
+      # "shapes, together with the device mesh they run on and the sharding of\n"
+      # "every value over that mesh.\n"
+      # "\n"
+      # "* Ops work on `tensor<...>` values of element type `f16`, `bf16`, `f32`,\n"
+      # "  `f64`, `i1`, `i8`, `i16`, `i32` or `i64`; every op infers or verifies\n"
+      # "  its result type with ONNX/numpy rules.\n"
+      # "* `loom.mesh` declares a named device mesh with named axes.\n"
+      # "* `#loom.sharding<@mesh, [{\"dp\"}, {}]>` says how a tensor value is split\n"
+      # "  over the mesh axes, per dimension, and over which axes it holds partial\n"
+      # "  results. It is attached as `loom.sharding` to function arguments and\n"
+      # "  results, to ops (one per result), and through\n"
+      # "  `loom.sharding_constraint`.\n"
+      # "* Every op implements `ShardingRuleOpInterface`: an einsum-like factor\n"
+      # "  rule that says which dimensions of operands and results correspond,\n"
+      # "  which are reductions (and so give partial results when split), and\n"
+      # "  which cannot be split.\n";
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasConstantMaterializer = 1;
+  let extraClassDeclaration = [{
+    /// Discardable attribute naming the sharding of a value: a
+    /// `#loom.sharding` on function arguments, function results and
+    /// single-result ops, an array of them (one per result) on other ops.
+    static constexpr ::llvm::StringLiteral kShardingAttrName = "loom.sharding";
+    /// Function-argument attribute naming the `loom.parameter` an argument
+    /// is bound to.
+    static constexpr ::llvm::StringLiteral kParamAttrName = "loom.param";
+
+  private:
+    void registerAttributes();
+  public:
+  }];
+}
+
+#endif // LOOM_DIALECT_LOOM_IR_LOOMDIALECT_TD

@@ -1,0 +1,125 @@
+//===- LoomDialect.cpp - Loom dialect -------------------------------------===//
+
+#include "loom/Dialect/Loom/IR/LoomDialect.h"
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+#include "loom/Dialect/Loom/IR/LoomDialect.cpp.inc"
+#include "loom/Dialect/Loom/IR/LoomInterfaces.cpp.inc"
+
+void LoomDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "loom/Dialect/Loom/IR/LoomOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+Operation *LoomDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                            Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}
+
+/// Verifies `loom.sharding` on an op: one sharding for a single result, or an
+/// array with one per result.
+static LogicalResult verifyOpShardings(Operation *op, Attribute attr) {
+  if (auto sharding = dyn_cast<ShardingAttr>(attr)) {
+    if (op->getNumResults() != 1)
+      return op->emitOpError("has ")
+             << op->getNumResults()
+             << " results; 'loom.sharding' must be an array with one "
+                "#loom.sharding per result";
+    return sharding.verifyFor(op->getResult(0).getType(), op, "result #0");
+  }
+  auto array = dyn_cast<ArrayAttr>(attr);
+  if (!array)
+    return op->emitOpError("'loom.sharding' must be a #loom.sharding or an "
+                           "array of them, got ")
+           << attr;
+  if (array.size() != op->getNumResults())
+    return op->emitOpError("'loom.sharding' has ")
+           << array.size() << " entries but the op has " << op->getNumResults()
+           << " results";
+  for (auto [i, entry] : llvm::enumerate(array)) {
+    auto sharding = dyn_cast<ShardingAttr>(entry);
+    if (!sharding)
+      return op->emitOpError("'loom.sharding' entry #")
+             << i << " is not a #loom.sharding: " << entry;
+    if (failed(sharding.verifyFor(op->getResult(i).getType(), op,
+                                  "result #" + std::to_string(i))))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() == kShardingAttrName)
+    return verifyOpShardings(op, attr.getValue());
+  return op->emitOpError("has unknown loom attribute '")
+         << attr.getName().getValue() << "'";
+}
+
+static LogicalResult verifyValueSharding(Operation *op, Attribute attr,
+                                         Type type, const Twine &what) {
+  auto sharding = dyn_cast<ShardingAttr>(attr);
+  if (!sharding)
+    return op->emitOpError("'loom.sharding' on ")
+           << what << " must be a #loom.sharding, got " << attr;
+  return sharding.verifyFor(type, op, what.str());
+}
+
+LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return op->emitOpError("loom argument attributes are only allowed on "
+                           "functions");
+  Type type = fn.getArgumentTypes()[argIndex];
+  std::string what = "argument #" + std::to_string(argIndex);
+  if (attr.getName() == kShardingAttrName)
+    return verifyValueSharding(op, attr.getValue(), type, what);
+  if (attr.getName() == kParamAttrName) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+    if (!ref)
+      return op->emitOpError("'loom.param' on ")
+             << what << " must be a symbol reference to a loom.parameter";
+    auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(op, ref);
+    if (!param)
+      return op->emitOpError("'loom.param' on ")
+             << what << " names " << ref << ", which is not a loom.parameter";
+    if (param.getType() != type)
+      return op->emitOpError() << what << " has type " << type
+                               << " but parameter " << ref << " has type "
+                               << param.getType();
+    return success();
+  }
+  return op->emitOpError("has unknown loom argument attribute '")
+         << attr.getName().getValue() << "'";
+}
+
+LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return op->emitOpError("loom result attributes are only allowed on "
+                           "functions");
+  std::string what = "function result #" + std::to_string(resultIndex);
+  if (attr.getName() == kShardingAttrName)
+    return verifyValueSharding(op, attr.getValue(),
+                               fn.getResultTypes()[resultIndex], what);
+  return op->emitOpError("has unknown loom result attribute '")
+         << attr.getName().getValue() << "'";
+}

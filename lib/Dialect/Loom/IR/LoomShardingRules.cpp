@@ -1,0 +1,435 @@
+//===- LoomShardingRules.cpp - ShardingRuleOpInterface for every op --------===//
+//
+// One factor rule per op. Dimensions of size 1 never get a factor: they
+// cannot be split and broadcasting maps them to nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+/// Adds factors for the common case where sizes of 1 map to no factor.
+struct RuleBuilder {
+  ShardingRule rule;
+
+  /// Returns the new factor, or -1 for size 1.
+  int64_t factor(int64_t size, FactorKind kind,
+                 ReductionKind reduction = ReductionKind::sum) {
+    if (size == 1)
+      return -1;
+    return rule.addFactor(size, kind, reduction);
+  }
+  /// One factor of `kind` per dimension of `shape`.
+  SmallVector<int64_t> factorsFor(ArrayRef<int64_t> shape, FactorKind kind) {
+    SmallVector<int64_t> fs;
+    for (int64_t size : shape)
+      fs.push_back(factor(size, kind));
+    return fs;
+  }
+  static TensorFactors dims(ArrayRef<int64_t> factorPerDim) {
+    TensorFactors t;
+    for (int64_t f : factorPerDim) {
+      DimFactors d;
+      if (f >= 0)
+        d.push_back(f);
+      t.push_back(d);
+    }
+    return t;
+  }
+  void operand(ArrayRef<int64_t> factorPerDim) {
+    rule.addOperand(dims(factorPerDim));
+  }
+  void result(ArrayRef<int64_t> factorPerDim) {
+    rule.addResult(dims(factorPerDim));
+  }
+};
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Ops without tensor values, and elementwise ops
+//===----------------------------------------------------------------------===//
+
+ShardingRule MeshOp::getShardingRule() { return {}; }
+ShardingRule ParameterOp::getShardingRule() { return {}; }
+
+#define LOOM_ELEMENTWISE_RULE(OP)                                              \
+  ShardingRule OP::getShardingRule() {                                         \
+    return ShardingRule::elementwise(getOperation());                          \
+  }
+LOOM_ELEMENTWISE_RULE(ConstantOp)
+LOOM_ELEMENTWISE_RULE(ShardingConstraintOp)
+LOOM_ELEMENTWISE_RULE(NegOp)
+LOOM_ELEMENTWISE_RULE(AbsOp)
+LOOM_ELEMENTWISE_RULE(ExpOp)
+LOOM_ELEMENTWISE_RULE(LogOp)
+LOOM_ELEMENTWISE_RULE(SqrtOp)
+LOOM_ELEMENTWISE_RULE(RsqrtOp)
+LOOM_ELEMENTWISE_RULE(TanhOp)
+LOOM_ELEMENTWISE_RULE(SigmoidOp)
+LOOM_ELEMENTWISE_RULE(ReluOp)
+LOOM_ELEMENTWISE_RULE(ErfOp)
+LOOM_ELEMENTWISE_RULE(GeluOp)
+LOOM_ELEMENTWISE_RULE(AddOp)
+LOOM_ELEMENTWISE_RULE(SubOp)
+LOOM_ELEMENTWISE_RULE(MulOp)
+LOOM_ELEMENTWISE_RULE(DivOp)
+LOOM_ELEMENTWISE_RULE(PowOp)
+LOOM_ELEMENTWISE_RULE(MaxOp)
+LOOM_ELEMENTWISE_RULE(MinOp)
+LOOM_ELEMENTWISE_RULE(CompareOp)
+LOOM_ELEMENTWISE_RULE(SelectOp)
+LOOM_ELEMENTWISE_RULE(CastOp)
+// The dropout mask is a function of the global element index, so every
+// dimension splits freely; the seed is a scalar.
+LOOM_ELEMENTWISE_RULE(DropoutOp)
+#undef LOOM_ELEMENTWISE_RULE
+
+//===----------------------------------------------------------------------===//
+// Contraction and reductions
+//===----------------------------------------------------------------------===//
+
+ShardingRule DotGeneralOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> lhs = shapeOf(getLhs()), rhs = shapeOf(getRhs());
+  ArrayRef<int64_t> lb = getLhsBatchingDims(), rb = getRhsBatchingDims();
+  ArrayRef<int64_t> lc = getLhsContractingDims(), rc = getRhsContractingDims();
+  SmallVector<int64_t> lf(lhs.size(), -1), rf(rhs.size(), -1);
+  SmallVector<int64_t> batchF(lb.size(), -1), lhsFree, rhsFree;
+  // Factors in lhs dimension order, then the rhs's own dimensions.
+  for (int64_t d = 0, e = lhs.size(); d < e; ++d) {
+    if (auto *it = llvm::find(lb, d); it != lb.end()) {
+      int64_t k = it - lb.begin();
+      lf[d] = rf[rb[k]] = batchF[k] = b.factor(lhs[d], FactorKind::Parallel);
+    } else if (auto *it = llvm::find(lc, d); it != lc.end()) {
+      lf[d] = rf[rc[it - lc.begin()]] =
+          b.factor(lhs[d], FactorKind::Reduction, ReductionKind::sum);
+    } else {
+      lhsFree.push_back(lf[d] = b.factor(lhs[d], FactorKind::Parallel));
+    }
+  }
+  for (int64_t d = 0, e = rhs.size(); d < e; ++d)
+    if (!llvm::is_contained(rb, d) && !llvm::is_contained(rc, d))
+      rhsFree.push_back(rf[d] = b.factor(rhs[d], FactorKind::Parallel));
+  SmallVector<int64_t> out = batchF;
+  llvm::append_range(out, lhsFree);
+  llvm::append_range(out, rhsFree);
+  b.operand(lf);
+  b.operand(rf);
+  b.result(out);
+  return b.rule;
+}
+
+static ShardingRule reduceRule(Operation *op, ArrayRef<int64_t> dims,
+                               bool keepdims, ReductionKind kind) {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
+  SmallVector<int64_t> inF, outF;
+  for (int64_t d = 0, e = in.size(); d < e; ++d) {
+    bool reduced = llvm::is_contained(dims, d);
+    int64_t f = b.factor(in[d], reduced ? FactorKind::Reduction
+                                        : FactorKind::Parallel,
+                         kind);
+    inF.push_back(f);
+    if (!reduced)
+      outF.push_back(f);
+    else if (keepdims)
+      outF.push_back(-1);
+  }
+  b.operand(inF);
+  b.result(outF);
+  return b.rule;
+}
+
+// A split mean is a sum of partial sums divided by the global count; the
+// partitioner rescales, so the combiner is `sum`.
+ShardingRule ReduceSumOp::getShardingRule() {
+  return reduceRule(*this, getDims(), getKeepdims(), ReductionKind::sum);
+}
+ShardingRule ReduceMeanOp::getShardingRule() {
+  return reduceRule(*this, getDims(), getKeepdims(), ReductionKind::sum);
+}
+ShardingRule ReduceMaxOp::getShardingRule() {
+  return reduceRule(*this, getDims(), getKeepdims(), ReductionKind::max);
+}
+ShardingRule ReduceMinOp::getShardingRule() {
+  return reduceRule(*this, getDims(), getKeepdims(), ReductionKind::min);
+}
+
+//===----------------------------------------------------------------------===//
+// Windowed ops
+//===----------------------------------------------------------------------===//
+
+ShardingRule Conv2DOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> x = shapeOf(getInput()), w = shapeOf(getFilter()),
+                    y = shapeOf(getResult());
+  int64_t n = b.factor(x[0], FactorKind::Parallel);
+  int64_t f, c, cw;
+  if (getGroups() == 1) {
+    f = b.factor(w[0], FactorKind::Parallel);
+    c = cw = b.factor(x[1], FactorKind::Reduction, ReductionKind::sum);
+  } else {
+    // Grouped: a filter slice needs the matching channel group; keep whole.
+    f = b.factor(w[0], FactorKind::Replicated);
+    c = b.factor(x[1], FactorKind::Replicated);
+    cw = b.factor(w[1], FactorKind::Replicated);
+  }
+  // Windows overlap (halos): spatial dimensions stay whole.
+  SmallVector<int64_t> xs = b.factorsFor(x.drop_front(2), FactorKind::Replicated);
+  SmallVector<int64_t> ks = b.factorsFor(w.drop_front(2), FactorKind::Replicated);
+  SmallVector<int64_t> ys = b.factorsFor(y.drop_front(2), FactorKind::Replicated);
+  b.operand({n, c, xs[0], xs[1]});
+  b.operand({f, cw, ks[0], ks[1]});
+  b.result({n, f, ys[0], ys[1]});
+  return b.rule;
+}
+
+static ShardingRule poolRule(Operation *op) {
+  RuleBuilder b;
+  ArrayRef<int64_t> x = shapeOf(op->getOperand(0)),
+                    y = shapeOf(op->getResult(0));
+  int64_t n = b.factor(x[0], FactorKind::Parallel);
+  int64_t c = b.factor(x[1], FactorKind::Parallel);
+  SmallVector<int64_t> xs = b.factorsFor(x.drop_front(2), FactorKind::Replicated);
+  SmallVector<int64_t> ys = b.factorsFor(y.drop_front(2), FactorKind::Replicated);
+  b.operand({n, c, xs[0], xs[1]});
+  b.result({n, c, ys[0], ys[1]});
+  return b.rule;
+}
+
+ShardingRule MaxPool2DOp::getShardingRule() { return poolRule(*this); }
+ShardingRule AvgPool2DOp::getShardingRule() { return poolRule(*this); }
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+ShardingRule ReshapeOp::getShardingRule() {
+  return ShardingRule::reshape(*this);
+}
+
+ShardingRule TransposeOp::getShardingRule() {
+  return ShardingRule::permutation(*this, getPermutation());
+}
+
+ShardingRule BroadcastOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  SmallVector<int64_t> outF = b.factorsFor(out, FactorKind::Parallel);
+  SmallVector<int64_t> inF;
+  for (auto [i, d] : llvm::enumerate(getDims()))
+    inF.push_back(in[i] == out[d] ? outF[d] : -1);
+  b.operand(inF);
+  b.result(outF);
+  return b.rule;
+}
+
+ShardingRule ConcatOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  int64_t axis = getAxis();
+  SmallVector<int64_t> shared(out.size(), -1);
+  for (int64_t d = 0, e = out.size(); d < e; ++d)
+    if (d != axis)
+      shared[d] = b.factor(out[d], FactorKind::Parallel);
+  for (Value v : getInputs()) {
+    SmallVector<int64_t> f = shared;
+    f[axis] = b.factor(shapeOf(v)[axis], FactorKind::Replicated);
+    b.operand(f);
+  }
+  SmallVector<int64_t> f = shared;
+  f[axis] = b.factor(out[axis], FactorKind::Replicated);
+  b.result(f);
+  return b.rule;
+}
+
+/// For ops that keep some dimensions whole (`keep[d]`) and change the rest:
+/// kept dimensions share a parallel factor, changed ones get separate
+/// replicated factors on each side.
+static ShardingRule sameOrReplicated(Operation *op, ArrayRef<bool> keep) {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(op->getOperand(0)),
+                    out = shapeOf(op->getResult(0));
+  SmallVector<int64_t> inF, outF;
+  for (int64_t d = 0, e = in.size(); d < e; ++d) {
+    if (keep[d]) {
+      int64_t f = b.factor(in[d], FactorKind::Parallel);
+      inF.push_back(f);
+      outF.push_back(f);
+    } else {
+      inF.push_back(b.factor(in[d], FactorKind::Replicated));
+      outF.push_back(b.factor(out[d], FactorKind::Replicated));
+    }
+  }
+  b.operand(inF);
+  b.result(outF);
+  return b.rule;
+}
+
+ShardingRule SliceOp::getShardingRule() {
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  SmallVector<bool> keep;
+  for (int64_t d = 0, e = in.size(); d < e; ++d)
+    keep.push_back(getStart()[d] == 0 && getLimit()[d] == in[d] &&
+                   getStride()[d] == 1);
+  return sameOrReplicated(*this, keep);
+}
+
+ShardingRule PadOp::getShardingRule() {
+  SmallVector<bool> keep;
+  for (auto [lo, hi] : llvm::zip(getLow(), getHigh()))
+    keep.push_back(lo == 0 && hi == 0);
+  return sameOrReplicated(*this, keep);
+}
+
+ShardingRule GatherOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(getInput()), idx = shapeOf(getIndices());
+  int64_t axis = getAxis();
+  SmallVector<int64_t> inF, idxF, outF;
+  for (int64_t d = 0; d < axis; ++d) {
+    inF.push_back(b.factor(in[d], FactorKind::Parallel));
+    outF.push_back(inF.back());
+  }
+  // Any row may be looked up: the gathered axis stays whole.
+  inF.push_back(b.factor(in[axis], FactorKind::Replicated));
+  for (int64_t size : idx) {
+    idxF.push_back(b.factor(size, FactorKind::Parallel));
+    outF.push_back(idxF.back());
+  }
+  for (int64_t d = axis + 1, e = in.size(); d < e; ++d) {
+    inF.push_back(b.factor(in[d], FactorKind::Parallel));
+    outF.push_back(inF.back());
+  }
+  b.operand(inF);
+  b.operand(idxF);
+  b.result(outF);
+  return b.rule;
+}
+
+//===----------------------------------------------------------------------===//
+// NN ops
+//===----------------------------------------------------------------------===//
+
+static ShardingRule normalizeOverAxis(Operation *op, int64_t axis) {
+  ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
+  SmallVector<bool> keep;
+  for (int64_t d = 0, e = in.size(); d < e; ++d)
+    keep.push_back(d != axis);
+  // Same shape in and out: share the replicated factor too.
+  RuleBuilder b;
+  SmallVector<int64_t> f;
+  for (int64_t d = 0, e = in.size(); d < e; ++d)
+    f.push_back(b.factor(in[d], keep[d] ? FactorKind::Parallel
+                                        : FactorKind::Replicated));
+  b.operand(f);
+  b.result(f);
+  return b.rule;
+}
+
+ShardingRule SoftmaxOp::getShardingRule() {
+  return normalizeOverAxis(*this, getAxis());
+}
+ShardingRule LogSoftmaxOp::getShardingRule() {
+  return normalizeOverAxis(*this, getAxis());
+}
+
+ShardingRule LayerNormOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  int64_t axis = getAxis();
+  SmallVector<int64_t> f;
+  for (int64_t d = 0, e = in.size(); d < e; ++d)
+    f.push_back(b.factor(in[d], d < axis ? FactorKind::Parallel
+                                         : FactorKind::Replicated));
+  ArrayRef<int64_t> normalized = ArrayRef<int64_t>(f).drop_front(axis);
+  b.operand(f);
+  b.operand(normalized);
+  b.operand(normalized);
+  b.result(f);
+  return b.rule;
+}
+
+ShardingRule BatchNormInferenceOp::getShardingRule() {
+  RuleBuilder b;
+  SmallVector<int64_t> f =
+      b.factorsFor(shapeOf(getInput()), FactorKind::Parallel);
+  b.operand(f);
+  for (int i = 0; i < 4; ++i)
+    b.operand({f[1]});
+  b.result(f);
+  return b.rule;
+}
+
+ShardingRule BatchNormTrainingOp::getShardingRule() {
+  // Statistics span every dimension but the channel one; splitting those
+  // would give per-device statistics (unsynchronized batch norm).
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  SmallVector<int64_t> f;
+  for (int64_t d = 0, e = in.size(); d < e; ++d)
+    f.push_back(b.factor(in[d], d == 1 ? FactorKind::Parallel
+                                       : FactorKind::Replicated));
+  b.operand(f);
+  b.operand({f[1]});
+  b.operand({f[1]});
+  b.result(f);
+  b.result({f[1]});
+  b.result({f[1]});
+  return b.rule;
+}
+
+static ShardingRule classLossRule(Operation *op, Value weight,
+                                  LossReduction reduction) {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
+  FactorKind sampleKind = reduction == LossReduction::none
+                              ? FactorKind::Parallel
+                              : FactorKind::Reduction;
+  SmallVector<int64_t> inF, labelF;
+  for (int64_t d = 0, e = in.size(); d < e; ++d) {
+    if (d == 1) {
+      // Every class is needed to normalize (and to pick the label's).
+      inF.push_back(b.factor(in[d], FactorKind::Replicated));
+      continue;
+    }
+    inF.push_back(b.factor(in[d], sampleKind, ReductionKind::sum));
+    labelF.push_back(inF.back());
+  }
+  b.operand(inF);
+  b.operand(labelF);
+  if (weight)
+    b.operand({inF[1]});
+  if (reduction == LossReduction::none)
+    b.result(labelF);
+  else
+    b.result({});
+  return b.rule;
+}
+
+ShardingRule CrossEntropyOp::getShardingRule() {
+  return classLossRule(*this, getWeight(), getReduction());
+}
+ShardingRule NllLossOp::getShardingRule() {
+  return classLossRule(*this, getWeight(), getReduction());
+}
+
+ShardingRule MseLossOp::getShardingRule() {
+  if (getReduction() == LossReduction::none)
+    return ShardingRule::elementwise(*this);
+  RuleBuilder b;
+  SmallVector<int64_t> f;
+  for (int64_t size : shapeOf(getInput()))
+    f.push_back(b.factor(size, FactorKind::Reduction, ReductionKind::sum));
+  b.operand(f);
+  b.operand(f);
+  b.result({});
+  return b.rule;
+}

@@ -1,0 +1,33 @@
+//===- PrintShardingRules.cpp - Report sharding rules as remarks ----------===//
+
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Dialect/Loom/Transforms/Passes.h"
+
+#define DEBUG_TYPE "loom-print-sharding-rules"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMPRINTSHARDINGRULES
+#include "loom/Dialect/Loom/Transforms/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+struct PrintShardingRulesPass
+    : loom::impl::LoomPrintShardingRulesBase<PrintShardingRulesPass> {
+  void runOnOperation() override {
+    bool failed = false;
+    getOperation()->walk([&](ShardingRuleOpInterface op) {
+      ShardingRule rule = op.getShardingRule();
+      if (llvm::failed(rule.verify(op))) {
+        failed = true;
+        return;
+      }
+      op->emitRemark() << "sharding rule: " << rule.str();
+    });
+    if (failed)
+      signalPassFailure();
+  }
+};
+} // namespace

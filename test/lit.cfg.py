@@ -1,0 +1,33 @@
+# -*- Python -*-
+# Lit configuration for Loom's FileCheck tests (see mlir/examples/standalone).
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "LOOM"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".py", ".test", ".sh"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "Inputs", "unit"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.loom_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%loom_src_root", config.loom_src_root))
+config.substitutions.append(("%loom_obj_root", config.loom_obj_root))
+# Debian's python3 has torch and onnx; a python3 earlier on PATH may not.
+config.substitutions.append(("%python", config.python_executable))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.loom_tools_dir, append_path=True)
+llvm_config.with_environment("PYTHONPATH", os.path.join(config.loom_src_root, "python"), append_path=True)
+llvm_config.with_environment("LOOM_BUILD_DIR", config.loom_obj_root)
+
+tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
+tools = ["loom-opt"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
