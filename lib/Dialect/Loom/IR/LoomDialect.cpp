@@ -81,10 +81,8 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
-  auto fn = dyn_cast<FunctionOpInterface>(op);
-  if (!fn)
-    return op->emitOpError("loom argument attributes are only allowed on "
-                           "functions");
+  // Only function-like ops carry argument attributes.
+  auto fn = cast<FunctionOpInterface>(op);
   Type type = fn.getArgumentTypes()[argIndex];
   std::string what = "argument #" + std::to_string(argIndex);
   if (attr.getName() == kShardingAttrName)
@@ -112,10 +110,7 @@ LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
                                                        unsigned regionIndex,
                                                        unsigned resultIndex,
                                                        NamedAttribute attr) {
-  auto fn = dyn_cast<FunctionOpInterface>(op);
-  if (!fn)
-    return op->emitOpError("loom result attributes are only allowed on "
-                           "functions");
+  auto fn = cast<FunctionOpInterface>(op);
   std::string what = "function result #" + std::to_string(resultIndex);
   if (attr.getName() == kShardingAttrName)
     return verifyValueSharding(op, attr.getValue(),

@@ -8,7 +8,8 @@ include "mlir/Pass/PassBase.td"
 def LoomPrintShardingRules : Pass<"loom-print-sharding-rules"> {
   let summary = "Report every op's sharding factor rule as a remark";
   let description = [{
-    For every op implementing `ShardingRuleOpInterface`, checks the rule
+    For every op implementing `ShardingRuleOpInterface` that has operands or
+    results, checks the rule
     against the op's types and emits it as a remark at the op, e.g.
 
     ```

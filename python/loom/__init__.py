@@ -1,0 +1,61 @@
+"""Loom from Python: locate and run Loom's tools.
+
+    import loom
+    print(loom.run_tool("loom-opt", "examples/mlp.mlir").stdout)
+
+or from a shell:
+
+    PYTHONPATH=python python3 -m loom opt examples/mlp.mlir
+
+Tools are looked up in $LOOM_BUILD_DIR/bin, then in the repository's
+build/bin, then on PATH. Tracing PyTorch training steps into Loom lands here
+as the frontend grows.
+"""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+__all__ = ["LoomToolNotFound", "tool_path", "run_tool"]
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class LoomToolNotFound(FileNotFoundError):
+    """A Loom tool is neither built nor on PATH."""
+
+
+def _search_dirs():
+    build = os.environ.get("LOOM_BUILD_DIR")
+    if build:
+        yield Path(build) / "bin"
+    yield _REPO_ROOT / "build" / "bin"
+
+
+def tool_path(name):
+    """Absolute path of the Loom tool `name` ("loom-opt", or just "opt")."""
+    if not name.startswith("loom-"):
+        name = "loom-" + name
+    for directory in _search_dirs():
+        candidate = directory / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which(name)
+    if found:
+        return found
+    searched = ", ".join(str(d) for d in _search_dirs())
+    raise LoomToolNotFound(
+        f"{name} not found in {searched} or on PATH; build Loom with "
+        f"./scripts/build.sh or set LOOM_BUILD_DIR")
+
+
+def run_tool(name, *args, check=True, capture=True, **kwargs):
+    """Runs a Loom tool; returns the CompletedProcess.
+
+    With check=True a non-zero exit raises subprocess.CalledProcessError
+    whose stderr holds the tool's diagnostics.
+    """
+    cmd = [tool_path(name), *map(str, args)]
+    return subprocess.run(cmd, check=check, text=True,
+                          capture_output=capture, **kwargs)

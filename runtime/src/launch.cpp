@@ -1,0 +1,154 @@
+//===- launch.cpp - Which rank am I: launcher environment detection -------===//
+
+#include "loom/runtime.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+extern "C" char **environ;
+
+namespace {
+
+/// Looks up NAME in a NULL-terminated "NAME=value" list.
+const char *lookup(const char *const *env, const char *name) {
+  size_t len = std::strlen(name);
+  for (; env && *env; ++env)
+    if (std::strncmp(*env, name, len) == 0 && (*env)[len] == '=')
+      return *env + len + 1;
+  return nullptr;
+}
+
+/// Parses an optional integer variable; *out keeps its value if absent.
+loom_status_t readInt(const char *const *env, const char *name, int32_t *out,
+                      bool *found = nullptr) {
+  const char *text = lookup(env, name);
+  if (found)
+    *found = text != nullptr;
+  if (!text)
+    return nullptr;
+  errno = 0;
+  char *end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < INT32_MIN ||
+      value > INT32_MAX)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "environment variable %s='%s' is not an integer",
+                            name, text);
+  *out = static_cast<int32_t>(value);
+  return nullptr;
+}
+
+struct LauncherVars {
+  loom_launcher_t launcher;
+  const char *rank, *size, *localRank, *localSize;
+};
+
+constexpr LauncherVars kLaunchers[] = {
+    {LOOM_LAUNCHER_OPENMPI, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {LOOM_LAUNCHER_SLURM, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+     "SLURM_NTASKS_PER_NODE"},
+    {LOOM_LAUNCHER_PMI, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID",
+     "MPI_LOCALNRANKS"},
+    {LOOM_LAUNCHER_TORCHRUN, "RANK", "WORLD_SIZE", "LOCAL_RANK",
+     "LOCAL_WORLD_SIZE"},
+};
+
+} // namespace
+
+extern "C" const char *loom_launcher_name(loom_launcher_t launcher) {
+  switch (launcher) {
+  case LOOM_LAUNCHER_NONE:
+    return "none";
+  case LOOM_LAUNCHER_OPENMPI:
+    return "openmpi";
+  case LOOM_LAUNCHER_PMI:
+    return "pmi";
+  case LOOM_LAUNCHER_SLURM:
+    return "slurm";
+  case LOOM_LAUNCHER_TORCHRUN:
+    return "torchrun";
+  }
+  return "unknown";
+}
+
+extern "C" loom_status_t
+loom_launch_info_from_environ(const char *const *env,
+                              loom_launch_info_t *out_info) {
+  if (!out_info)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "out_info must not be NULL");
+  loom_launch_info_t info = {};
+  info.launcher = LOOM_LAUNCHER_NONE;
+  info.world_size = 1;
+  info.local_size = 1;
+
+  const LauncherVars *vars = nullptr;
+  for (const LauncherVars &candidate : kLaunchers)
+    if (lookup(env, candidate.rank) && lookup(env, candidate.size)) {
+      vars = &candidate;
+      break;
+    }
+  if (vars) {
+    info.launcher = vars->launcher;
+    info.local_size = 0;
+    loom_status_t status;
+    if ((status = readInt(env, vars->rank, &info.rank)) ||
+        (status = readInt(env, vars->size, &info.world_size)))
+      return status;
+    bool haveLocal = false;
+    if ((status = readInt(env, vars->localRank, &info.local_rank, &haveLocal)))
+      return status;
+    if (!haveLocal)
+      info.local_rank = info.rank;
+    // Slurm writes SLURM_NTASKS_PER_NODE as "4" or "4(x2)"; only a plain
+    // integer is used, anything else leaves local_size unknown.
+    const char *localSize = lookup(env, vars->localSize);
+    if (localSize && vars->launcher != LOOM_LAUNCHER_SLURM) {
+      if ((status = readInt(env, vars->localSize, &info.local_size)))
+        return status;
+    } else if (localSize) {
+      char *end = nullptr;
+      long v = std::strtol(localSize, &end, 10);
+      if (end != localSize && *end == '\0' && v > 0 && v <= INT32_MAX)
+        info.local_size = static_cast<int32_t>(v);
+    }
+    if (info.world_size < 1)
+      return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                              "%s=%d: the world size must be positive",
+                              vars->size, info.world_size);
+    if (info.rank < 0 || info.rank >= info.world_size)
+      return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                              "%s=%d is outside [0, %s=%d)", vars->rank,
+                              info.rank, vars->size, info.world_size);
+    if (info.local_rank < 0 ||
+        (info.local_size > 0 && info.local_rank >= info.local_size))
+      return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                              "%s=%d is outside [0, %s=%d)", vars->localRank,
+                              info.local_rank, vars->localSize,
+                              info.local_size);
+  }
+
+  if (const char *addr = lookup(env, "MASTER_ADDR")) {
+    if (std::strlen(addr) >= sizeof(info.master_addr))
+      return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                              "MASTER_ADDR is longer than %zu characters",
+                              sizeof(info.master_addr) - 1);
+    std::strcpy(info.master_addr, addr);
+  }
+  if (loom_status_t status = readInt(env, "MASTER_PORT", &info.master_port))
+    return status;
+  if (info.master_port < 0 || info.master_port > 65535)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "MASTER_PORT=%d is not a TCP port",
+                            info.master_port);
+  *out_info = info;
+  return nullptr;
+}
+
+extern "C" loom_status_t loom_launch_info_from_env(loom_launch_info_t *out_info) {
+  return loom_launch_info_from_environ(environ, out_info);
+}

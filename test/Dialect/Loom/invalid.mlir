@@ -1,0 +1,677 @@
+// Every verifier message of loom ops.
+// RUN: loom-opt %s --split-input-file --verify-diagnostics
+
+// Constant values must be elements attributes.
+func.func @constant_not_elements() {
+  // expected-error @+1 {{attribute 'value' failed to satisfy constraint: constant vector/tensor attribute}}
+  %0 = "loom.constant"() {value = 1.0 : f32} : () -> tensor<f32>
+  return
+}
+
+// -----
+
+// The result type of a constant is its value's type.
+func.func @constant_wrong_type() {
+  // expected-error @+2 {{inferred type(s) 'tensor<2xf32>' are incompatible with return type(s) of operation 'tensor<3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "loom.constant"() {value = dense<1.0> : tensor<2xf32>} : () -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{trainable parameter must have a floating-point element type, got 'tensor<4xi64>'}}
+loom.parameter @steps : tensor<4xi64> trainable
+
+// -----
+
+// expected-error @+1 {{initial value has type 'tensor<3xf32>' but the parameter has type 'tensor<4xf32>'}}
+loom.parameter @w : tensor<4xf32> = dense<0.0> : tensor<3xf32>
+
+// -----
+
+// expected-error @+1 {{initial value must be an elements attribute or #loom.external, got "zeros"}}
+loom.parameter @w : tensor<4xf32> = "zeros"
+
+// -----
+
+// Unary ops take floats where the math needs them.
+func.func @exp_of_int(%x: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = loom.exp %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+// Dynamic shapes are not allowed.
+func.func @dynamic(%x: tensor<?xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor}}
+  %0 = loom.neg %x : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @unary_type_change(%x: tensor<4xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "loom.tanh"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @cast_shape(%x: tensor<4xf32>) {
+  // expected-error @+1 {{requires the same shape for all operands and results}}
+  %0 = loom.cast %x : tensor<4xf32> to tensor<2x2xf16>
+  return
+}
+
+// -----
+
+func.func @gelu_bad_mode(%x: tensor<4xf32>) {
+  // expected-error @+2 {{expected ::mlir::loom::GeluApproximation to be one of: none, tanh}}
+  // expected-error @+1 {{failed to parse Loom_GeluApproximationAttr parameter 'value'}}
+  %0 = loom.gelu %x approximate = fast : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @not_broadcastable(%a: tensor<4x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{operands are not broadcast-compatible: 'tensor<4x3xf32>' vs 'tensor<4xf32>' (dimension of size 4 against 3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.add %a, %b : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @binary_wrong_result(%a: tensor<4x1xf32>, %b: tensor<1x3xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<4x1xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.mul %a, %b : (tensor<4x1xf32>, tensor<1x3xf32>) -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @binary_mixed_elements(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{failed to verify that all of {lhs, rhs, result} have same element type}}
+  %0 = loom.sub %a, %b : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @pow_int(%a: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = loom.pow %a, %a : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @div_bool(%a: tensor<4xi1>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer values}}
+  %0 = loom.div %a, %a : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @max_not_broadcastable(%a: tensor<2xf32>, %b: tensor<3xf32>) {
+  // expected-error @+2 {{operands are not broadcast-compatible}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.max %a, %b : (tensor<2xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @min_wrong_result(%a: tensor<2xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<2xf32>' are incompatible}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.min %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<1x2xf32>
+  return
+}
+
+// -----
+
+func.func @compare_result_not_bool(%a: tensor<2xf32>) {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of 1-bit signless integer values}}
+  %0 = loom.compare lt, %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @compare_mixed(%a: tensor<2xf32>, %b: tensor<2xi32>) {
+  // expected-error @+1 {{failed to verify that all of {lhs, rhs} have same element type}}
+  %0 = loom.compare lt, %a, %b : (tensor<2xf32>, tensor<2xi32>) -> tensor<2xi1>
+  return
+}
+
+// -----
+
+func.func @select_not_broadcastable(%c: tensor<3xi1>, %a: tensor<2xf32>) {
+  // expected-error @+2 {{operands are not broadcast-compatible: 'tensor<3xi1>' vs 'tensor<2xf32>' vs 'tensor<2xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.select %c, %a, %a : (tensor<3xi1>, tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @select_cond_not_bool(%c: tensor<2xf32>, %a: tensor<2xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 1-bit signless integer values}}
+  %0 = loom.select %c, %a, %a : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @dot_batch_count(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @+2 {{lhs has 1 batching dimensions but rhs has 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "loom.dot_general"(%a, %b) <{lhs_batching_dims = array<i64: 0>, rhs_batching_dims = array<i64>,
+      lhs_contracting_dims = array<i64: 2>, rhs_contracting_dims = array<i64: 1>}>
+      : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  return
+}
+
+// -----
+
+func.func @dot_contract_count(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{lhs has 1 contracting dimensions but rhs has 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.dot_general %a, %b contracting_dims = [1] x [0, 1] : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @dot_out_of_range(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{lhs batching/contracting dimension 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.dot_general %a, %b contracting_dims = [2] x [0] : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
+  return
+}
+
+// -----
+
+func.func @dot_dim_twice(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) {
+  // expected-error @+2 {{rhs batching/contracting dimension 0 is listed more than once}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.dot_general %a, %b batching_dims = [0] x [0] contracting_dims = [1] x [0]
+      : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dot_size_mismatch(%a: tensor<3x4xf32>, %b: tensor<5x6xf32>) {
+  // expected-error @+2 {{lhs dimension 1 (size 4) and rhs dimension 0 (size 5) are paired but differ in size}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.dot_general %a, %b contracting_dims = [1] x [0] : (tensor<3x4xf32>, tensor<5x6xf32>) -> tensor<3x6xf32>
+  return
+}
+
+// -----
+
+func.func @dot_wrong_result(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<3x5xf32>' are incompatible with return type(s) of operation 'tensor<5x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.dot_general %a, %b contracting_dims = [1] x [0] : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<5x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_unsorted(%x: tensor<3x4xf32>) {
+  // expected-error @+2 {{reduced dimensions must be sorted}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.reduce_sum %x dims = [1, 0] : (tensor<3x4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @reduce_out_of_range(%x: tensor<3x4xf32>) {
+  // expected-error @+2 {{reduced dimension 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.reduce_mean %x dims = [2] : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_twice(%x: tensor<3x4xf32>) {
+  // expected-error @+2 {{reduced dimension 1 is listed more than once}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.reduce_max %x dims = [1, 1] : (tensor<3x4xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_keepdims_result(%x: tensor<3x4xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<3x1xf32>' are incompatible with return type(s) of operation 'tensor<3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.reduce_min %x dims = [1] keepdims : (tensor<3x4xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @conv_rank(%x: tensor<3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{expects a rank-4 NCHW input and a rank-4 FCHW filter, got 'tensor<3x8x8xf32>' and 'tensor<4x3x3x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
+      : (tensor<3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_groups(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{groups = 2 must be positive and divide both the 3 input channels and the 4 filters}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 2
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+2 {{filter has 2 input channels per group but the input has 3 channels in 1 group(s)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
+      : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_attr_sizes(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{expects 2 kernel sizes, 2 strides, 2 dilations and 4 paddings [top, left, bottom, right]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [0, 0] dilations = [1, 1] groups = 1
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_zero_stride(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{kernel sizes, strides and dilations must be positive}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.conv2d %x, %w strides = [0, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_negative_pad(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{padding must be non-negative}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [-1, 0, 0, 0] dilations = [1, 1] groups = 1
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_window_too_big(%x: tensor<1x3x2x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{window of size 3 (dilation 1) does not fit spatial dimension 2 of size 2 with its padding}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
+      : (tensor<1x3x2x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x1x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_wrong_result(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<1x4x4x4xf32>' are incompatible with return type(s) of operation 'tensor<1x4x3x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @pool_rank(%x: tensor<3x8x8xf32>) {
+  // expected-error @+2 {{expects a rank-4 NCHW input, got 'tensor<3x8x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
+      : (tensor<3x8x8xf32>) -> tensor<3x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @pool_window_in_padding(%x: tensor<1x1x4x4xf32>) {
+  // expected-error @+2 {{the last window along spatial dimension 2 lies entirely in the padding}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.avg_pool2d %x kernel = [1, 1] strides = [1, 1] padding = [0, 0, 2, 0]
+      : (tensor<1x1x4x4xf32>) -> tensor<1x1x6x4xf32>
+  return
+}
+
+// -----
+
+func.func @pool_kernel_size(%x: tensor<1x1x4x4xf32>) {
+  // expected-error @+2 {{expects 2 kernel sizes, 2 strides, 2 dilations and 4 paddings}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.avg_pool2d %x kernel = [2] strides = [1, 1] padding = [0, 0, 0, 0]
+      : (tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{cannot reshape 'tensor<2x3xf32>' (6 elements) into 'tensor<7xf32>' (7 elements)}}
+  %0 = loom.reshape %x : (tensor<2x3xf32>) -> tensor<7xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_element(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{failed to verify that all of {input, result} have same element type}}
+  %0 = loom.reshape %x : (tensor<2x3xf32>) -> tensor<6xf16>
+  return
+}
+
+// -----
+
+func.func @transpose_length(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{permutation has 3 entries but the input has rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.transpose %x permutation = [0, 1, 2] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_not_permutation(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{permuted dimension 0 is listed more than once}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.transpose %x permutation = [0, 0] : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_dims_length(%x: tensor<3xf32>) {
+  // expected-error @+1 {{dims has 2 entries but the input has rank 1}}
+  %0 = loom.broadcast %x dims = [0, 1] : (tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_dims_range(%x: tensor<3xf32>) {
+  // expected-error @+1 {{dims entry 2 is out of range for result rank 2}}
+  %0 = loom.broadcast %x dims = [2] : (tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_dims_order(%x: tensor<3x3xf32>) {
+  // expected-error @+1 {{dims must be strictly increasing}}
+  %0 = loom.broadcast %x dims = [1, 0] : (tensor<3x3xf32>) -> tensor<3x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_size(%x: tensor<3xf32>) {
+  // expected-error @+1 {{input dimension 0 (size 3) cannot broadcast to result dimension 1 (size 4)}}
+  %0 = loom.broadcast %x dims = [1] : (tensor<3xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_empty() {
+  // expected-error @+1 {{expected 1 or more operands, but found 0}}
+  %0 = "loom.concat"() {axis = 0 : i64} : () -> tensor<0xf32>
+  return
+}
+
+// -----
+
+func.func @concat_axis(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{axis 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.concat %a, %a axis = 2 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_rank(%a: tensor<2x3xf32>, %b: tensor<2xf32>) {
+  // expected-error @+2 {{operand #1 has rank 1 but operand #0 has rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.concat %a, %b axis = 0 : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_sizes(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+2 {{operand #1 has size 4 in dimension 1 but operand #0 has 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.concat %a, %b axis = 0 : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_elements(%a: tensor<2xf32>, %b: tensor<2xf16>) {
+  // expected-error @+1 {{requires the same element type for all operands and results}}
+  %0 = loom.concat %a, %b axis = 0 : (tensor<2xf32>, tensor<2xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_ranges(%x: tensor<4x4xf32>) {
+  // expected-error @+2 {{needs one range per dimension (2), got 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.slice %x [0:2] : (tensor<4x4xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%x: tensor<4x4xf32>) {
+  // expected-error @+2 {{range 2:5 of dimension 1 is not within [0, 4] in increasing order}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.slice %x [0:4, 2:5] : (tensor<4x4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @slice_stride(%x: tensor<4x4xf32>) {
+  // expected-error @+2 {{stride of dimension 0 must be positive, got -1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.slice %x [0:4:-1, 0:4] : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_result(%x: tensor<4x4xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<2x4xf32>' are incompatible}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.slice %x [0:4:2, 0:4] : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%t: tensor<10x4xf32>, %i: tensor<3xi64>) {
+  // expected-error @+2 {{axis 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.gather %t[%i] axis = 2 : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_float_indices(%t: tensor<10x4xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = loom.gather %t[%i] axis = 0 : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @pad_lengths(%x: tensor<4x4xf32>) {
+  // expected-error @+2 {{needs 2 low and high padding amounts, got 1 and 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.pad %x low = [1] high = [1, 1] value = 0.0 : f32 : (tensor<4x4xf32>) -> tensor<6x5xf32>
+  return
+}
+
+// -----
+
+func.func @pad_value_type(%x: tensor<4xf32>) {
+  // expected-error @+2 {{padding value must have the element type 'f32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.pad %x low = [1] high = [1] value = 0 : i32 : (tensor<4xf32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @pad_negative(%x: tensor<4xf32>) {
+  // expected-error @+2 {{padding amounts must be non-negative}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.pad %x low = [-1] high = [1] value = 0.0 : f32 : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis -1 is out of range for rank 2 (axes are normalized to [0, rank))}}
+  %0 = loom.softmax %x axis = -1 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_axis(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = loom.log_softmax %x axis = 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_axis(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+2 {{axis 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.layer_norm %x, %g, %g axis = 2 epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<4x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+2 {{scale and bias must have the shape of the normalized dimensions of 'tensor<4x8xf32>' from axis 1, got 'tensor<4xf32>' and 'tensor<4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.layer_norm %x, %g, %g axis = 1 epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_rank(%x: tensor<4xf32>, %c: tensor<4xf32>) {
+  // expected-error @+2 {{input must be [N, C, ...], got 'tensor<4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.batch_norm_inference %x, %c, %c, %c, %c epsilon = 1.0e-5
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_channels(%x: tensor<2x3x4x4xf32>, %c: tensor<4xf32>) {
+  // expected-error @+2 {{per-channel operands must be [3], got 'tensor<4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:3 = loom.batch_norm_training %x, %c, %c epsilon = 1.0e-5
+      : (tensor<2x3x4x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @dropout_ratio(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+2 {{ratio must be in [0, 1), got 1.000000e+00}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = loom.dropout %x, %s ratio = 1.0 : (tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xi1>)
+  return
+}
+
+// -----
+
+func.func @dropout_seed(%x: tensor<4xf32>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{operand #1 must be 0D tensor of 64-bit signless integer values}}
+  %0:2 = loom.dropout %x, %s ratio = 0.5 : (tensor<4xf32>, tensor<2xi64>) -> (tensor<4xf32>, tensor<4xi1>)
+  return
+}
+
+// -----
+
+func.func @ce_rank(%x: tensor<10xf32>, %l: tensor<1xi64>) {
+  // expected-error @+2 {{input must be [N, C, d1, ...], got 'tensor<10xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.cross_entropy %x, %l reduction = mean : (tensor<10xf32>, tensor<1xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_labels(%x: tensor<4x10xf32>, %l: tensor<5xi64>) {
+  // expected-error @+2 {{labels 'tensor<5xi64>' do not match input 'tensor<4x10xf32>': expected shape [N, d1, ...] = [4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.cross_entropy %x, %l reduction = mean : (tensor<4x10xf32>, tensor<5xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @nll_weight(%x: tensor<4x10xf32>, %l: tensor<4xi64>, %w: tensor<4xf32>) {
+  // expected-error @+2 {{weight must be [C] = [10], got 'tensor<4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.nll_loss %x, %l weight = %w reduction = mean : (tensor<4x10xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_none_result(%x: tensor<4x10xf32>, %l: tensor<4xi64>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<f32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.cross_entropy %x, %l reduction = none : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @mse_shapes(%a: tensor<4x1xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{failed to verify that all of {input, target} have same type}}
+  %0 = loom.mse_loss %a, %b reduction = mean : (tensor<4x1xf32>, tensor<4xf32>) -> tensor<f32>
+  return
+}

@@ -1,0 +1,22 @@
+# The Python package finds the built tools and reports missing ones clearly.
+# RUN: %python %s | FileCheck %s
+# RUN: %python -m loom opt %loom_src_root/examples/mlp.mlir | FileCheck %s --check-prefix=CLI
+# RUN: not %python -m loom nonexistent 2>&1 | FileCheck %s --check-prefix=MISSING
+
+import subprocess
+
+import loom
+
+# CHECK: loom-opt found: True
+print("loom-opt found:", loom.tool_path("loom-opt").endswith("/bin/loom-opt"))
+# CHECK: loom.mesh @cluster ["dp"=2
+print(loom.run_tool("loom-opt", "--mlir-print-op-on-diagnostic=false",
+                    input='loom.mesh @cluster ["dp"=2]').stdout.strip().splitlines()[1].strip())
+try:
+    loom.run_tool("loom-opt", input="loom.mesh @m []")
+except subprocess.CalledProcessError as e:
+    # CHECK: error: 'loom.mesh' op needs at least one axis
+    print(e.stderr.strip().splitlines()[0].split(" ", 1)[1])
+
+# CLI: loom.parameter @fc1.weight : tensor<784x512xf32> trainable
+# MISSING: loom: loom-nonexistent not found in {{.*}} or on PATH; build Loom with ./scripts/build.sh or set LOOM_BUILD_DIR
