@@ -675,3 +675,75 @@ func.func @mse_shapes(%a: tensor<4x1xf32>, %b: tensor<4xf32>) {
   %0 = loom.mse_loss %a, %b reduction = mean : (tensor<4x1xf32>, tensor<4xf32>) -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @abs_bool(%x: tensor<4xi1>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer}}
+  %0 = loom.abs %x : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @log_int(%x: tensor<4xi64>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = loom.log %x : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @sqrt_unranked(%x: tensor<*xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = "loom.sqrt"(%x) : (tensor<*xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @rsqrt_type_change(%x: tensor<4xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "loom.rsqrt"(%x) : (tensor<4xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @sigmoid_int(%x: tensor<4xi8>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = loom.sigmoid %x : tensor<4xi8>
+  return
+}
+
+// -----
+
+func.func @relu_bool(%x: tensor<4xi1>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type}}
+  %0 = loom.relu %x : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @erf_memref(%x: memref<4xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = "loom.erf"(%x) : (memref<4xf32>) -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @exp_scalar(%x: f32) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = "loom.exp"(%x) : (f32) -> f32
+  return
+}
+
+// -----
+
+func.func @cast_unsupported_element(%x: tensor<4xf32>) {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of floating-point or signless integer values, but got 'tensor<4xcomplex<f32>>'}}
+  %0 = loom.cast %x : tensor<4xf32> to tensor<4xcomplex<f32>>
+  return
+}
