@@ -27,6 +27,16 @@ func.func @elementwise(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %s: tensor<f32>, 
   // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, j]) {i=4, j=8}}}
   %9 = loom.erf %a : tensor<4x8xf32>
   // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, j]) {i=4, j=8}}}
+  %f0 = loom.floor %a : tensor<4x8xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, j]) {i=4, j=8}}}
+  %f1 = loom.ceil %a : tensor<4x8xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, j]) {i=4, j=8}}}
+  %f2 = loom.round %a : tensor<4x8xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, j]) {i=4, j=8}}}
+  %f3 = loom.sin %a : tensor<4x8xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, j]) {i=4, j=8}}}
+  %f4 = loom.cos %a : tensor<4x8xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, j]) {i=4, j=8}}}
   %10 = loom.gelu %a approximate = tanh : tensor<4x8xf32>
   // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, j]) {i=4, j=8}}}
   %11 = loom.cast %a : tensor<4x8xf32> to tensor<4x8xf16>
@@ -66,6 +76,8 @@ func.func @contraction_and_reduction(%x: tensor<2x8x16xf32>, %w: tensor<16x32xf3
   %3 = loom.reduce_max %x dims = [0, 1, 2] : (tensor<2x8x16xf32>) -> tensor<f32>
   // expected-remark @+1 {{sharding rule: ([i, j, k]) -> ([j, k]) {i=2, j=8, k=16} reduction={i:min}}}
   %4 = loom.reduce_min %x dims = [0] : (tensor<2x8x16xf32>) -> tensor<8x16xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j, k]) -> ([i, j]) {i=2, j=8, k=16} reduction={k:prod}}}
+  %5 = loom.reduce_prod %x dims = [2] : (tensor<2x8x16xf32>) -> tensor<2x8xf32>
   return
 }
 
@@ -74,16 +86,16 @@ func.func @contraction_and_reduction(%x: tensor<2x8x16xf32>, %w: tensor<16x32xf3
 // Windows overlap: spatial dimensions stay whole.
 func.func @windows(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %g: tensor<4x2x3x3xf32>) {
   // expected-remark @+1 {{sharding rule: ([i, k, l, m], [j, k, n, o]) -> ([i, j, p, q]) {i=2, j=6, k=4, l=8, m=8, n=3, o=3, p=8, q=8} reduction={k:sum} replicated={l, m, n, o, p, q}}}
-  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1
+  %0 = loom.conv %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1
       : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x8x8xf32>
   // expected-remark @+1 {{sharding rule: ([i, k, m, n], [j, l, o, p]) -> ([i, j, q, r]) {i=2, j=4, k=4, l=2, m=8, n=8, o=3, p=3, q=8, r=8} replicated={j, k, l, m, n, o, p, q, r}}}
-  %1 = loom.conv2d %x, %g strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 2
+  %1 = loom.conv %x, %g strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 2
       : (tensor<2x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<2x4x8x8xf32>
   // expected-remark @+1 {{sharding rule: ([i, j, k, l]) -> ([i, j, m, n]) {i=2, j=4, k=8, l=8, m=4, n=4} replicated={k, l, m, n}}}
-  %2 = loom.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
+  %2 = loom.max_pool %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
       : (tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32>
   // expected-remark @+1 {{sharding rule: ([i, j, k, l]) -> ([i, j, m, n]) {i=2, j=4, k=8, l=8, m=4, n=4} replicated={k, l, m, n}}}
-  %3 = loom.avg_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0]
+  %3 = loom.avg_pool %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0]
       : (tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32>
   return
 }

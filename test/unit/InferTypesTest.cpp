@@ -70,12 +70,12 @@ TEST_F(InferTypesTest, MatmulBuilderBatchesLeadingDimensions) {
 
 TEST_F(InferTypesTest, WindowsAndReductions) {
   Value x = arg({2, 3, 32, 32}), w = arg({16, 3, 5, 5});
-  auto conv = Conv2DOp::create(builder, loc, x, w, builder.getDenseI64ArrayAttr({2, 2}),
+  auto conv = ConvOp::create(builder, loc, x, w, builder.getDenseI64ArrayAttr({2, 2}),
                                builder.getDenseI64ArrayAttr({2, 2, 2, 2}),
                                builder.getDenseI64ArrayAttr({1, 1}),
                                builder.getI64IntegerAttr(1));
   EXPECT_EQ(shape(conv), (ArrayRef<int64_t>{2, 16, 16, 16}));
-  auto pool = MaxPool2DOp::create(builder, loc, conv, builder.getDenseI64ArrayAttr({3, 3}),
+  auto pool = MaxPoolOp::create(builder, loc, conv, builder.getDenseI64ArrayAttr({3, 3}),
                                   builder.getDenseI64ArrayAttr({2, 2}),
                                   builder.getDenseI64ArrayAttr({1, 1, 1, 1}),
                                   builder.getDenseI64ArrayAttr({1, 1}));

@@ -126,10 +126,10 @@ TEST_F(ShardingRuleTest, LayerNormSharesNormalizedFactorsWithParameters) {
                         "{i=4, j=8, k=16} replicated={k}");
 }
 
-TEST_F(ShardingRuleTest, Conv2DSplitsBatchAndFiltersReducesChannels) {
-  ShardingRule rule = ruleOf<Conv2DOp>(
+TEST_F(ShardingRuleTest, ConvSplitsBatchAndFiltersReducesChannels) {
+  ShardingRule rule = ruleOf<ConvOp>(
       "%x: tensor<8x3x32x32xf32>, %w: tensor<16x3x3x3xf32>",
-      "%0 = loom.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] "
+      "%0 = loom.conv %x, %w strides = [1, 1] padding = [1, 1, 1, 1] "
       "dilations = [1, 1] groups = 1 : (tensor<8x3x32x32xf32>, "
       "tensor<16x3x3x3xf32>) -> tensor<8x16x32x32xf32>");
   EXPECT_EQ(rule.str(),

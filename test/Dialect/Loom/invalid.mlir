@@ -104,9 +104,9 @@ func.func @binary_mixed_elements(%a: tensor<4xf32>, %b: tensor<4xf16>) {
 
 // -----
 
-func.func @pow_int(%a: tensor<4xi32>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
-  %0 = loom.pow %a, %a : tensor<4xi32>
+func.func @pow_bool(%a: tensor<4xi1>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 16-bit float}}
+  %0 = loom.pow %a, %a : tensor<4xi1>
   return
 }
 
@@ -265,9 +265,9 @@ func.func @reduce_keepdims_result(%x: tensor<3x4xf32>) {
 // -----
 
 func.func @conv_rank(%x: tensor<3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
-  // expected-error @+2 {{expects a rank-4 NCHW input and a rank-4 FCHW filter, got 'tensor<3x8x8xf32>' and 'tensor<4x3x3x3xf32>'}}
+  // expected-error @+2 {{filter 'tensor<4x3x3x3xf32>' must have the rank of the input 'tensor<3x8x8xf32>' ([F, C/groups, K1...Kk])}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
+  %0 = loom.conv %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
       : (tensor<3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   return
 }
@@ -277,7 +277,7 @@ func.func @conv_rank(%x: tensor<3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 func.func @conv_groups(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+2 {{groups = 2 must be positive and divide both the 3 input channels and the 4 filters}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 2
+  %0 = loom.conv %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 2
       : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   return
 }
@@ -287,7 +287,7 @@ func.func @conv_groups(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
   // expected-error @+2 {{filter has 2 input channels per group but the input has 3 channels in 1 group(s)}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
+  %0 = loom.conv %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
       : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
   return
 }
@@ -295,9 +295,9 @@ func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
 // -----
 
 func.func @conv_attr_sizes(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
-  // expected-error @+2 {{expects 2 kernel sizes, 2 strides, 2 dilations and 4 paddings [top, left, bottom, right]}}
+  // expected-error @+2 {{expects 2 kernel sizes, strides and dilations and 4 paddings [begin..., end...] for 2 spatial dimensions}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [0, 0] dilations = [1, 1] groups = 1
+  %0 = loom.conv %x, %w strides = [1, 1] padding = [0, 0] dilations = [1, 1] groups = 1
       : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   return
 }
@@ -307,7 +307,7 @@ func.func @conv_attr_sizes(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 func.func @conv_zero_stride(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+2 {{kernel sizes, strides and dilations must be positive}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = loom.conv2d %x, %w strides = [0, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
+  %0 = loom.conv %x, %w strides = [0, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
       : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   return
 }
@@ -317,7 +317,7 @@ func.func @conv_zero_stride(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 func.func @conv_negative_pad(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+2 {{padding must be non-negative}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [-1, 0, 0, 0] dilations = [1, 1] groups = 1
+  %0 = loom.conv %x, %w strides = [1, 1] padding = [-1, 0, 0, 0] dilations = [1, 1] groups = 1
       : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   return
 }
@@ -327,7 +327,7 @@ func.func @conv_negative_pad(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 func.func @conv_window_too_big(%x: tensor<1x3x2x8xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+2 {{window of size 3 (dilation 1) does not fit spatial dimension 2 of size 2 with its padding}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = loom.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
+  %0 = loom.conv %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
       : (tensor<1x3x2x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x1x6xf32>
   return
 }
@@ -337,18 +337,18 @@ func.func @conv_window_too_big(%x: tensor<1x3x2x8xf32>, %w: tensor<4x3x3x3xf32>)
 func.func @conv_wrong_result(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+2 {{inferred type(s) 'tensor<1x4x4x4xf32>' are incompatible with return type(s) of operation 'tensor<1x4x3x3xf32>'}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = loom.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1
+  %0 = loom.conv %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1
       : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x3x3xf32>
   return
 }
 
 // -----
 
-func.func @pool_rank(%x: tensor<3x8x8xf32>) {
-  // expected-error @+2 {{expects a rank-4 NCHW input, got 'tensor<3x8x8xf32>'}}
+func.func @pool_rank(%x: tensor<3x8xf32>) {
+  // expected-error @+2 {{expects a channels-first input [N, C, D1...Dk] with 1 to 3 spatial dimensions, got 'tensor<3x8xf32>'}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = loom.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
-      : (tensor<3x8x8xf32>) -> tensor<3x4x4xf32>
+  %0 = loom.max_pool %x kernel = [2] strides = [2] padding = [0, 0] dilations = [1]
+      : (tensor<3x8xf32>) -> tensor<3x4xf32>
   return
 }
 
@@ -357,7 +357,7 @@ func.func @pool_rank(%x: tensor<3x8x8xf32>) {
 func.func @pool_window_in_padding(%x: tensor<1x1x4x4xf32>) {
   // expected-error @+2 {{the last window along spatial dimension 2 lies entirely in the padding}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = loom.avg_pool2d %x kernel = [1, 1] strides = [1, 1] padding = [0, 0, 2, 0]
+  %0 = loom.avg_pool %x kernel = [1, 1] strides = [1, 1] padding = [0, 0, 2, 0]
       : (tensor<1x1x4x4xf32>) -> tensor<1x1x6x4xf32>
   return
 }
@@ -365,9 +365,9 @@ func.func @pool_window_in_padding(%x: tensor<1x1x4x4xf32>) {
 // -----
 
 func.func @pool_kernel_size(%x: tensor<1x1x4x4xf32>) {
-  // expected-error @+2 {{expects 2 kernel sizes, 2 strides, 2 dilations and 4 paddings}}
+  // expected-error @+2 {{expects 2 kernel sizes, strides and dilations and 4 paddings}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = loom.avg_pool2d %x kernel = [2] strides = [1, 1] padding = [0, 0, 0, 0]
+  %0 = loom.avg_pool %x kernel = [2] strides = [1, 1] padding = [0, 0, 0, 0]
       : (tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32>
   return
 }
@@ -745,5 +745,64 @@ func.func @exp_scalar(%x: f32) {
 func.func @cast_unsupported_element(%x: tensor<4xf32>) {
   // expected-error @+1 {{result #0 must be statically shaped tensor of floating-point or signless integer values, but got 'tensor<4xcomplex<f32>>'}}
   %0 = loom.cast %x : tensor<4xf32> to tensor<4xcomplex<f32>>
+  return
+}
+
+// -----
+
+func.func @conv_4d_spatial(%x: tensor<1x1x2x2x2x2xf32>, %w: tensor<1x1x1x1x1x1xf32>) {
+  // expected-error @+2 {{expects a channels-first input [N, C, D1...Dk] with 1 to 3 spatial dimensions}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.conv %x, %w strides = [1, 1, 1, 1] padding = [0, 0, 0, 0, 0, 0, 0, 0] dilations = [1, 1, 1, 1] groups = 1
+      : (tensor<1x1x2x2x2x2xf32>, tensor<1x1x1x1x1x1xf32>) -> tensor<1x1x2x2x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_prod_order(%x: tensor<3x4xf32>) {
+  // expected-error @+2 {{reduced dimensions must be sorted}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.reduce_prod %x dims = [1, 0] : (tensor<3x4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @floor_int(%x: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = loom.floor %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @ceil_int(%x: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = loom.ceil %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @round_type_change(%x: tensor<4xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "loom.round"(%x) : (tensor<4xf32>) -> tensor<4xf64>
+  return
+}
+
+// -----
+
+func.func @sin_int(%x: tensor<4xi64>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = loom.sin %x : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @cos_int(%x: tensor<4xi64>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = loom.cos %x : tensor<4xi64>
   return
 }

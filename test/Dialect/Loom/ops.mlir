@@ -64,6 +64,16 @@ func.func @unary(%x: tensor<4x8xf32>, %i: tensor<4xi32>) {
   %8 = loom.relu %x : tensor<4x8xf32>
   // CHECK: loom.erf
   %9 = loom.erf %x : tensor<4x8xf32>
+  // CHECK: loom.floor
+  %f0 = loom.floor %x : tensor<4x8xf32>
+  // CHECK: loom.ceil
+  %f1 = loom.ceil %x : tensor<4x8xf32>
+  // CHECK: loom.round
+  %f2 = loom.round %x : tensor<4x8xf32>
+  // CHECK: loom.sin
+  %f3 = loom.sin %x : tensor<4x8xf32>
+  // CHECK: loom.cos
+  %f4 = loom.cos %x : tensor<4x8xf32>
   // CHECK: loom.gelu %{{.*}} : tensor<4x8xf32>
   %10 = loom.gelu %x : tensor<4x8xf32>
   // CHECK: loom.gelu %{{.*}} approximate = tanh : tensor<4x8xf32>
@@ -87,6 +97,8 @@ func.func @binary(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %s: tensor<f32>, %i: t
   %2 = loom.mul %s, %a : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   // CHECK: loom.div %{{.*}}, %{{.*}} : tensor<4xi64>
   %3 = loom.div %i, %i : tensor<4xi64>
+  // CHECK: loom.pow %{{.*}}, %{{.*}} : tensor<4xi64>
+  %p = loom.pow %i, %i : tensor<4xi64>
   // CHECK: loom.pow
   %4 = loom.pow %a, %s : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
   // CHECK: loom.max
@@ -127,27 +139,42 @@ func.func @reductions(%x: tensor<4x8xf32>) {
   %2 = loom.reduce_max %x dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
   // CHECK: loom.reduce_min %{{.*}} dims = [] : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %3 = loom.reduce_min %x dims = [] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: loom.reduce_prod %{{.*}} dims = [1] : (tensor<4x8xf32>) -> tensor<4xf32>
+  %4 = loom.reduce_prod %x dims = [1] : (tensor<4x8xf32>) -> tensor<4xf32>
   return
 }
 
 // -----
 
 // CHECK-LABEL: func.func @windows
-func.func @windows(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %dw: tensor<3x1x3x3xf32>) {
-  // CHECK: loom.conv2d %{{.*}}, %{{.*}} strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x4x4xf32>
-  %0 = loom.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1
+func.func @windows(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %dw: tensor<3x1x3x3xf32>,
+                   %s: tensor<2x3x10xf32>, %k: tensor<5x3x3xf32>, %v: tensor<1x2x4x4x4xf32>,
+                   %vk: tensor<2x2x2x2x2xf32>) {
+  // CHECK: loom.conv %{{.*}}, %{{.*}} strides = [1] padding = [1, 1] dilations = [1] groups = 1 : (tensor<2x3x10xf32>, tensor<5x3x3xf32>) -> tensor<2x5x10xf32>
+  %c1 = loom.conv %s, %k strides = [1] padding = [1, 1] dilations = [1] groups = 1
+      : (tensor<2x3x10xf32>, tensor<5x3x3xf32>) -> tensor<2x5x10xf32>
+  // CHECK: loom.conv {{.*}} : (tensor<1x2x4x4x4xf32>, tensor<2x2x2x2x2xf32>) -> tensor<1x2x2x2x2xf32>
+  %c3 = loom.conv %v, %vk strides = [2, 2, 2] padding = [0, 0, 0, 0, 0, 0] dilations = [1, 1, 1] groups = 1
+      : (tensor<1x2x4x4x4xf32>, tensor<2x2x2x2x2xf32>) -> tensor<1x2x2x2x2xf32>
+  // CHECK: loom.max_pool %{{.*}} kernel = [2, 2, 2] {{.*}} : (tensor<1x2x4x4x4xf32>) -> tensor<1x2x3x3x3xf32>
+  %p3 = loom.max_pool %v kernel = [2, 2, 2] strides = [1, 1, 1] padding = [0, 0, 0, 0, 0, 0] dilations = [1, 1, 1]
+      : (tensor<1x2x4x4x4xf32>) -> tensor<1x2x3x3x3xf32>
+  // CHECK: loom.avg_pool %{{.*}} kernel = [3] strides = [2] padding = [1, 1] : (tensor<2x3x10xf32>) -> tensor<2x3x5xf32>
+  %p1 = loom.avg_pool %s kernel = [3] strides = [2] padding = [1, 1] : (tensor<2x3x10xf32>) -> tensor<2x3x5xf32>
+  // CHECK: loom.conv %{{.*}}, %{{.*}} strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x4x4xf32>
+  %0 = loom.conv %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1
       : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x4x4xf32>
-  // CHECK: loom.conv2d {{.*}} groups = 3 : (tensor<2x3x8x8xf32>, tensor<3x1x3x3xf32>) -> tensor<2x3x4x4xf32>
-  %1 = loom.conv2d %x, %dw strides = [1, 1] padding = [0, 0, 0, 0] dilations = [2, 2] groups = 3
+  // CHECK: loom.conv {{.*}} groups = 3 : (tensor<2x3x8x8xf32>, tensor<3x1x3x3xf32>) -> tensor<2x3x4x4xf32>
+  %1 = loom.conv %x, %dw strides = [1, 1] padding = [0, 0, 0, 0] dilations = [2, 2] groups = 3
       : (tensor<2x3x8x8xf32>, tensor<3x1x3x3xf32>) -> tensor<2x3x4x4xf32>
-  // CHECK: loom.max_pool2d %{{.*}} kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1] : (tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32>
-  %2 = loom.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
+  // CHECK: loom.max_pool %{{.*}} kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1] : (tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32>
+  %2 = loom.max_pool %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
       : (tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32>
-  // CHECK: loom.avg_pool2d %{{.*}} kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] count_include_pad : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
-  %3 = loom.avg_pool2d %x kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] count_include_pad
+  // CHECK: loom.avg_pool %{{.*}} kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] count_include_pad : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  %3 = loom.avg_pool %x kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] count_include_pad
       : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
-  // CHECK: loom.avg_pool2d %{{.*}} kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] : (tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32>
-  %4 = loom.avg_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0]
+  // CHECK: loom.avg_pool %{{.*}} kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] : (tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32>
+  %4 = loom.avg_pool %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0]
       : (tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32>
   return
 }

@@ -93,38 +93,53 @@ static int64_t windowOutputSize(int64_t in, int64_t padLo, int64_t padHi,
   return span / stride + 1;
 }
 
-/// Shared checks of conv2d/pool window attributes; appends output H, W.
+/// Shared checks of conv/pool window attributes over the spatial dimensions
+/// of `inputShape` (all but the first two); appends the output sizes.
 static LogicalResult inferWindow(std::optional<Location> loc,
                                  ArrayRef<int64_t> inputShape,
                                  ArrayRef<int64_t> kernel,
                                  ArrayRef<int64_t> strides,
                                  ArrayRef<int64_t> padding,
                                  ArrayRef<int64_t> dilations,
-                                 SmallVectorImpl<int64_t> &outHW) {
-  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 ||
-      padding.size() != 4)
+                                 SmallVectorImpl<int64_t> &out) {
+  int64_t k = inputShape.size() - 2;
+  if (static_cast<int64_t>(kernel.size()) != k ||
+      static_cast<int64_t>(strides.size()) != k ||
+      static_cast<int64_t>(dilations.size()) != k ||
+      static_cast<int64_t>(padding.size()) != 2 * k)
     return emitOptionalError(
-        loc, "expects 2 kernel sizes, 2 strides, 2 dilations and 4 paddings "
-             "[top, left, bottom, right]");
-  for (int64_t i = 0; i < 2; ++i) {
+        loc, "expects ", k, " kernel sizes, strides and dilations and ", 2 * k,
+        " paddings [begin..., end...] for ", k, " spatial dimensions");
+  for (int64_t i = 0; i < k; ++i) {
     if (kernel[i] < 1 || strides[i] < 1 || dilations[i] < 1)
       return emitOptionalError(
           loc, "kernel sizes, strides and dilations must be positive");
   }
   if (llvm::any_of(padding, [](int64_t p) { return p < 0; }))
     return emitOptionalError(loc, "padding must be non-negative");
-  for (int64_t i = 0; i < 2; ++i) {
-    int64_t out = windowOutputSize(inputShape[2 + i], padding[i],
-                                   padding[2 + i], kernel[i], strides[i],
-                                   dilations[i]);
-    if (out < 1)
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t size = windowOutputSize(inputShape[2 + i], padding[i],
+                                    padding[k + i], kernel[i], strides[i],
+                                    dilations[i]);
+    if (size < 1)
       return emitOptionalError(loc, "window of size ", kernel[i],
                                " (dilation ", dilations[i],
                                ") does not fit spatial dimension ", 2 + i,
                                " of size ", inputShape[2 + i],
                                " with its padding");
-    outHW.push_back(out);
+    out.push_back(size);
   }
+  return success();
+}
+
+/// Windowed ops take 1 to 3 spatial dimensions.
+static LogicalResult checkSpatialRank(std::optional<Location> loc,
+                                      RankedTensorType type, StringRef what) {
+  if (type.getRank() < 3 || type.getRank() > 5)
+    return emitOptionalError(loc, "expects a channels-first ", what,
+                             " [N, C, D1...Dk] with 1 to 3 spatial "
+                             "dimensions, got ",
+                             type);
   return success();
 }
 
@@ -461,26 +476,28 @@ LOOM_REDUCE_INFER(ReduceSumOp)
 LOOM_REDUCE_INFER(ReduceMeanOp)
 LOOM_REDUCE_INFER(ReduceMaxOp)
 LOOM_REDUCE_INFER(ReduceMinOp)
+LOOM_REDUCE_INFER(ReduceProdOp)
 #undef LOOM_REDUCE_INFER
 
 //===----------------------------------------------------------------------===//
 // Windowed ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &inferred) {
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
   FailureOr<RankedTensorType> input =
       rankedType(loc, adaptor.getInput().getType(), "input");
   FailureOr<RankedTensorType> filter =
       rankedType(loc, adaptor.getFilter().getType(), "filter");
   if (failed(input) || failed(filter))
     return failure();
-  if (input->getRank() != 4 || filter->getRank() != 4)
-    return emitOptionalError(loc, "expects a rank-4 NCHW input and a rank-4 "
-                                  "FCHW filter, got ",
-                             *input, " and ", *filter);
+  if (failed(checkSpatialRank(loc, *input, "input")))
+    return failure();
+  if (filter->getRank() != input->getRank())
+    return emitOptionalError(loc, "filter ", *filter, " must have the rank of "
+                             "the input ", *input, " ([F, C/groups, K1...Kk])");
   int64_t groups = adaptor.getGroups();
   int64_t c = input->getDimSize(1), f = filter->getDimSize(0);
   if (groups < 1 || c % groups != 0 || f % groups != 0)
@@ -491,13 +508,12 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "filter has ", filter->getDimSize(1),
                              " input channels per group but the input has ", c,
                              " channels in ", groups, " group(s)");
-  SmallVector<int64_t> hw;
+  SmallVector<int64_t> shape{input->getDimSize(0), f};
   if (failed(inferWindow(loc, input->getShape(),
                          filter->getShape().drop_front(2), adaptor.getStrides(),
-                         adaptor.getPadding(), adaptor.getDilations(), hw)))
+                         adaptor.getPadding(), adaptor.getDilations(), shape)))
     return failure();
-  inferred.push_back(RankedTensorType::get(
-      {input->getDimSize(0), f, hw[0], hw[1]}, input->getElementType()));
+  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
   return success();
 }
 
@@ -510,37 +526,36 @@ static LogicalResult inferPool(std::optional<Location> loc, Type inputType,
   FailureOr<RankedTensorType> input = rankedType(loc, inputType, "input");
   if (failed(input))
     return failure();
-  if (input->getRank() != 4)
-    return emitOptionalError(loc, "expects a rank-4 NCHW input, got ", *input);
-  SmallVector<int64_t> hw;
-  if (failed(inferWindow(loc, input->getShape(), kernel, strides, padding,
-                         dilations, hw)))
+  if (failed(checkSpatialRank(loc, *input, "input")))
     return failure();
-  // A window that starts inside the bottom/right padding sees no input.
-  for (int64_t i = 0; i < 2; ++i)
-    if ((hw[i] - 1) * strides[i] >= input->getDimSize(2 + i) + padding[i])
+  SmallVector<int64_t> shape{input->getDimSize(0), input->getDimSize(1)};
+  if (failed(inferWindow(loc, input->getShape(), kernel, strides, padding,
+                         dilations, shape)))
+    return failure();
+  // A window that starts inside the end padding sees no input.
+  int64_t k = input->getRank() - 2;
+  for (int64_t i = 0; i < k; ++i)
+    if ((shape[2 + i] - 1) * strides[i] >= input->getDimSize(2 + i) + padding[i])
       return emitOptionalError(loc, "the last window along spatial dimension ",
                                2 + i, " lies entirely in the padding");
-  inferred.push_back(RankedTensorType::get(
-      {input->getDimSize(0), input->getDimSize(1), hw[0], hw[1]},
-      input->getElementType()));
+  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
   return success();
 }
 
-LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &inferred) {
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
   return inferPool(loc, adaptor.getInput().getType(), adaptor.getKernel(),
                    adaptor.getStrides(), adaptor.getPadding(),
                    adaptor.getDilations(), inferred);
 }
 
-LogicalResult AvgPool2DOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &inferred) {
-  int64_t ones[] = {1, 1};
+LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  SmallVector<int64_t> ones(adaptor.getKernel().size(), 1);
   return inferPool(loc, adaptor.getInput().getType(), adaptor.getKernel(),
                    adaptor.getStrides(), adaptor.getPadding(), ones, inferred);
 }

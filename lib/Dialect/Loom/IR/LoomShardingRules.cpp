@@ -75,6 +75,11 @@ LOOM_ELEMENTWISE_RULE(TanhOp)
 LOOM_ELEMENTWISE_RULE(SigmoidOp)
 LOOM_ELEMENTWISE_RULE(ReluOp)
 LOOM_ELEMENTWISE_RULE(ErfOp)
+LOOM_ELEMENTWISE_RULE(FloorOp)
+LOOM_ELEMENTWISE_RULE(CeilOp)
+LOOM_ELEMENTWISE_RULE(RoundOp)
+LOOM_ELEMENTWISE_RULE(SinOp)
+LOOM_ELEMENTWISE_RULE(CosOp)
 LOOM_ELEMENTWISE_RULE(GeluOp)
 LOOM_ELEMENTWISE_RULE(AddOp)
 LOOM_ELEMENTWISE_RULE(SubOp)
@@ -161,12 +166,15 @@ ShardingRule ReduceMaxOp::getShardingRule() {
 ShardingRule ReduceMinOp::getShardingRule() {
   return reduceRule(*this, getDims(), getKeepdims(), ReductionKind::min);
 }
+ShardingRule ReduceProdOp::getShardingRule() {
+  return reduceRule(*this, getDims(), getKeepdims(), ReductionKind::prod);
+}
 
 //===----------------------------------------------------------------------===//
 // Windowed ops
 //===----------------------------------------------------------------------===//
 
-ShardingRule Conv2DOp::getShardingRule() {
+ShardingRule ConvOp::getShardingRule() {
   RuleBuilder b;
   ArrayRef<int64_t> x = shapeOf(getInput()), w = shapeOf(getFilter()),
                     y = shapeOf(getResult());
@@ -182,12 +190,13 @@ ShardingRule Conv2DOp::getShardingRule() {
     cw = b.factor(w[1], FactorKind::Replicated);
   }
   // Windows overlap (halos): spatial dimensions stay whole.
-  SmallVector<int64_t> xs = b.factorsFor(x.drop_front(2), FactorKind::Replicated);
-  SmallVector<int64_t> ks = b.factorsFor(w.drop_front(2), FactorKind::Replicated);
-  SmallVector<int64_t> ys = b.factorsFor(y.drop_front(2), FactorKind::Replicated);
-  b.operand({n, c, xs[0], xs[1]});
-  b.operand({f, cw, ks[0], ks[1]});
-  b.result({n, f, ys[0], ys[1]});
+  SmallVector<int64_t> xf{n, c}, wf{f, cw}, yf{n, f};
+  llvm::append_range(xf, b.factorsFor(x.drop_front(2), FactorKind::Replicated));
+  llvm::append_range(wf, b.factorsFor(w.drop_front(2), FactorKind::Replicated));
+  llvm::append_range(yf, b.factorsFor(y.drop_front(2), FactorKind::Replicated));
+  b.operand(xf);
+  b.operand(wf);
+  b.result(yf);
   return b.rule;
 }
 
@@ -197,15 +206,16 @@ static ShardingRule poolRule(Operation *op) {
                     y = shapeOf(op->getResult(0));
   int64_t n = b.factor(x[0], FactorKind::Parallel);
   int64_t c = b.factor(x[1], FactorKind::Parallel);
-  SmallVector<int64_t> xs = b.factorsFor(x.drop_front(2), FactorKind::Replicated);
-  SmallVector<int64_t> ys = b.factorsFor(y.drop_front(2), FactorKind::Replicated);
-  b.operand({n, c, xs[0], xs[1]});
-  b.result({n, c, ys[0], ys[1]});
+  SmallVector<int64_t> xf{n, c}, yf{n, c};
+  llvm::append_range(xf, b.factorsFor(x.drop_front(2), FactorKind::Replicated));
+  llvm::append_range(yf, b.factorsFor(y.drop_front(2), FactorKind::Replicated));
+  b.operand(xf);
+  b.result(yf);
   return b.rule;
 }
 
-ShardingRule MaxPool2DOp::getShardingRule() { return poolRule(*this); }
-ShardingRule AvgPool2DOp::getShardingRule() { return poolRule(*this); }
+ShardingRule MaxPoolOp::getShardingRule() { return poolRule(*this); }
+ShardingRule AvgPoolOp::getShardingRule() { return poolRule(*this); }
 
 //===----------------------------------------------------------------------===//
 // Shape ops

@@ -17,6 +17,7 @@ def Loom_ReductionKind : I32EnumAttr<"ReductionKind",
       I32EnumAttrCase<"sum", 0>,
       I32EnumAttrCase<"max", 1>,
       I32EnumAttrCase<"min", 2>,
+      I32EnumAttrCase<"prod", 3>,
     ]> {
   let cppNamespace = "::mlir::loom";
   let genSpecializedAttr = 0;

@@ -37,6 +37,12 @@ def Loom_TanhOp : Loom_UnaryOp<"tanh", Loom_FloatTensor, "tanh(x)">;
 def Loom_SigmoidOp : Loom_UnaryOp<"sigmoid", Loom_FloatTensor, "1 / (1 + e^-x)">;
 def Loom_ReluOp : Loom_UnaryOp<"relu", Loom_NumericTensor, "max(x, 0)">;
 def Loom_ErfOp : Loom_UnaryOp<"erf", Loom_FloatTensor, "erf(x)">;
+def Loom_FloorOp : Loom_UnaryOp<"floor", Loom_FloatTensor, "floor(x)">;
+def Loom_CeilOp : Loom_UnaryOp<"ceil", Loom_FloatTensor, "ceil(x)">;
+def Loom_RoundOp : Loom_UnaryOp<"round", Loom_FloatTensor,
+    "x rounded to the nearest integer, halves to even">;
+def Loom_SinOp : Loom_UnaryOp<"sin", Loom_FloatTensor, "sin(x)">;
+def Loom_CosOp : Loom_UnaryOp<"cos", Loom_FloatTensor, "cos(x)">;
 
 def Loom_GeluOp : Loom_Op<"gelu",
     [Pure, SameOperandsAndResultType, InferTypeOpInterface]> {
@@ -90,7 +96,8 @@ def Loom_SubOp : Loom_BinaryOp<"sub", Loom_NumericTensor, "lhs - rhs">;
 def Loom_MulOp : Loom_BinaryOp<"mul", Loom_NumericTensor, "lhs * rhs", [Commutative]>;
 def Loom_DivOp : Loom_BinaryOp<"div", Loom_NumericTensor,
     "lhs / rhs (integer division truncates toward zero)">;
-def Loom_PowOp : Loom_BinaryOp<"pow", Loom_FloatTensor, "lhs ^ rhs">;
+def Loom_PowOp : Loom_BinaryOp<"pow", Loom_NumericTensor,
+    "lhs ^ rhs (for integers, a negative exponent gives 0 unless |lhs| = 1)">;
 def Loom_MaxOp : Loom_BinaryOp<"max", Loom_NumericTensor, "max(lhs, rhs)", [Commutative]>;
 def Loom_MinOp : Loom_BinaryOp<"min", Loom_NumericTensor, "min(lhs, rhs)", [Commutative]>;
 

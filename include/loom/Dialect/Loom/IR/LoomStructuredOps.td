@@ -78,88 +78,92 @@ def Loom_ReduceSumOp : Loom_ReduceOp<"reduce_sum", "sum">;
 def Loom_ReduceMeanOp : Loom_ReduceOp<"reduce_mean", "arithmetic mean">;
 def Loom_ReduceMaxOp : Loom_ReduceOp<"reduce_max", "maximum">;
 def Loom_ReduceMinOp : Loom_ReduceOp<"reduce_min", "minimum">;
+def Loom_ReduceProdOp : Loom_ReduceOp<"reduce_prod", "product">;
 
 //===----------------------------------------------------------------------===//
-// Windowed ops (NCHW)
+// Windowed ops (channels-first, 1 to 3 spatial dimensions)
 //===----------------------------------------------------------------------===//
 
-def Loom_Conv2DOp : Loom_InferredOp<"conv2d",
+def Loom_ConvOp : Loom_InferredOp<"conv",
     [AllElementTypesMatch<["input", "filter", "result"]>]> {
-  let summary = "2-D convolution, NCHW input and FCHW filter (ONNX Conv)";
+  let summary = "N-d convolution, channels first (ONNX Conv), 1 to 3 spatial dims";
   let description = [{
-    `input` is `[N, C, H, W]`, `filter` is `[F, C / groups, KH, KW]`, the
-    result `[N, F, OH, OW]` with
-    `OH = (H + pad_top + pad_bottom - dilation_h * (KH - 1) - 1) / stride_h + 1`
-    (likewise `OW`). `padding` is `[top, left, bottom, right]`, as ONNX
-    `pads`. `C` and `F` must be divisible by `groups`. There is no bias
-    operand: add one with `loom.add`.
+    `input` is `[N, C, D1, ..., Dk]` (k = 1, 2 or 3), `filter` is
+    `[F, C / groups, K1, ..., Kk]`, the result `[N, F, O1, ..., Ok]` with
+    `Oi = (Di + pad_begin_i + pad_end_i - dilation_i * (Ki - 1) - 1) / stride_i + 1`.
+    `strides` and `dilations` have k entries; `padding` has 2k,
+    `[begin_1, ..., begin_k, end_1, ..., end_k]` as ONNX `pads`. `C` and
+    `F` must be divisible by `groups`. There is no bias operand: add one with
+    `loom.add`.
 
     Example:
 
     ```mlir
-    %y = loom.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1
+    %y = loom.conv %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1
         : (tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>) -> tensor<8x16x16x16xf32>
+    %a = loom.conv %s, %k strides = [1] padding = [2, 2] dilations = [1] groups = 1
+        : (tensor<4x80x1000xf32>, tensor<256x80x5xf32>) -> tensor<4x256x1000xf32>
     ```
   }];
   let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$filter,
-      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
-      DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
-      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
-      DefaultValuedAttr<I64Attr, "1">:$groups);
+      DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+      DenseI64ArrayAttr:$dilations, DefaultValuedAttr<I64Attr, "1">:$groups);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $filter `strides` `=` $strides `padding` `=` $padding
     `dilations` `=` $dilations `groups` `=` $groups attr-dict
     `:` functional-type(operands, results)
   }];
+  let extraClassDeclaration = [{
+    int64_t getNumSpatialDims() { return getInput().getType().getRank() - 2; }
+  }];
 }
 
-class Loom_Pool2DOp<string mnemonic, string what, dag extraArgs, string extraFormat>
+class Loom_PoolOp<string mnemonic, string what, dag extraArgs, string extraFormat>
     : Loom_InferredOp<mnemonic, [AllElementTypesMatch<["input", "result"]>]> {
-  let summary = "2-D " # what # " pooling over NCHW";
+  let summary = "N-d " # what # " pooling, channels first, 1 to 3 spatial dims";
   let arguments = !con((ins Loom_FloatTensor:$input,
-      DenseI64ArrayAttr:$kernel,
-      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
-      DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding), extraArgs);
+      DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+      DenseI64ArrayAttr:$padding), extraArgs);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$input `kernel` `=` $kernel `strides` `=` $strides "
     # "`padding` `=` $padding " # extraFormat
     # " attr-dict `:` functional-type(operands, results)";
 }
 
-def Loom_MaxPool2DOp : Loom_Pool2DOp<"max_pool2d", "maximum",
-    (ins DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations),
-    "`dilations` `=` $dilations"> {
+def Loom_MaxPoolOp : Loom_PoolOp<"max_pool", "maximum",
+    (ins DenseI64ArrayAttr:$dilations), "`dilations` `=` $dilations"> {
   let description = [{
-    Slides a `kernel` window (with `dilations`) with `strides` and
-    `padding = [top, left, bottom, right]` over the `H, W` dimensions of an
-    `[N, C, H, W]` input and takes the maximum of each window; padded
-    positions never win. The output size is computed as for `loom.conv2d`.
+    Slides a `kernel` window (with `dilations`) with `strides` over the
+    spatial dimensions of an `[N, C, D1, ..., Dk]` input, padded by
+    `padding = [begin_1, ..., begin_k, end_1, ..., end_k]`, and takes the
+    maximum of each window; padded positions never win. The output size is
+    computed as for `loom.conv`; a window must not lie entirely in the
+    padding.
 
     Example:
 
     ```mlir
-    %y = loom.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
+    %y = loom.max_pool %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
         : (tensor<8x16x32x32xf32>) -> tensor<8x16x16x16xf32>
     ```
   }];
 }
 
-def Loom_AvgPool2DOp : Loom_Pool2DOp<"avg_pool2d", "average",
-    (ins UnitAttr:$count_include_pad),
-    "(`count_include_pad` $count_include_pad^)?"> {
+def Loom_AvgPoolOp : Loom_PoolOp<"avg_pool", "average",
+    (ins UnitAttr:$count_include_pad), "(`count_include_pad` $count_include_pad^)?"> {
   let description = [{
-    Slides a `kernel` window with `strides` and
-    `padding = [top, left, bottom, right]` over the `H, W` dimensions of an
-    `[N, C, H, W]` input and averages each window. With `count_include_pad`
-    the divisor is the full window size; otherwise it counts only positions
-    inside the input (ONNX `count_include_pad`, PyTorch's default is to
-    include). The output size is computed as for `loom.conv2d`.
+    Slides a `kernel` window with `strides` over the spatial dimensions of
+    an `[N, C, D1, ..., Dk]` input, padded by
+    `padding = [begin_1, ..., begin_k, end_1, ..., end_k]`, and averages each
+    window. With `count_include_pad` the divisor is the full window size;
+    otherwise it counts only positions inside the input (ONNX
+    `count_include_pad`). The output size is computed as for `loom.conv`.
 
     Example:
 
     ```mlir
-    %y = loom.avg_pool2d %x kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] count_include_pad
+    %y = loom.avg_pool %x kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] count_include_pad
         : (tensor<8x16x32x32xf32>) -> tensor<8x16x32x32xf32>
     ```
   }];
