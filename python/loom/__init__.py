@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["LoomToolNotFound", "tool_path", "run_tool"]
+__all__ = ["LoomToolNotFound", "tool_path", "run_tool", "import_onnx"]
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,3 +59,17 @@ def run_tool(name, *args, check=True, capture=True, **kwargs):
     cmd = [tool_path(name), *map(str, args)]
     return subprocess.run(cmd, check=check, text=True,
                           capture_output=capture, **kwargs)
+
+
+def import_onnx(path, input_shapes=None, allow_unsupported=False):
+    """Imports an ONNX file; returns the loom IR text.
+
+    input_shapes binds graph inputs, e.g. {"x": (1, 3, 224, 224)}. Raises
+    subprocess.CalledProcessError with the importer's message on failure.
+    """
+    args = ["--import-onnx", str(path)]
+    for name, shape in (input_shapes or {}).items():
+        args.append(f"--input-shape={name}=" + "x".join(str(d) for d in shape))
+    if allow_unsupported:
+        args.append("--allow-unsupported")
+    return run_tool("loom-translate", *args).stdout

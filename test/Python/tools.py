@@ -18,5 +18,20 @@ except subprocess.CalledProcessError as e:
     # CHECK: error: 'loom.mesh' op needs at least one axis
     print(e.stderr.strip().splitlines()[0].split(" ", 1)[1])
 
+# The ONNX importer from Python, on a model written with onnx.helper.
+import os
+import tempfile
+
+from onnx import TensorProto, helper, save
+
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 4])])
+with tempfile.TemporaryDirectory() as d:
+    path = os.path.join(d, "relu.onnx")
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    # CHECK: func.func @main(%arg0: tensor<2x4xf32> {loom.name = "x"})
+    print([l for l in loom.import_onnx(path, {"x": (2, 4)}).splitlines() if "func.func" in l][0].strip())
+
 # CLI: loom.parameter @fc1.weight : tensor<784x512xf32> trainable
 # MISSING: loom: loom-nonexistent not found in {{.*}} or on PATH; build Loom with ./scripts/build.sh or set LOOM_BUILD_DIR

@@ -162,3 +162,12 @@ func.func @annotations(%x: tensor<4x8xf32>) {
   %0 = loom.sharding_constraint %x <@m, [{"dp"}, {}]> : tensor<4x8xf32>
   return
 }
+
+// -----
+
+// Nothing is known about an opaque op: every dimension stays whole.
+func.func @opaque(%b: tensor<2x4xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([k]) {i=2, j=4, k=3} replicated={i, j, k}}}
+  %0 = loom.opaque "Foo"(%b) {} : (tensor<2x4xf32>) -> tensor<3xi64>
+  return
+}

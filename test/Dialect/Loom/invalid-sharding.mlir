@@ -238,3 +238,17 @@ loom.parameter @w : tensor<4xf32> = #loom.external<"w.bin", offset = -8>
 
 // expected-error @+1 {{external data needs a file path}}
 loom.parameter @w : tensor<4xf32> = #loom.external<"", offset = 0>
+
+// -----
+
+// expected-error @+1 {{'loom.name' on argument #0 must be a non-empty string, got 3 : i64}}
+func.func @name_not_string(%x: tensor<4xf32> {loom.name = 3}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'loom.name' on function result #0 must be a non-empty string, got ""}}
+func.func @result_name_empty(%x: tensor<4xf32>) -> (tensor<4xf32> {loom.name = ""}) {
+  return %x : tensor<4xf32>
+}

@@ -36,7 +36,9 @@ loom.parameter @fc1.weight : tensor<2x2xf32> = dense<1.0> : tensor<2x2xf32> trai
 loom.parameter @"bn.running_mean" : tensor<4xf32> = dense<0.0> : tensor<4xf32>
 loom.parameter @big : tensor<1024x1024xbf16> = #loom.external<"weights.bin", offset = 4096> trainable
 loom.parameter @fresh : tensor<8xf32> trainable
-func.func @params(%w: tensor<2x2xf32> {loom.param = @fc1.weight}) -> tensor<2x2xf32> {
+// CHECK-SAME: %{{.*}}: tensor<2xf32> {loom.name = "input.1"}) -> (tensor<2x2xf32> {loom.name = "y"})
+func.func @params(%w: tensor<2x2xf32> {loom.param = @fc1.weight}, %x: tensor<2xf32> {loom.name = "input.1"})
+    -> (tensor<2x2xf32> {loom.name = "y"}) {
   return %w : tensor<2x2xf32>
 }
 
@@ -272,4 +274,15 @@ func.func @shardings(%x: tensor<8x16xf32> {loom.sharding = #loom.sharding<@clust
   %4 = loom.reduce_max %3#0 dims = [0, 1] {loom.sharding = #loom.sharding<@cluster, [], partial = max {"dp", "tp"}>}
       : (tensor<8x16xf32>) -> tensor<f32>
   return %3#0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Imported ops Loom cannot express keep their name and attributes.
+// CHECK-LABEL: func.func @opaque
+func.func @opaque(%b: tensor<1x6x4xf32>, %s: tensor<1x1x6xf32>) -> tensor<3x3xi64> {
+  // CHECK: loom.opaque "NonMaxSuppression"(%{{.*}}, %{{.*}}) {center_point_box = 0 : i64} : (tensor<1x6x4xf32>, tensor<1x1x6xf32>) -> tensor<3x3xi64>
+  %0 = loom.opaque "NonMaxSuppression"(%b, %s) {center_point_box = 0 : i64}
+      : (tensor<1x6x4xf32>, tensor<1x1x6xf32>) -> tensor<3x3xi64>
+  return %0 : tensor<3x3xi64>
 }

@@ -77,6 +77,15 @@ static LogicalResult verifyValueSharding(Operation *op, Attribute attr,
   return sharding.verifyFor(type, op, what.str());
 }
 
+static LogicalResult verifyName(Operation *op, Attribute attr,
+                                const Twine &what) {
+  auto name = dyn_cast<StringAttr>(attr);
+  if (!name || name.getValue().empty())
+    return op->emitOpError("'loom.name' on ")
+           << what << " must be a non-empty string, got " << attr;
+  return success();
+}
+
 LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
@@ -87,6 +96,8 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
   std::string what = "argument #" + std::to_string(argIndex);
   if (attr.getName() == kShardingAttrName)
     return verifyValueSharding(op, attr.getValue(), type, what);
+  if (attr.getName() == kNameAttrName)
+    return verifyName(op, attr.getValue(), what);
   if (attr.getName() == kParamAttrName) {
     auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
     if (!ref)
@@ -115,6 +126,8 @@ LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
   if (attr.getName() == kShardingAttrName)
     return verifyValueSharding(op, attr.getValue(),
                                fn.getResultTypes()[resultIndex], what);
+  if (attr.getName() == kNameAttrName)
+    return verifyName(op, attr.getValue(), what);
   return op->emitOpError("has unknown loom result attribute '")
          << attr.getName().getValue() << "'";
 }

@@ -143,6 +143,26 @@ static LogicalResult checkSpatialRank(std::optional<Location> loc,
   return success();
 }
 
+/// Result-type inference policy. Called without a location (a query),
+/// inference fails silently. Called with one (from a builder or the
+/// verifier), it emits the reason and yields `none` result types instead of
+/// failing: a builder then never aborts the process on bad operands, and the
+/// verifier still rejects the op because `none` is not its declared type.
+template <typename Fn>
+static LogicalResult poisonOnError(MLIRContext *ctx,
+                                   std::optional<Location> loc,
+                                   SmallVectorImpl<Type> &inferred,
+                                   unsigned numResults, Fn &&infer) {
+  size_t before = inferred.size();
+  if (succeeded(infer()))
+    return success();
+  if (!loc)
+    return failure();
+  inferred.resize(before);
+  inferred.append(numResults, NoneType::get(ctx));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Custom directives
 //===----------------------------------------------------------------------===//
@@ -239,6 +259,50 @@ static void printMeshAxes(OpAsmPrinter &printer, Operation *, ArrayAttr axes) {
   printer << "]";
 }
 
+/// Enum attributes as a bare keyword (`lt`, `mean`, `tanh`).
+template <typename AttrT, typename EnumT>
+static ParseResult parseEnumKeyword(OpAsmParser &parser, AttrT &attr,
+                                    std::optional<EnumT> (*symbolize)(StringRef),
+                                    StringRef expected) {
+  StringRef keyword;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<EnumT> value = symbolize(keyword);
+  if (!value)
+    return parser.emitError(loc) << "expected one of " << expected << ", got '"
+                                 << keyword << "'";
+  attr = AttrT::get(parser.getContext(), *value);
+  return success();
+}
+
+static ParseResult parseKeyword(OpAsmParser &parser,
+                                CompareDirectionAttr &attr) {
+  return parseEnumKeyword(parser, attr, symbolizeCompareDirection,
+                          "eq, ne, lt, le, gt, ge");
+}
+static ParseResult parseKeyword(OpAsmParser &parser, LossReductionAttr &attr) {
+  return parseEnumKeyword(parser, attr, symbolizeLossReduction,
+                          "none, sum, mean");
+}
+static ParseResult parseKeyword(OpAsmParser &parser,
+                                GeluApproximationAttr &attr) {
+  return parseEnumKeyword(parser, attr, symbolizeGeluApproximation,
+                          "none, tanh");
+}
+static void printKeyword(OpAsmPrinter &printer, Operation *,
+                         CompareDirectionAttr attr) {
+  printer << stringifyCompareDirection(attr.getValue());
+}
+static void printKeyword(OpAsmPrinter &printer, Operation *,
+                         LossReductionAttr attr) {
+  printer << stringifyLossReduction(attr.getValue());
+}
+static void printKeyword(OpAsmPrinter &printer, Operation *,
+                         GeluApproximationAttr attr) {
+  printer << stringifyGeluApproximation(attr.getValue());
+}
+
 #define GET_OP_CLASSES
 #include "loom/Dialect/Loom/IR/LoomOps.cpp.inc"
 
@@ -246,15 +310,17 @@ static void printMeshAxes(OpAsmPrinter &printer, Operation *, ArrayAttr axes) {
 // Core ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *ctx,
                                            std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &inferred) {
-  auto value = dyn_cast_or_null<ElementsAttr>(adaptor.getValueAttr());
-  if (!value)
-    return emitOptionalError(loc, "value must be an elements attribute");
-  inferred.push_back(value.getType());
-  return success();
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    auto value = dyn_cast_or_null<ElementsAttr>(adaptor.getValueAttr());
+    if (!value)
+      return emitOptionalError(loc, "value must be an elements attribute");
+    inferred.push_back(value.getType());
+    return success();
+  });
 }
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
@@ -342,12 +408,14 @@ static LogicalResult inferBinary(std::optional<Location> loc, Type lhs,
 }
 
 #define LOOM_BINARY_INFER(OP)                                                  \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx,                         \
                                      std::optional<Location> loc,              \
                                      Adaptor adaptor,                          \
                                      SmallVectorImpl<Type> &inferred) {        \
-    return inferBinary(loc, adaptor.getLhs().getType(),                        \
-                       adaptor.getRhs().getType(), inferred);                  \
+    return poisonOnError(ctx, loc, inferred, 1, [&] {                          \
+      return inferBinary(loc, adaptor.getLhs().getType(),                      \
+                         adaptor.getRhs().getType(), inferred);                \
+    });                                                                        \
   }
 LOOM_BINARY_INFER(AddOp)
 LOOM_BINARY_INFER(SubOp)
@@ -362,74 +430,80 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  return inferBinary(loc, adaptor.getLhs().getType(),
-                     adaptor.getRhs().getType(), inferred,
-                     IntegerType::get(ctx, 1));
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    return inferBinary(loc, adaptor.getLhs().getType(),
+                       adaptor.getRhs().getType(), inferred,
+                       IntegerType::get(ctx, 1));
+  });
 }
 
-LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *ctx,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
-  SmallVector<int64_t> shape;
-  Type onTrue = adaptor.getOnTrue().getType();
-  if (failed(broadcastShapes(loc,
-                             {adaptor.getCondition().getType(), onTrue,
-                              adaptor.getOnFalse().getType()},
-                             shape)))
-    return failure();
-  inferred.push_back(RankedTensorType::get(
-      shape, cast<RankedTensorType>(onTrue).getElementType()));
-  return success();
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    SmallVector<int64_t> shape;
+    Type onTrue = adaptor.getOnTrue().getType();
+    if (failed(broadcastShapes(loc,
+                               {adaptor.getCondition().getType(), onTrue,
+                                adaptor.getOnFalse().getType()},
+                               shape)))
+      return failure();
+    inferred.push_back(RankedTensorType::get(
+        shape, cast<RankedTensorType>(onTrue).getElementType()));
+    return success();
+  });
 }
 
 //===----------------------------------------------------------------------===//
 // Contraction and reductions
 //===----------------------------------------------------------------------===//
 
-LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *,
+LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *ctx,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> lhs =
-      rankedType(loc, adaptor.getLhs().getType(), "lhs");
-  FailureOr<RankedTensorType> rhs =
-      rankedType(loc, adaptor.getRhs().getType(), "rhs");
-  if (failed(lhs) || failed(rhs))
-    return failure();
-  ArrayRef<int64_t> lb = adaptor.getLhsBatchingDims();
-  ArrayRef<int64_t> rb = adaptor.getRhsBatchingDims();
-  ArrayRef<int64_t> lc = adaptor.getLhsContractingDims();
-  ArrayRef<int64_t> rc = adaptor.getRhsContractingDims();
-  if (lb.size() != rb.size())
-    return emitOptionalError(loc, "lhs has ", lb.size(),
-                             " batching dimensions but rhs has ", rb.size());
-  if (lc.size() != rc.size())
-    return emitOptionalError(loc, "lhs has ", lc.size(),
-                             " contracting dimensions but rhs has ", rc.size());
-  SmallVector<int64_t> lAll(lb), rAll(rb);
-  lAll.append(lc.begin(), lc.end());
-  rAll.append(rc.begin(), rc.end());
-  if (failed(checkDims(loc, lAll, lhs->getRank(), "lhs batching/contracting")) ||
-      failed(checkDims(loc, rAll, rhs->getRank(), "rhs batching/contracting")))
-    return failure();
-  for (auto [l, r] : llvm::zip(lAll, rAll))
-    if (lhs->getDimSize(l) != rhs->getDimSize(r))
-      return emitOptionalError(loc, "lhs dimension ", l, " (size ",
-                               lhs->getDimSize(l), ") and rhs dimension ", r,
-                               " (size ", rhs->getDimSize(r),
-                               ") are paired but differ in size");
-  SmallVector<int64_t> shape;
-  for (int64_t d : lb)
-    shape.push_back(lhs->getDimSize(d));
-  for (int64_t d = 0; d < lhs->getRank(); ++d)
-    if (!llvm::is_contained(lAll, d))
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    FailureOr<RankedTensorType> lhs =
+        rankedType(loc, adaptor.getLhs().getType(), "lhs");
+    FailureOr<RankedTensorType> rhs =
+        rankedType(loc, adaptor.getRhs().getType(), "rhs");
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    ArrayRef<int64_t> lb = adaptor.getLhsBatchingDims();
+    ArrayRef<int64_t> rb = adaptor.getRhsBatchingDims();
+    ArrayRef<int64_t> lc = adaptor.getLhsContractingDims();
+    ArrayRef<int64_t> rc = adaptor.getRhsContractingDims();
+    if (lb.size() != rb.size())
+      return emitOptionalError(loc, "lhs has ", lb.size(),
+                               " batching dimensions but rhs has ", rb.size());
+    if (lc.size() != rc.size())
+      return emitOptionalError(loc, "lhs has ", lc.size(),
+                               " contracting dimensions but rhs has ", rc.size());
+    SmallVector<int64_t> lAll(lb), rAll(rb);
+    lAll.append(lc.begin(), lc.end());
+    rAll.append(rc.begin(), rc.end());
+    if (failed(checkDims(loc, lAll, lhs->getRank(), "lhs batching/contracting")) ||
+        failed(checkDims(loc, rAll, rhs->getRank(), "rhs batching/contracting")))
+      return failure();
+    for (auto [l, r] : llvm::zip(lAll, rAll))
+      if (lhs->getDimSize(l) != rhs->getDimSize(r))
+        return emitOptionalError(loc, "lhs dimension ", l, " (size ",
+                                 lhs->getDimSize(l), ") and rhs dimension ", r,
+                                 " (size ", rhs->getDimSize(r),
+                                 ") are paired but differ in size");
+    SmallVector<int64_t> shape;
+    for (int64_t d : lb)
       shape.push_back(lhs->getDimSize(d));
-  for (int64_t d = 0; d < rhs->getRank(); ++d)
-    if (!llvm::is_contained(rAll, d))
-      shape.push_back(rhs->getDimSize(d));
-  inferred.push_back(RankedTensorType::get(shape, lhs->getElementType()));
-  return success();
+    for (int64_t d = 0; d < lhs->getRank(); ++d)
+      if (!llvm::is_contained(lAll, d))
+        shape.push_back(lhs->getDimSize(d));
+    for (int64_t d = 0; d < rhs->getRank(); ++d)
+      if (!llvm::is_contained(rAll, d))
+        shape.push_back(rhs->getDimSize(d));
+    inferred.push_back(RankedTensorType::get(shape, lhs->getElementType()));
+    return success();
+  });
 }
 
 void DotGeneralOp::build(OpBuilder &builder, OperationState &state, Value lhs,
@@ -465,12 +539,14 @@ static LogicalResult inferReduce(std::optional<Location> loc, Type inputType,
 }
 
 #define LOOM_REDUCE_INFER(OP)                                                  \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx,                         \
                                      std::optional<Location> loc,              \
                                      Adaptor adaptor,                          \
                                      SmallVectorImpl<Type> &inferred) {        \
-    return inferReduce(loc, adaptor.getInput().getType(), adaptor.getDims(),   \
-                       adaptor.getKeepdims(), inferred);                       \
+    return poisonOnError(ctx, loc, inferred, 1, [&] {                          \
+      return inferReduce(loc, adaptor.getInput().getType(), adaptor.getDims(), \
+                         adaptor.getKeepdims(), inferred);                     \
+    });                                                                        \
   }
 LOOM_REDUCE_INFER(ReduceSumOp)
 LOOM_REDUCE_INFER(ReduceMeanOp)
@@ -483,38 +559,40 @@ LOOM_REDUCE_INFER(ReduceProdOp)
 // Windowed ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *ctx,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> input =
-      rankedType(loc, adaptor.getInput().getType(), "input");
-  FailureOr<RankedTensorType> filter =
-      rankedType(loc, adaptor.getFilter().getType(), "filter");
-  if (failed(input) || failed(filter))
-    return failure();
-  if (failed(checkSpatialRank(loc, *input, "input")))
-    return failure();
-  if (filter->getRank() != input->getRank())
-    return emitOptionalError(loc, "filter ", *filter, " must have the rank of "
-                             "the input ", *input, " ([F, C/groups, K1...Kk])");
-  int64_t groups = adaptor.getGroups();
-  int64_t c = input->getDimSize(1), f = filter->getDimSize(0);
-  if (groups < 1 || c % groups != 0 || f % groups != 0)
-    return emitOptionalError(loc, "groups = ", groups,
-                             " must be positive and divide both the ", c,
-                             " input channels and the ", f, " filters");
-  if (filter->getDimSize(1) != c / groups)
-    return emitOptionalError(loc, "filter has ", filter->getDimSize(1),
-                             " input channels per group but the input has ", c,
-                             " channels in ", groups, " group(s)");
-  SmallVector<int64_t> shape{input->getDimSize(0), f};
-  if (failed(inferWindow(loc, input->getShape(),
-                         filter->getShape().drop_front(2), adaptor.getStrides(),
-                         adaptor.getPadding(), adaptor.getDilations(), shape)))
-    return failure();
-  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
-  return success();
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    FailureOr<RankedTensorType> input =
+        rankedType(loc, adaptor.getInput().getType(), "input");
+    FailureOr<RankedTensorType> filter =
+        rankedType(loc, adaptor.getFilter().getType(), "filter");
+    if (failed(input) || failed(filter))
+      return failure();
+    if (failed(checkSpatialRank(loc, *input, "input")))
+      return failure();
+    if (filter->getRank() != input->getRank())
+      return emitOptionalError(loc, "filter ", *filter, " must have the rank of "
+                               "the input ", *input, " ([F, C/groups, K1...Kk])");
+    int64_t groups = adaptor.getGroups();
+    int64_t c = input->getDimSize(1), f = filter->getDimSize(0);
+    if (groups < 1 || c % groups != 0 || f % groups != 0)
+      return emitOptionalError(loc, "groups = ", groups,
+                               " must be positive and divide both the ", c,
+                               " input channels and the ", f, " filters");
+    if (filter->getDimSize(1) != c / groups)
+      return emitOptionalError(loc, "filter has ", filter->getDimSize(1),
+                               " input channels per group but the input has ", c,
+                               " channels in ", groups, " group(s)");
+    SmallVector<int64_t> shape{input->getDimSize(0), f};
+    if (failed(inferWindow(loc, input->getShape(),
+                           filter->getShape().drop_front(2), adaptor.getStrides(),
+                           adaptor.getPadding(), adaptor.getDilations(), shape)))
+      return failure();
+    inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
+    return success();
+  });
 }
 
 static LogicalResult inferPool(std::optional<Location> loc, Type inputType,
@@ -542,22 +620,26 @@ static LogicalResult inferPool(std::optional<Location> loc, Type inputType,
   return success();
 }
 
-LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  return inferPool(loc, adaptor.getInput().getType(), adaptor.getKernel(),
-                   adaptor.getStrides(), adaptor.getPadding(),
-                   adaptor.getDilations(), inferred);
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    return inferPool(loc, adaptor.getInput().getType(), adaptor.getKernel(),
+                     adaptor.getStrides(), adaptor.getPadding(),
+                     adaptor.getDilations(), inferred);
+  });
 }
 
-LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
+LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  SmallVector<int64_t> ones(adaptor.getKernel().size(), 1);
-  return inferPool(loc, adaptor.getInput().getType(), adaptor.getKernel(),
-                   adaptor.getStrides(), adaptor.getPadding(), ones, inferred);
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    SmallVector<int64_t> ones(adaptor.getKernel().size(), 1);
+    return inferPool(loc, adaptor.getInput().getType(), adaptor.getKernel(),
+                     adaptor.getStrides(), adaptor.getPadding(), ones, inferred);
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -575,26 +657,28 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> input =
-      rankedType(loc, adaptor.getInput().getType(), "input");
-  if (failed(input))
-    return failure();
-  ArrayRef<int64_t> perm = adaptor.getPermutation();
-  if (static_cast<int64_t>(perm.size()) != input->getRank())
-    return emitOptionalError(loc, "permutation has ", perm.size(),
-                             " entries but the input has rank ",
-                             input->getRank());
-  if (failed(checkDims(loc, perm, input->getRank(), "permuted")))
-    return failure();
-  SmallVector<int64_t> shape;
-  for (int64_t p : perm)
-    shape.push_back(input->getDimSize(p));
-  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
-  return success();
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    FailureOr<RankedTensorType> input =
+        rankedType(loc, adaptor.getInput().getType(), "input");
+    if (failed(input))
+      return failure();
+    ArrayRef<int64_t> perm = adaptor.getPermutation();
+    if (static_cast<int64_t>(perm.size()) != input->getRank())
+      return emitOptionalError(loc, "permutation has ", perm.size(),
+                               " entries but the input has rank ",
+                               input->getRank());
+    if (failed(checkDims(loc, perm, input->getRank(), "permuted")))
+      return failure();
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm)
+      shape.push_back(input->getDimSize(p));
+    inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
+    return success();
+  });
 }
 
 LogicalResult BroadcastOp::verify() {
@@ -619,123 +703,131 @@ LogicalResult BroadcastOp::verify() {
   return success();
 }
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *ctx,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
-  if (adaptor.getInputs().empty())
-    return emitOptionalError(loc, "needs at least one operand");
-  FailureOr<RankedTensorType> first =
-      rankedType(loc, adaptor.getInputs().front().getType(), "operand");
-  if (failed(first))
-    return failure();
-  int64_t rank = first->getRank();
-  int64_t axis = adaptor.getAxis();
-  if (axis < 0 || axis >= rank)
-    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
-                             rank);
-  SmallVector<int64_t> shape(first->getShape());
-  for (auto [i, v] : llvm::enumerate(adaptor.getInputs().drop_front())) {
-    FailureOr<RankedTensorType> t = rankedType(loc, v.getType(), "operand");
-    if (failed(t))
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    if (adaptor.getInputs().empty())
+      return emitOptionalError(loc, "needs at least one operand");
+    FailureOr<RankedTensorType> first =
+        rankedType(loc, adaptor.getInputs().front().getType(), "operand");
+    if (failed(first))
       return failure();
-    if (t->getRank() != rank)
-      return emitOptionalError(loc, "operand #", i + 1, " has rank ",
-                               t->getRank(), " but operand #0 has rank ", rank);
-    for (int64_t d = 0; d < rank; ++d) {
-      if (d == axis)
-        continue;
-      if (t->getDimSize(d) != shape[d])
-        return emitOptionalError(loc, "operand #", i + 1, " has size ",
-                                 t->getDimSize(d), " in dimension ", d,
-                                 " but operand #0 has ", shape[d]);
+    int64_t rank = first->getRank();
+    int64_t axis = adaptor.getAxis();
+    if (axis < 0 || axis >= rank)
+      return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                               rank);
+    SmallVector<int64_t> shape(first->getShape());
+    for (auto [i, v] : llvm::enumerate(adaptor.getInputs().drop_front())) {
+      FailureOr<RankedTensorType> t = rankedType(loc, v.getType(), "operand");
+      if (failed(t))
+        return failure();
+      if (t->getRank() != rank)
+        return emitOptionalError(loc, "operand #", i + 1, " has rank ",
+                                 t->getRank(), " but operand #0 has rank ", rank);
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d == axis)
+          continue;
+        if (t->getDimSize(d) != shape[d])
+          return emitOptionalError(loc, "operand #", i + 1, " has size ",
+                                   t->getDimSize(d), " in dimension ", d,
+                                   " but operand #0 has ", shape[d]);
+      }
+      shape[axis] += t->getDimSize(axis);
     }
-    shape[axis] += t->getDimSize(axis);
-  }
-  inferred.push_back(RankedTensorType::get(shape, first->getElementType()));
-  return success();
+    inferred.push_back(RankedTensorType::get(shape, first->getElementType()));
+    return success();
+  });
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *ctx,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> input =
-      rankedType(loc, adaptor.getInput().getType(), "input");
-  if (failed(input))
-    return failure();
-  ArrayRef<int64_t> start = adaptor.getStart(), limit = adaptor.getLimit(),
-                    stride = adaptor.getStride();
-  int64_t rank = input->getRank();
-  if (static_cast<int64_t>(start.size()) != rank ||
-      static_cast<int64_t>(limit.size()) != rank ||
-      static_cast<int64_t>(stride.size()) != rank)
-    return emitOptionalError(loc, "needs one range per dimension (", rank,
-                             "), got ", start.size());
-  SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < rank; ++d) {
-    int64_t size = input->getDimSize(d);
-    if (start[d] < 0 || start[d] > limit[d] || limit[d] > size)
-      return emitOptionalError(loc, "range ", start[d], ":", limit[d],
-                               " of dimension ", d, " is not within [0, ",
-                               size, "] in increasing order");
-    if (stride[d] < 1)
-      return emitOptionalError(loc, "stride of dimension ", d,
-                               " must be positive, got ", stride[d]);
-    shape.push_back(llvm::divideCeil(limit[d] - start[d], stride[d]));
-  }
-  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
-  return success();
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    FailureOr<RankedTensorType> input =
+        rankedType(loc, adaptor.getInput().getType(), "input");
+    if (failed(input))
+      return failure();
+    ArrayRef<int64_t> start = adaptor.getStart(), limit = adaptor.getLimit(),
+                      stride = adaptor.getStride();
+    int64_t rank = input->getRank();
+    if (static_cast<int64_t>(start.size()) != rank ||
+        static_cast<int64_t>(limit.size()) != rank ||
+        static_cast<int64_t>(stride.size()) != rank)
+      return emitOptionalError(loc, "needs one range per dimension (", rank,
+                               "), got ", start.size());
+    SmallVector<int64_t> shape;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t size = input->getDimSize(d);
+      if (start[d] < 0 || start[d] > limit[d] || limit[d] > size)
+        return emitOptionalError(loc, "range ", start[d], ":", limit[d],
+                                 " of dimension ", d, " is not within [0, ",
+                                 size, "] in increasing order");
+      if (stride[d] < 1)
+        return emitOptionalError(loc, "stride of dimension ", d,
+                                 " must be positive, got ", stride[d]);
+      shape.push_back(llvm::divideCeil(limit[d] - start[d], stride[d]));
+    }
+    inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
+    return success();
+  });
 }
 
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> input =
-      rankedType(loc, adaptor.getInput().getType(), "input");
-  FailureOr<RankedTensorType> indices =
-      rankedType(loc, adaptor.getIndices().getType(), "indices");
-  if (failed(input) || failed(indices))
-    return failure();
-  int64_t axis = adaptor.getAxis();
-  if (axis < 0 || axis >= input->getRank())
-    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
-                             input->getRank());
-  SmallVector<int64_t> shape(input->getShape().take_front(axis));
-  llvm::append_range(shape, indices->getShape());
-  llvm::append_range(shape, input->getShape().drop_front(axis + 1));
-  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
-  return success();
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    FailureOr<RankedTensorType> input =
+        rankedType(loc, adaptor.getInput().getType(), "input");
+    FailureOr<RankedTensorType> indices =
+        rankedType(loc, adaptor.getIndices().getType(), "indices");
+    if (failed(input) || failed(indices))
+      return failure();
+    int64_t axis = adaptor.getAxis();
+    if (axis < 0 || axis >= input->getRank())
+      return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                               input->getRank());
+    SmallVector<int64_t> shape(input->getShape().take_front(axis));
+    llvm::append_range(shape, indices->getShape());
+    llvm::append_range(shape, input->getShape().drop_front(axis + 1));
+    inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
+    return success();
+  });
 }
 
-LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+LogicalResult PadOp::inferReturnTypes(MLIRContext *ctx,
                                       std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> input =
-      rankedType(loc, adaptor.getInput().getType(), "input");
-  if (failed(input))
-    return failure();
-  ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
-  int64_t rank = input->getRank();
-  if (static_cast<int64_t>(low.size()) != rank ||
-      static_cast<int64_t>(high.size()) != rank)
-    return emitOptionalError(loc, "needs ", rank,
-                             " low and high padding amounts, got ", low.size(),
-                             " and ", high.size());
-  auto value = dyn_cast_or_null<TypedAttr>(adaptor.getValueAttr());
-  if (!value || value.getType() != input->getElementType())
-    return emitOptionalError(loc, "padding value must have the element type ",
-                             input->getElementType());
-  SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (low[d] < 0 || high[d] < 0)
-      return emitOptionalError(loc, "padding amounts must be non-negative");
-    shape.push_back(input->getDimSize(d) + low[d] + high[d]);
-  }
-  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
-  return success();
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    FailureOr<RankedTensorType> input =
+        rankedType(loc, adaptor.getInput().getType(), "input");
+    if (failed(input))
+      return failure();
+    ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
+    int64_t rank = input->getRank();
+    if (static_cast<int64_t>(low.size()) != rank ||
+        static_cast<int64_t>(high.size()) != rank)
+      return emitOptionalError(loc, "needs ", rank,
+                               " low and high padding amounts, got ", low.size(),
+                               " and ", high.size());
+    auto value = dyn_cast_or_null<TypedAttr>(adaptor.getValueAttr());
+    if (!value || value.getType() != input->getElementType())
+      return emitOptionalError(loc, "padding value must have the element type ",
+                               input->getElementType());
+    SmallVector<int64_t> shape;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (low[d] < 0 || high[d] < 0)
+        return emitOptionalError(loc, "padding amounts must be non-negative");
+      shape.push_back(input->getDimSize(d) + low[d] + high[d]);
+    }
+    inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
+    return success();
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -758,31 +850,33 @@ LogicalResult LogSoftmaxOp::verify() {
   return verifyAxis(*this, getAxis(), getInput().getType().getRank());
 }
 
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> input =
-      rankedType(loc, adaptor.getInput().getType(), "input");
-  FailureOr<RankedTensorType> scale =
-      rankedType(loc, adaptor.getScale().getType(), "scale");
-  FailureOr<RankedTensorType> bias =
-      rankedType(loc, adaptor.getBias().getType(), "bias");
-  if (failed(input) || failed(scale) || failed(bias))
-    return failure();
-  int64_t axis = adaptor.getAxis();
-  if (axis < 0 || axis >= input->getRank())
-    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
-                             input->getRank());
-  ArrayRef<int64_t> normalized = input->getShape().drop_front(axis);
-  if (scale->getShape() != normalized || bias->getShape() != normalized)
-    return emitOptionalError(loc,
-                             "scale and bias must have the shape of the "
-                             "normalized dimensions of ",
-                             *input, " from axis ", axis, ", got ", *scale,
-                             " and ", *bias);
-  inferred.push_back(*input);
-  return success();
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    FailureOr<RankedTensorType> input =
+        rankedType(loc, adaptor.getInput().getType(), "input");
+    FailureOr<RankedTensorType> scale =
+        rankedType(loc, adaptor.getScale().getType(), "scale");
+    FailureOr<RankedTensorType> bias =
+        rankedType(loc, adaptor.getBias().getType(), "bias");
+    if (failed(input) || failed(scale) || failed(bias))
+      return failure();
+    int64_t axis = adaptor.getAxis();
+    if (axis < 0 || axis >= input->getRank())
+      return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                               input->getRank());
+    ArrayRef<int64_t> normalized = input->getShape().drop_front(axis);
+    if (scale->getShape() != normalized || bias->getShape() != normalized)
+      return emitOptionalError(loc,
+                               "scale and bias must have the shape of the "
+                               "normalized dimensions of ",
+                               *input, " from axis ", axis, ", got ", *scale,
+                               " and ", *bias);
+    inferred.push_back(*input);
+    return success();
+  });
 }
 
 /// Checks an `[N, C, ...]` input and `[C]` per-channel vectors.
@@ -807,47 +901,53 @@ static LogicalResult checkBatchNormShapes(std::optional<Location> loc,
 }
 
 LogicalResult BatchNormInferenceOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input;
-  if (failed(checkBatchNormShapes(
-          loc, adaptor.getInput().getType(),
-          {adaptor.getScale().getType(), adaptor.getBias().getType(),
-           adaptor.getMean().getType(), adaptor.getVariance().getType()},
-          input)))
-    return failure();
-  inferred.push_back(input);
-  return success();
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    RankedTensorType input;
+    if (failed(checkBatchNormShapes(
+            loc, adaptor.getInput().getType(),
+            {adaptor.getScale().getType(), adaptor.getBias().getType(),
+             adaptor.getMean().getType(), adaptor.getVariance().getType()},
+            input)))
+      return failure();
+    inferred.push_back(input);
+    return success();
+  });
 }
 
 LogicalResult BatchNormTrainingOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input;
-  if (failed(checkBatchNormShapes(
-          loc, adaptor.getInput().getType(),
-          {adaptor.getScale().getType(), adaptor.getBias().getType()}, input)))
-    return failure();
-  auto stats =
-      RankedTensorType::get({input.getDimSize(1)}, input.getElementType());
-  inferred.append({input, stats, stats});
-  return success();
+  return poisonOnError(ctx, loc, inferred, 3, [&]() -> LogicalResult {
+    RankedTensorType input;
+    if (failed(checkBatchNormShapes(
+            loc, adaptor.getInput().getType(),
+            {adaptor.getScale().getType(), adaptor.getBias().getType()}, input)))
+      return failure();
+    auto stats =
+        RankedTensorType::get({input.getDimSize(1)}, input.getElementType());
+    inferred.append({input, stats, stats});
+    return success();
+  });
 }
 
 LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> input =
-      rankedType(loc, adaptor.getInput().getType(), "input");
-  if (failed(input))
-    return failure();
-  double ratio = adaptor.getRatio().convertToDouble();
-  if (!(ratio >= 0.0 && ratio < 1.0))
-    return emitOptionalError(loc, "ratio must be in [0, 1), got ", ratio);
-  inferred.push_back(*input);
-  inferred.push_back(input->clone(IntegerType::get(ctx, 1)));
-  return success();
+  return poisonOnError(ctx, loc, inferred, 2, [&]() -> LogicalResult {
+    FailureOr<RankedTensorType> input =
+        rankedType(loc, adaptor.getInput().getType(), "input");
+    if (failed(input))
+      return failure();
+    double ratio = adaptor.getRatio().convertToDouble();
+    if (!(ratio >= 0.0 && ratio < 1.0))
+      return emitOptionalError(loc, "ratio must be in [0, 1), got ", ratio);
+    inferred.push_back(*input);
+    inferred.push_back(input->clone(IntegerType::get(ctx, 1)));
+    return success();
+  });
 }
 
 static LogicalResult inferClassLoss(std::optional<Location> loc,
@@ -884,33 +984,39 @@ static LogicalResult inferClassLoss(std::optional<Location> loc,
 }
 
 LogicalResult CrossEntropyOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
-  return inferClassLoss(loc, adaptor.getInput().getType(),
-                        adaptor.getLabels().getType(), adaptor.getWeight(),
-                        adaptor.getReduction(), inferred);
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    return inferClassLoss(loc, adaptor.getInput().getType(),
+                          adaptor.getLabels().getType(), adaptor.getWeight(),
+                          adaptor.getReduction(), inferred);
+  });
 }
 
-LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
+LogicalResult NllLossOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  return inferClassLoss(loc, adaptor.getInput().getType(),
-                        adaptor.getLabels().getType(), adaptor.getWeight(),
-                        adaptor.getReduction(), inferred);
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    return inferClassLoss(loc, adaptor.getInput().getType(),
+                          adaptor.getLabels().getType(), adaptor.getWeight(),
+                          adaptor.getReduction(), inferred);
+  });
 }
 
-LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> input =
-      rankedType(loc, adaptor.getInput().getType(), "input");
-  if (failed(input))
-    return failure();
-  if (adaptor.getReduction() == LossReduction::none)
-    inferred.push_back(*input);
-  else
-    inferred.push_back(RankedTensorType::get({}, input->getElementType()));
-  return success();
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    FailureOr<RankedTensorType> input =
+        rankedType(loc, adaptor.getInput().getType(), "input");
+    if (failed(input))
+      return failure();
+    if (adaptor.getReduction() == LossReduction::none)
+      inferred.push_back(*input);
+    else
+      inferred.push_back(RankedTensorType::get({}, input->getElementType()));
+    return success();
+  });
 }

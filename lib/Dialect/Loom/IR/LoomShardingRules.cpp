@@ -59,6 +59,16 @@ ArrayRef<int64_t> shapeOf(Value v) {
 ShardingRule MeshOp::getShardingRule() { return {}; }
 ShardingRule ParameterOp::getShardingRule() { return {}; }
 
+// Nothing is known about an opaque op: every dimension stays whole.
+ShardingRule OpaqueOp::getShardingRule() {
+  RuleBuilder b;
+  for (Value v : getInputs())
+    b.operand(b.factorsFor(shapeOf(v), FactorKind::Replicated));
+  for (Value v : getResults())
+    b.result(b.factorsFor(shapeOf(v), FactorKind::Replicated));
+  return b.rule;
+}
+
 #define LOOM_ELEMENTWISE_RULE(OP)                                              \
   ShardingRule OP::getShardingRule() {                                         \
     return ShardingRule::elementwise(getOperation());                          \

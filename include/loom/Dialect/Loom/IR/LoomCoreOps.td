@@ -66,4 +66,28 @@ def Loom_ParameterOp : Loom_Op<"parameter", [Symbol]> {
   }];
 }
 
+def Loom_OpaqueOp : Loom_Op<"opaque"> {
+  let summary = "an imported op that Loom cannot express";
+  let description = [{
+    Keeps an op of the source model that Loom does not support, with its
+    attributes, so that the rest of the graph can still be inspected
+    (`loom-translate --import-onnx --allow-unsupported`). Nothing can
+    compile or shard it: its sharding rule keeps every dimension whole and
+    lowerings reject it with its name.
+
+    Example:
+
+    ```mlir
+    %y = loom.opaque "NonMaxSuppression"(%boxes, %scores) {center_point_box = 0 : i64}
+        : (tensor<1x6x4xf32>, tensor<1x1x6xf32>) -> tensor<3x3xi64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$op_name, DictionaryAttr:$op_attributes,
+                       Variadic<Loom_Tensor>:$inputs);
+  let results = (outs Variadic<Loom_Tensor>:$results);
+  let assemblyFormat = [{
+    $op_name `(` $inputs `)` $op_attributes attr-dict `:` functional-type($inputs, $results)
+  }];
+}
+
 #endif // LOOM_DIALECT_LOOM_IR_LOOMCOREOPS_TD

@@ -53,6 +53,9 @@ def Loom_Dialect : Dialect {
     /// Function-argument attribute naming the `loom.parameter` an argument
     /// is bound to.
     static constexpr ::llvm::StringLiteral kParamAttrName = "loom.param";
+    /// Function argument/result attribute: the value's name in the source
+    /// model (ONNX graph input/output names), used to bind data by name.
+    static constexpr ::llvm::StringLiteral kNameAttrName = "loom.name";
 
   private:
     void registerAttributes();

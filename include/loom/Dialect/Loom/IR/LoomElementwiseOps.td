@@ -63,7 +63,7 @@ def Loom_GeluOp : Loom_Op<"gelu",
       DefaultValuedAttr<Loom_GeluApproximationAttr,
                         "::mlir::loom::GeluApproximation::none">:$approximate);
   let results = (outs Loom_FloatTensor:$result);
-  let assemblyFormat = "$input (`approximate` `=` $approximate^)? attr-dict `:` type($input)";
+  let assemblyFormat = "$input (`approximate` `=` custom<Keyword>($approximate)^)? attr-dict `:` type($input)";
 }
 
 //===----------------------------------------------------------------------===//
@@ -120,7 +120,7 @@ def Loom_CompareOp : Loom_InferredOp<"compare",
                        Loom_Tensor:$lhs, Loom_Tensor:$rhs);
   let results = (outs Loom_BoolTensor:$result);
   let assemblyFormat = [{
-    $direction `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+    custom<Keyword>($direction) `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
 }
 

@@ -155,7 +155,7 @@ class Loom_ClassLossOp<string mnemonic>
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $labels (`weight` `=` $weight^)? `reduction` `=` $reduction
+    $input `,` $labels (`weight` `=` $weight^)? `reduction` `=` custom<Keyword>($reduction)
       (`ignore_index` `=` $ignore_index^)? attr-dict `:` functional-type(operands, results)
   }];
 }
@@ -216,7 +216,7 @@ def Loom_MseLossOp : Loom_InferredOp<"mse_loss",
                                          "::mlir::loom::LossReduction::mean">:$reduction);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $target `reduction` `=` $reduction attr-dict `:` functional-type(operands, results)
+    $input `,` $target `reduction` `=` custom<Keyword>($reduction) attr-dict `:` functional-type(operands, results)
   }];
 }
 

@@ -1,0 +1,858 @@
+//===- OnnxImporter.cpp - ONNX graph -> loom: values, tensors, driver ------===//
+
+#include "OnnxImporter.h"
+#include "OnnxLoader.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#define DEBUG_TYPE "loom-import-onnx"
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::onnx_import;
+
+//===----------------------------------------------------------------------===//
+// Types and tensors
+//===----------------------------------------------------------------------===//
+
+Type mlir::loom::onnx_import::convertElementType(MLIRContext *ctx,
+                                                 int32_t dataType,
+                                                 std::string *reason) {
+  Builder b(ctx);
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case onnx::TensorProto::INT64:
+    return b.getI64Type();
+  case onnx::TensorProto::INT32:
+    return b.getI32Type();
+  case onnx::TensorProto::INT16:
+    return b.getI16Type();
+  case onnx::TensorProto::INT8:
+    return b.getI8Type();
+  case onnx::TensorProto::BOOL:
+    return b.getI1Type();
+  default:
+    break;
+  }
+  if (reason) {
+    const std::string &name =
+        onnx::TensorProto::DataType_Name(
+            static_cast<onnx::TensorProto::DataType>(dataType));
+    *reason = "element type " + (name.empty() ? std::to_string(dataType) : name) +
+              " is not supported by Loom (supported: float, double, float16, "
+              "bfloat16, int8, int16, int32, int64, bool)";
+  }
+  return {};
+}
+
+namespace {
+
+int64_t byteWidth(Type elementType) {
+  if (elementType.isInteger(1))
+    return 1;
+  return elementType.getIntOrFloatBitWidth() / 8;
+}
+
+/// Little-endian bytes of a tensor's elements, wherever the proto keeps
+/// them (raw_data, typed fields, or an external file).
+FailureOr<std::vector<char>> tensorBytes(const onnx::TensorProto &tensor,
+                                         Type elementType, int64_t numElements,
+                                         StringRef modelDir,
+                                         std::string &error) {
+  int64_t width = byteWidth(elementType);
+  size_t expected = static_cast<size_t>(numElements * width);
+  std::vector<char> bytes;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto &entry : tensor.external_data()) {
+      if (entry.key() == "location")
+        location = entry.value();
+      else if (entry.key() == "offset")
+        offset = std::stoll(entry.value());
+      else if (entry.key() == "length")
+        length = std::stoll(entry.value());
+    }
+    SmallString<256> path(modelDir);
+    llvm::sys::path::append(path, location);
+    auto buffer = llvm::MemoryBuffer::getFileSlice(
+        path, length >= 0 ? length : expected, offset);
+    if (!buffer) {
+      error = "cannot read external data of '" + tensor.name() + "' from " +
+              std::string(path) + ": " + buffer.getError().message();
+      return failure();
+    }
+    if ((*buffer)->getBufferSize() != expected) {
+      error = "external data of '" + tensor.name() + "' in " +
+              std::string(path) + " has " +
+              std::to_string((*buffer)->getBufferSize()) + " bytes, expected " +
+              std::to_string(expected);
+      return failure();
+    }
+    bytes.assign((*buffer)->getBufferStart(), (*buffer)->getBufferEnd());
+    return bytes;
+  }
+  if (tensor.has_raw_data()) {
+    const std::string &raw = tensor.raw_data();
+    if (raw.size() != expected) {
+      error = "tensor '" + tensor.name() + "' has " +
+              std::to_string(raw.size()) + " bytes of raw data, expected " +
+              std::to_string(expected);
+      return failure();
+    }
+    bytes.assign(raw.begin(), raw.end());
+    return bytes;
+  }
+  bytes.resize(expected);
+  auto count = [&](int64_t n) {
+    if (n == numElements)
+      return true;
+    error = "tensor '" + tensor.name() + "' has " + std::to_string(n) +
+            " values, expected " + std::to_string(numElements);
+    return false;
+  };
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    if (!count(tensor.float_data_size()))
+      return failure();
+    std::memcpy(bytes.data(), tensor.float_data().data(), expected);
+    break;
+  case onnx::TensorProto::DOUBLE:
+    if (!count(tensor.double_data_size()))
+      return failure();
+    std::memcpy(bytes.data(), tensor.double_data().data(), expected);
+    break;
+  case onnx::TensorProto::INT64:
+    if (!count(tensor.int64_data_size()))
+      return failure();
+    std::memcpy(bytes.data(), tensor.int64_data().data(), expected);
+    break;
+  default:
+    // int32_data carries int32, int16, int8, bool, float16 and bfloat16 (as
+    // bit patterns), one per entry.
+    if (!count(tensor.int32_data_size()))
+      return failure();
+    for (int64_t i = 0; i < numElements; ++i) {
+      int32_t v = tensor.int32_data(i);
+      std::memcpy(bytes.data() + i * width, &v, width);
+    }
+  }
+  return bytes;
+}
+
+DenseElementsAttr denseFromBytes(RankedTensorType type,
+                                 ArrayRef<char> bytes) {
+  if (type.getElementType().isInteger(1)) {
+    SmallVector<bool> bits;
+    for (char c : bytes)
+      bits.push_back(c != 0);
+    return DenseElementsAttr::get(type, bits);
+  }
+  return DenseElementsAttr::getFromRawBuffer(type, bytes);
+}
+
+std::string sanitizeBlobName(StringRef name) {
+  std::string out;
+  for (char c : name)
+    out.push_back(llvm::isAlnum(c) || c == '_' || c == '.' ? c : '_');
+  if (out.empty() || llvm::isDigit(out[0]))
+    out.insert(out.begin(), '_');
+  return out;
+}
+
+} // namespace
+
+FailureOr<ElementsAttr> Importer::tensorAttr(const onnx::TensorProto &tensor,
+                                             bool allowResource) {
+  std::string reason;
+  Type element = convertElementType(ctx, tensor.data_type(), &reason);
+  if (!element) {
+    emitError(currentLoc) << "tensor '" << tensor.name() << "': " << reason;
+    return failure();
+  }
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  auto type = RankedTensorType::get(shape, element);
+  FailureOr<std::vector<char>> bytes =
+      tensorBytes(tensor, element, type.getNumElements(), modelDir, reason);
+  if (failed(bytes)) {
+    emitError(currentLoc) << reason;
+    return failure();
+  }
+  if (allowResource && type.getNumElements() > options.inlineElementLimit &&
+      !element.isInteger(1)) {
+    // A splat stays inline: it is one value however large the tensor.
+    DenseElementsAttr dense = denseFromBytes(type, *bytes);
+    if (dense.isSplat())
+      return ElementsAttr(dense);
+    AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+        ArrayRef<char>(*bytes), alignof(uint64_t));
+    return ElementsAttr(DenseResourceElementsAttr::get(
+        type, sanitizeBlobName(tensor.name()), std::move(blob)));
+  }
+  return ElementsAttr(denseFromBytes(type, *bytes));
+}
+
+//===----------------------------------------------------------------------===//
+// Importer
+//===----------------------------------------------------------------------===//
+
+Importer::Importer(MLIRContext *ctx, const onnx::ModelProto &model,
+                   const OnnxImportOptions &options, StringRef modelPath)
+    : ctx(ctx), model(model), graph(model.graph()), options(options),
+      modelPath(modelPath.str()), defaultOpset(onnx_import::defaultOpset(model)),
+      b(ctx), currentLoc(UnknownLoc::get(ctx)) {
+  modelDir = llvm::sys::path::parent_path(modelPath).str();
+  if (modelDir.empty())
+    modelDir = ".";
+  registerElementwiseOps(ops);
+  registerNNOps(ops);
+  registerShapeOps(ops);
+  for (const auto &init : graph.initializer())
+    initializers[init.name()] = &init;
+  for (const auto &vi : graph.input())
+    types[vi.name()] = &vi.type();
+  for (const auto &vi : graph.value_info())
+    types[vi.name()] = &vi.type();
+  for (const auto &vi : graph.output())
+    types[vi.name()] = &vi.type();
+  // BatchNormalization's mean and variance inputs are running statistics.
+  for (const auto &node : graph.node())
+    if (node.op_type() == "BatchNormalization")
+      for (int i = 3; i < std::min(node.input_size(), 5); ++i)
+        buffers.insert(node.input(i));
+}
+
+InFlightDiagnostic Importer::error(const Node &node) {
+  InFlightDiagnostic diag = emitError(currentLoc);
+  diag << "ONNX node '" << (&node == currentNode ? currentName : node.name())
+       << "' (" << node.op_type();
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    diag << " in domain '" << node.domain() << "'";
+  diag << ", opset " << defaultOpset << "): ";
+  return diag;
+}
+
+std::optional<RankedTensorType> Importer::onnxType(StringRef name) {
+  auto it = types.find(name);
+  if (it == types.end() || !it->second->has_tensor_type())
+    return std::nullopt;
+  const auto &tensorType = it->second->tensor_type();
+  Type element = convertElementType(ctx, tensorType.elem_type());
+  if (!element || !tensorType.has_shape())
+    return std::nullopt;
+  SmallVector<int64_t> shape;
+  for (const auto &dim : tensorType.shape().dim()) {
+    if (!dim.has_dim_value())
+      return std::nullopt;
+    shape.push_back(dim.dim_value());
+  }
+  return RankedTensorType::get(shape, element);
+}
+
+FailureOr<RankedTensorType> Importer::inputType(const Node &node, int i) {
+  if (!hasInput(node, i))
+    return error(node) << "input #" << i << " is missing";
+  StringRef name = node.input(i);
+  if (auto it = values.find(name); it != values.end())
+    return typeOf(it->second);
+  if (auto it = consts.find(name); it != consts.end())
+    return cast<RankedTensorType>(it->second.getType());
+  if (auto it = initializers.find(name); it != initializers.end()) {
+    std::string reason;
+    Type element = convertElementType(ctx, it->second->data_type(), &reason);
+    if (!element)
+      return error(node) << "initializer '" << name << "': " << reason;
+    SmallVector<int64_t> shape(it->second->dims().begin(),
+                               it->second->dims().end());
+    return RankedTensorType::get(shape, element);
+  }
+  if (std::optional<RankedTensorType> type = onnxType(name))
+    return *type;
+  return error(node) << "the type of input '" << name << "' is unknown";
+}
+
+FailureOr<DenseElementsAttr> Importer::initializerConst(StringRef name) {
+  auto it = initializers.find(name);
+  if (it == initializers.end())
+    return failure();
+  FailureOr<ElementsAttr> attr = tensorAttr(*it->second, /*allowResource=*/false);
+  if (failed(attr))
+    return failure();
+  return cast<DenseElementsAttr>(*attr);
+}
+
+FailureOr<DenseElementsAttr> Importer::constInput(const Node &node, int i,
+                                                  StringRef what) {
+  if (!hasInput(node, i))
+    return error(node) << what << " (input #" << i << ") is missing";
+  StringRef name = node.input(i);
+  if (auto it = consts.find(name); it != consts.end())
+    return it->second;
+  if (initializers.count(name))
+    return initializerConst(name);
+  return error(node) << what << " (input '" << name
+                     << "') must be known when the model is imported; Loom "
+                        "compiles static shapes only";
+}
+
+FailureOr<SmallVector<int64_t>> Importer::constInts(const Node &node, int i,
+                                                    StringRef what) {
+  FailureOr<DenseElementsAttr> attr = constInput(node, i, what);
+  if (failed(attr))
+    return failure();
+  if (!attr->getElementType().isInteger())
+    return error(node) << what << " must be an integer tensor";
+  SmallVector<int64_t> out;
+  for (const APInt &v : attr->getValues<APInt>())
+    out.push_back(v.getSExtValue());
+  return out;
+}
+
+FailureOr<double> Importer::constScalar(const Node &node, int i,
+                                        StringRef what) {
+  FailureOr<DenseElementsAttr> attr = constInput(node, i, what);
+  if (failed(attr))
+    return failure();
+  if (attr->getNumElements() != 1)
+    return error(node) << what << " must have one element";
+  if (isa<FloatType>(attr->getElementType()))
+    return (*attr->getValues<APFloat>().begin()).convertToDouble();
+  return static_cast<double>((*attr->getValues<APInt>().begin()).getSExtValue());
+}
+
+FailureOr<Value> Importer::parameterFor(const onnx::TensorProto &init) {
+  std::string reason;
+  Type element = convertElementType(ctx, init.data_type(), &reason);
+  if (!element)
+    return emitError(currentLoc) << "initializer '" << init.name() << "': "
+                                 << reason;
+  SmallVector<int64_t> shape(init.dims().begin(), init.dims().end());
+  auto type = RankedTensorType::get(shape, element);
+
+  Attribute initial;
+  if (init.data_location() == onnx::TensorProto::EXTERNAL) {
+    // Keep the bytes in the side file; check now that they are there.
+    std::string location;
+    int64_t offset = 0;
+    for (const auto &entry : init.external_data()) {
+      if (entry.key() == "location")
+        location = entry.value();
+      else if (entry.key() == "offset")
+        offset = std::stoll(entry.value());
+    }
+    if (failed(tensorBytes(init, element, type.getNumElements(), modelDir,
+                           reason)))
+      return emitError(currentLoc) << reason;
+    SmallString<256> path(modelDir);
+    llvm::sys::path::append(path, location);
+    (void)llvm::sys::fs::make_absolute(path);
+    llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+    initial = ExternalDataAttr::get(ctx, StringAttr::get(ctx, path), offset);
+  } else {
+    FailureOr<ElementsAttr> attr = tensorAttr(init, /*allowResource=*/true);
+    if (failed(attr))
+      return failure();
+    initial = *attr;
+  }
+
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(fn);
+  bool trainable = isa<FloatType>(element) && !buffers.contains(init.name());
+  auto param = ParameterOp::create(
+      b, NameLoc::get(StringAttr::get(ctx, init.name()), fileLoc()),
+      b.getStringAttr(init.name()), TypeAttr::get(type), initial,
+      trainable ? b.getUnitAttr() : UnitAttr());
+  Block &entry = fn.getBody().front();
+  BlockArgument arg = entry.addArgument(type, param.getLoc());
+  NamedAttrList attrs;
+  attrs.set(LoomDialect::kParamAttrName, FlatSymbolRefAttr::get(param));
+  argAttrs.push_back(attrs);
+  return Value(arg);
+}
+
+FailureOr<Value> Importer::materialize(StringRef name, const Node *user) {
+  if (auto it = values.find(name); it != values.end())
+    return it->second;
+  Value value;
+  if (auto it = consts.find(name); it != consts.end()) {
+    DenseElementsAttr dense = it->second;
+    ElementsAttr attr = dense;
+    if (!dense.isSplat() && dense.getNumElements() > options.inlineElementLimit &&
+        !dense.getElementType().isInteger(1)) {
+      ArrayRef<char> raw = dense.getRawData();
+      attr = DenseResourceElementsAttr::get(
+          dense.getType(), sanitizeBlobName(name),
+          HeapAsmResourceBlob::allocateAndCopyWithAlign(raw, alignof(uint64_t)));
+    }
+    value = ConstantOp::create(b, currentLoc, attr);
+  } else if (auto it = initializers.find(name); it != initializers.end()) {
+    std::string reason;
+    Type element = convertElementType(ctx, it->second->data_type(), &reason);
+    if (element && isa<FloatType>(element)) {
+      FailureOr<Value> param = parameterFor(*it->second);
+      if (failed(param))
+        return failure();
+      value = *param;
+    } else {
+      // Integer and boolean initializers are constants (indices, masks).
+      FailureOr<ElementsAttr> attr = tensorAttr(*it->second, true);
+      if (failed(attr))
+        return failure();
+      value = ConstantOp::create(b, currentLoc, *attr);
+    }
+  } else {
+    if (user)
+      return error(*user) << "input '" << name << "' is not defined";
+    return emitError(currentLoc) << "value '" << name << "' is not defined";
+  }
+  values[name] = value;
+  return value;
+}
+
+FailureOr<Value> Importer::operand(const Node &node, int i) {
+  if (!hasInput(node, i))
+    return error(node) << "input #" << i << " is missing";
+  return materialize(node.input(i), &node);
+}
+
+FailureOr<Value> Importer::optionalOperand(const Node &node, int i) {
+  if (!hasInput(node, i))
+    return Value();
+  return materialize(node.input(i), &node);
+}
+
+FailureOr<Value> Importer::configOperand(const Node &node, int i) {
+  if (!hasInput(node, i))
+    return Value();
+  StringRef name = node.input(i);
+  if (!values.count(name) && initializers.count(name)) {
+    LOOM_TRY(DenseElementsAttr attr, initializerConst(name));
+    return constant(attr);
+  }
+  return materialize(name, &node);
+}
+
+LogicalResult Importer::setResult(const Node &node, int i, Value value) {
+  if (!wantsOutput(node, i))
+    return success();
+  StringRef name = node.output(i);
+  if (std::optional<RankedTensorType> expected = onnxType(name)) {
+    if (*expected != value.getType())
+      return error(node) << "output '" << name << "' would have type "
+                         << value.getType()
+                         << " but ONNX shape inference gives " << *expected
+                         << " (importer bug; please report)";
+  }
+  values[name] = value;
+  return success();
+}
+
+LogicalResult Importer::setConstResult(const Node &node, int i,
+                                       DenseElementsAttr value) {
+  if (!wantsOutput(node, i))
+    return success();
+  StringRef name = node.output(i);
+  if (std::optional<RankedTensorType> expected = onnxType(name)) {
+    if (*expected != value.getType())
+      return error(node) << "output '" << name << "' folds to type "
+                         << value.getType()
+                         << " but ONNX shape inference gives " << *expected
+                         << " (importer bug; please report)";
+  }
+  consts[name] = value;
+  return success();
+}
+
+const onnx::AttributeProto *Importer::attr(const Node &node,
+                                           StringRef name) const {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+bool Importer::hasAttr(const Node &node, StringRef name) const {
+  return attr(node, name) != nullptr;
+}
+
+int64_t Importer::attrInt(const Node &node, StringRef name,
+                          int64_t dflt) const {
+  const onnx::AttributeProto *a = attr(node, name);
+  return a ? a->i() : dflt;
+}
+
+float Importer::attrFloat(const Node &node, StringRef name, float dflt) const {
+  const onnx::AttributeProto *a = attr(node, name);
+  return a ? a->f() : dflt;
+}
+
+std::string Importer::attrString(const Node &node, StringRef name,
+                                 StringRef dflt) const {
+  const onnx::AttributeProto *a = attr(node, name);
+  return a ? a->s() : dflt.str();
+}
+
+SmallVector<int64_t> Importer::attrInts(const Node &node,
+                                        StringRef name) const {
+  const onnx::AttributeProto *a = attr(node, name);
+  if (!a)
+    return {};
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+SmallVector<float> Importer::attrFloats(const Node &node,
+                                        StringRef name) const {
+  const onnx::AttributeProto *a = attr(node, name);
+  if (!a)
+    return {};
+  return SmallVector<float>(a->floats().begin(), a->floats().end());
+}
+
+FailureOr<int64_t> Importer::normalizeAxis(const Node &node, int64_t axis,
+                                           int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    return error(node) << "axis " << axis << " is out of range for rank "
+                       << rank;
+  return axis < 0 ? axis + rank : axis;
+}
+
+//===----------------------------------------------------------------------===//
+// Op building helpers
+//===----------------------------------------------------------------------===//
+
+Value Importer::scalar(Type elementType, double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  Attribute attr;
+  if (isa<FloatType>(elementType))
+    attr = FloatAttr::get(elementType, value);
+  else
+    attr = IntegerAttr::get(elementType, static_cast<int64_t>(value));
+  return ConstantOp::create(b, currentLoc, DenseElementsAttr::get(type, attr));
+}
+
+Value Importer::constant(ElementsAttr value) {
+  return ConstantOp::create(b, currentLoc, value);
+}
+
+Value Importer::reshape(Value v, ArrayRef<int64_t> shape) {
+  RankedTensorType type = typeOf(v);
+  if (type.getShape() == shape)
+    return v;
+  return ReshapeOp::create(b, currentLoc, type.clone(shape), v);
+}
+
+Value Importer::broadcastTo(Value v, ArrayRef<int64_t> shape) {
+  RankedTensorType type = typeOf(v);
+  if (type.getShape() == shape)
+    return v;
+  int64_t offset = shape.size() - type.getRank();
+  SmallVector<int64_t> dims;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    dims.push_back(offset + i);
+  return BroadcastOp::create(b, currentLoc, type.clone(shape), v,
+                             b.getDenseI64ArrayAttr(dims));
+}
+
+Value Importer::castTo(Value v, Type elementType) {
+  RankedTensorType type = typeOf(v);
+  if (type.getElementType() == elementType)
+    return v;
+  return CastOp::create(b, currentLoc, type.clone(elementType), v);
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::importInputs() {
+  Block &entry = fn.getBody().front();
+  for (const auto &input : graph.input()) {
+    if (initializers.count(input.name()))
+      continue; // IR < 4 lists initializers as inputs too.
+    currentLoc = NameLoc::get(b.getStringAttr(input.name()), fileLoc());
+    if (!input.type().has_tensor_type())
+      return emitError(currentLoc)
+             << "graph input '" << input.name()
+             << "' is not a tensor (sequences, maps and optionals are not "
+                "supported)";
+    const auto &tensorType = input.type().tensor_type();
+    std::string reason;
+    Type element = convertElementType(ctx, tensorType.elem_type(), &reason);
+    if (!element)
+      return emitError(currentLoc)
+             << "graph input '" << input.name() << "': " << reason;
+    if (!tensorType.has_shape())
+      return emitError(currentLoc)
+             << "graph input '" << input.name()
+             << "' has no shape; give one with --input-shape "
+             << input.name() << "=D0xD1x...";
+    SmallVector<int64_t> shape;
+    for (const auto &dim : tensorType.shape().dim()) {
+      if (!dim.has_dim_value())
+        return emitError(currentLoc)
+               << "graph input '" << input.name() << "' has symbolic dimension '"
+               << (dim.has_dim_param() ? dim.dim_param() : "?")
+               << "'; Loom compiles static shapes: bind it with --input-shape "
+               << input.name() << "=D0xD1x...";
+      shape.push_back(dim.dim_value());
+    }
+    BlockArgument arg =
+        entry.addArgument(RankedTensorType::get(shape, element), currentLoc);
+    values[input.name()] = arg;
+    NamedAttrList attrs;
+    attrs.set(LoomDialect::kNameAttrName, b.getStringAttr(input.name()));
+    argAttrs.push_back(attrs);
+  }
+  return success();
+}
+
+LogicalResult Importer::importOpaque(const Node &node) {
+  SmallVector<Value> inputs;
+  for (int i = 0; i < node.input_size(); ++i) {
+    if (node.input(i).empty())
+      continue;
+    FailureOr<Value> v = operand(node, i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  SmallVector<Type> resultTypes;
+  for (const std::string &output : node.output()) {
+    std::optional<RankedTensorType> type = onnxType(output);
+    if (!type)
+      return error(node) << "is not supported, and ONNX shape inference gives "
+                            "no static type for its output '"
+                         << output << "', so it cannot be kept as loom.opaque";
+    resultTypes.push_back(*type);
+  }
+  SmallVector<NamedAttribute> attrs;
+  for (const auto &a : node.attribute()) {
+    Attribute value;
+    switch (a.type()) {
+    case onnx::AttributeProto::INT:
+      value = b.getI64IntegerAttr(a.i());
+      break;
+    case onnx::AttributeProto::FLOAT:
+      value = b.getF32FloatAttr(a.f());
+      break;
+    case onnx::AttributeProto::STRING:
+      value = b.getStringAttr(a.s());
+      break;
+    case onnx::AttributeProto::INTS:
+      value = b.getI64ArrayAttr(SmallVector<int64_t>(a.ints().begin(), a.ints().end()));
+      break;
+    case onnx::AttributeProto::FLOATS:
+      value = b.getF32ArrayAttr(SmallVector<float>(a.floats().begin(), a.floats().end()));
+      break;
+    default:
+      value = b.getStringAttr("<" + onnx::AttributeProto::AttributeType_Name(a.type()) + ">");
+    }
+    attrs.push_back(b.getNamedAttr(a.name(), value));
+  }
+  std::string opName = node.domain().empty() ? node.op_type()
+                                             : node.domain() + "." + node.op_type();
+  auto op = OpaqueOp::create(b, currentLoc, resultTypes, b.getStringAttr(opName),
+                             b.getDictionaryAttr(attrs), inputs);
+  for (auto [i, result] : llvm::enumerate(op.getResults()))
+    if (failed(setResult(node, i, result)))
+      return failure();
+  return success();
+}
+
+LogicalResult Importer::importNode(const Node &node, int index) {
+  std::string name = node.name().empty()
+                         ? node.op_type() + "_" + std::to_string(index)
+                         : node.name();
+  // node name ( op type ( model file ) ): IR dumps name the node, and
+  // diagnostics print as "model.onnx:0:0: error: ...".
+  currentLoc = NameLoc::get(
+      b.getStringAttr(name),
+      NameLoc::get(b.getStringAttr(node.op_type()), fileLoc()));
+  currentNode = &node;
+  currentName = name;
+
+  bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+  auto it = defaultDomain ? ops.find(node.op_type()) : ops.end();
+  if (it == ops.end()) {
+    if (options.allowUnsupported)
+      return importOpaque(node);
+    return error(node) << "this op is not supported by Loom's importer "
+                          "(--allow-unsupported keeps it as loom.opaque)";
+  }
+  for (const auto &a : node.attribute())
+    if (!llvm::is_contained(it->second.attributes, a.name()))
+      return error(node) << "attribute '" << a.name()
+                         << "' is not supported";
+
+  // Fold shape computations whose inputs are all known.
+  SmallVector<DenseElementsAttr> known;
+  bool allKnown = true;
+  for (int i = 0; i < node.input_size() && allKnown; ++i) {
+    if (node.input(i).empty()) {
+      known.push_back({});
+      continue;
+    }
+    StringRef in = node.input(i);
+    if (auto c = consts.find(in); c != consts.end()) {
+      known.push_back(c->second);
+      continue;
+    }
+    auto init = initializers.find(in);
+    if (init != initializers.end()) {
+      Type element = convertElementType(ctx, init->second->data_type());
+      // Float initializers are trainable weights: never fold them away.
+      if (element && !isa<FloatType>(element)) {
+        FailureOr<DenseElementsAttr> attr = initializerConst(in);
+        if (failed(attr))
+          return failure();
+        known.push_back(*attr);
+        continue;
+      }
+    }
+    allKnown = false;
+  }
+  if (allKnown || node.op_type() == "Shape" || node.op_type() == "Size") {
+    if (!allKnown)
+      known.clear();
+    if (auto folded = foldNode(*this, node, known)) {
+      for (auto [i, attr] : llvm::enumerate(*folded))
+        if (failed(setConstResult(node, i, attr)))
+          return failure();
+      return success();
+    }
+  }
+
+  if (failed(it->second.handler(*this, node)) || errorCount != 0)
+    return failure();
+  for (int i = 0; i < node.output_size(); ++i)
+    if (wantsOutput(node, i) && !values.count(node.output(i)) &&
+        !consts.count(node.output(i)))
+      return error(node) << "output '" << node.output(i)
+                         << "' is not produced by the importer";
+  return success();
+}
+
+LogicalResult Importer::importOutputs() {
+  SmallVector<Value> results;
+  SmallVector<Attribute> resultAttrs;
+  for (const auto &output : graph.output()) {
+    currentLoc = NameLoc::get(b.getStringAttr(output.name()), fileLoc());
+    if (!output.type().has_tensor_type())
+      return emitError(currentLoc) << "graph output '" << output.name()
+                                   << "' is not a tensor";
+    FailureOr<Value> v = materialize(output.name(), nullptr);
+    if (failed(v))
+      return failure();
+    results.push_back(*v);
+  }
+  func::ReturnOp::create(b, currentLoc, results);
+  Block &entry = fn.getBody().front();
+  fn.setFunctionType(b.getFunctionType(entry.getArgumentTypes(),
+                                       ValueRange(results).getTypes()));
+  SmallVector<DictionaryAttr> args;
+  for (NamedAttrList &attrs : argAttrs)
+    args.push_back(attrs.getDictionary(ctx));
+  fn.setAllArgAttrs(args);
+  for (auto [i, output] : llvm::enumerate(graph.output()))
+    fn.setResultAttr(i, LoomDialect::kNameAttrName,
+                     b.getStringAttr(output.name()));
+  return success();
+}
+
+Location Importer::fileLoc() {
+  return FileLineColLoc::get(ctx, modelPath, 0, 0);
+}
+
+OwningOpRef<ModuleOp> Importer::run() {
+  // Builders report invalid operands as diagnostics (see LoomOps.cpp);
+  // count errors so that the import stops at the first bad node.
+  ScopedDiagnosticHandler counter(ctx, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      ++errorCount;
+    return failure(); // let the next handler print it
+  });
+  module = ModuleOp::create(fileLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  fn = func::FuncOp::create(b, fileLoc(), options.functionName,
+                            b.getFunctionType({}, {}));
+  b.setInsertionPointToStart(fn.addEntryBlock());
+
+  if (failed(importInputs()))
+    return nullptr;
+  for (auto [index, node] : llvm::enumerate(graph.node()))
+    if (failed(importNode(node, index)) || errorCount != 0)
+      return nullptr;
+  if (failed(importOutputs()))
+    return nullptr;
+  if (failed(mlir::verify(*module)))
+    return nullptr;
+  return std::move(module);
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+OwningOpRef<ModuleOp>
+mlir::loom::importOnnxModel(StringRef bytes, StringRef modelPath,
+                            MLIRContext *context,
+                            const OnnxImportOptions &options) {
+  context->loadDialect<LoomDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  std::string error;
+  Location fileLoc = FileLineColLoc::get(context, modelPath, 0, 0);
+  if (!loadOnnxModel(bytes, modelPath, options, model, error)) {
+    emitError(fileLoc) << error;
+    return nullptr;
+  }
+  return Importer(context, model, options, modelPath).run();
+}
+
+OwningOpRef<ModuleOp>
+mlir::loom::importOnnxFile(StringRef path, MLIRContext *context,
+                           const OnnxImportOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    emitError(FileLineColLoc::get(context, path, 0, 0))
+        << "cannot read " << path << ": " << buffer.getError().message();
+    return nullptr;
+  }
+  return importOnnxModel((*buffer)->getBuffer(), path, context, options);
+}
+
+std::string mlir::loom::parseOnnxInputShape(StringRef spec,
+                                            OnnxImportOptions &options) {
+  auto [name, dims] = spec.rsplit('=');
+  if (name.empty() || dims.empty() || !spec.contains('='))
+    return "--input-shape expects NAME=D0xD1x..., got '" + spec.str() + "'";
+  std::vector<int64_t> shape;
+  if (dims != "scalar") {
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    for (StringRef part : parts) {
+      int64_t d;
+      if (part.getAsInteger(10, d) || d < 0)
+        return "--input-shape: '" + part.str() + "' in '" + spec.str() +
+               "' is not a dimension size";
+      shape.push_back(d);
+    }
+  }
+  options.inputShapes[name.str()] = shape;
+  return "";
+}

@@ -1,0 +1,159 @@
+//===- OnnxLoader.cpp - Load, check, upgrade, infer an ONNX model ---------===//
+
+#include "OnnxLoader.h"
+
+#include "onnx/checker.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+#include "onnx/version_converter/convert.h"
+
+#include <exception>
+#include <sstream>
+
+using namespace mlir::loom::onnx_import;
+
+int64_t mlir::loom::onnx_import::defaultOpset(const onnx::ModelProto &model) {
+  for (const auto &opset : model.opset_import())
+    if (opset.domain().empty() || opset.domain() == "ai.onnx")
+      return opset.version();
+  return -1;
+}
+
+namespace {
+
+/// Runs `fn`, turning an exception into `error` (prefixed by `stage`).
+template <typename Fn>
+bool guarded(const char *stage, std::string &error, Fn &&fn) {
+  try {
+    fn();
+    return true;
+  } catch (const std::exception &e) {
+    error = std::string(stage) + ": " + e.what();
+  } catch (...) {
+    error = std::string(stage) + ": unknown error";
+  }
+  return false;
+}
+
+bool bindInputShapes(onnx::ModelProto &model,
+                     const mlir::loom::OnnxImportOptions &options,
+                     std::string &error) {
+  onnx::GraphProto *graph = model.mutable_graph();
+  std::set<std::string> initializers;
+  for (const auto &init : graph->initializer())
+    initializers.insert(init.name());
+  for (const auto &[name, dims] : options.inputShapes) {
+    onnx::ValueInfoProto *input = nullptr;
+    for (auto &candidate : *graph->mutable_input())
+      if (candidate.name() == name && !initializers.count(name))
+        input = &candidate;
+    if (!input) {
+      std::ostringstream os;
+      os << "--input-shape names '" << name
+         << "', which is not a graph input; inputs are:";
+      for (const auto &candidate : graph->input())
+        if (!initializers.count(candidate.name()))
+          os << " '" << candidate.name() << "'";
+      error = os.str();
+      return false;
+    }
+    if (!input->type().has_tensor_type()) {
+      error = "--input-shape: graph input '" + name + "' is not a tensor";
+      return false;
+    }
+    auto *tensorType = input->mutable_type()->mutable_tensor_type();
+    if (tensorType->has_shape() &&
+        tensorType->shape().dim_size() != static_cast<int>(dims.size())) {
+      std::ostringstream os;
+      os << "--input-shape gives " << dims.size() << " dimensions for '" << name
+         << "', which has rank " << tensorType->shape().dim_size();
+      error = os.str();
+      return false;
+    }
+    auto *shape = tensorType->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : dims)
+      shape->add_dim()->set_dim_value(d);
+  }
+  return true;
+}
+
+bool inferShapes(onnx::ModelProto &model, std::string &error) {
+  return guarded("ONNX shape inference", error, [&] {
+    onnx::ShapeInferenceOptions options{/*check_type=*/true, /*error_mode=*/1,
+                                        /*enable_data_propagation=*/true};
+    onnx::shape_inference::InferShapes(model,
+                                       onnx::OpSchemaRegistry::Instance(),
+                                       options);
+  });
+}
+
+} // namespace
+
+bool mlir::loom::onnx_import::loadOnnxModel(llvm::StringRef bytes,
+                                            llvm::StringRef modelPath,
+                                            const OnnxImportOptions &options,
+                                            onnx::ModelProto &model,
+                                            std::string &error) {
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
+    error = "the model is larger than 2 GiB; store its weights as ONNX "
+            "external data";
+    return false;
+  }
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    error = "not a valid ONNX model: the protobuf could not be parsed "
+            "(truncated or not an ONNX file)";
+    return false;
+  }
+  if (!model.has_graph()) {
+    error = "not a valid ONNX model: it has no graph";
+    return false;
+  }
+  int64_t opset = defaultOpset(model);
+  if (opset < 0) {
+    error = "the model imports no version of the default ONNX opset "
+            "(opset_import has no entry for domain \"\" or \"ai.onnx\")";
+    return false;
+  }
+  int64_t maxOpset = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
+                         .Map()
+                         .at(onnx::ONNX_DOMAIN)
+                         .second;
+  if (opset > maxOpset) {
+    error = "the model uses opset " + std::to_string(opset) +
+            " of the default ONNX domain; this build of ONNX (1.12) knows "
+            "opsets up to " +
+            std::to_string(maxOpset);
+    return false;
+  }
+  if (!bindInputShapes(model, options, error))
+    return false;
+  // The checker finds external data files relative to the model's path only
+  // when given the path (ONNX 1.12 has no model-directory option otherwise).
+  bool external = false;
+  for (const auto &init : model.graph().initializer())
+    external |= init.data_location() == onnx::TensorProto::EXTERNAL;
+  if (!guarded("ONNX checker", error, [&] {
+        if (external && !modelPath.empty())
+          onnx::checker::check_model(modelPath.str());
+        else
+          onnx::checker::check_model(model);
+      }))
+    return false;
+  if (!inferShapes(model, error))
+    return false;
+  if (opset < options.minimumOpset) {
+    if (!guarded(("cannot upgrade the model from opset " +
+                  std::to_string(opset) + " to " +
+                  std::to_string(options.minimumOpset))
+                     .c_str(),
+                 error, [&] {
+                   model = onnx::version_conversion::ConvertVersion(
+                       model, static_cast<int>(options.minimumOpset));
+                 }))
+      return false;
+    if (!inferShapes(model, error))
+      return false;
+  }
+  return true;
+}
