@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "loom/Conversion/Passes.h"
 #include "loom/Dialect/Loom/IR/LoomDialect.h"
 #include "loom/Dialect/Loom/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -16,6 +17,8 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::loom::registerLoomPasses();
+  mlir::loom::registerLoomConversionPasses();
+  mlir::loom::registerLoomPipelines();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::loom::LoomDialect>();

@@ -145,8 +145,10 @@ struct Host {
       for (bool v : attr.getValues<bool>())
         h.i.push_back(v);
     } else {
+      bool isUnsigned = h.element.isUnsignedInteger();
       for (const APInt &v : attr.getValues<APInt>())
-        h.i.push_back(v.getSExtValue());
+        h.i.push_back(isUnsigned ? static_cast<int64_t>(v.getZExtValue())
+                                 : v.getSExtValue());
     }
     return h;
   }
@@ -193,7 +195,9 @@ struct Host {
     }
     SmallVector<APInt> vals;
     for (int64_t v : i)
-      vals.push_back(APInt(element.getIntOrFloatBitWidth(), v, /*isSigned=*/true));
+      vals.push_back(APInt(element.getIntOrFloatBitWidth(), v,
+                           /*isSigned=*/!element.isUnsignedInteger(),
+                           /*implicitTrunc=*/true));
     return DenseElementsAttr::get(type, vals);
   }
 };
@@ -280,7 +284,8 @@ Results elementwise(ArrayRef<Host> in, Type outElement, Fn fn) {
 
 /// Arithmetic is folded only where the result is exact in the element type.
 bool foldableArithmetic(Type element) {
-  return element.isInteger() || element.isF32() || element.isF64();
+  // Unsigned arithmetic wraps differently; leave it to run time.
+  return element.isSignlessInteger() || element.isF32() || element.isF64();
 }
 
 double roundTo(Type element, double v) {

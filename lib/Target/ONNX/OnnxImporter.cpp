@@ -2,6 +2,7 @@
 
 #include "OnnxImporter.h"
 #include "OnnxLoader.h"
+#include "loom/Target/ONNX/OnnxTensor.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -10,8 +11,11 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+
+#include <set>
 
 #define DEBUG_TYPE "loom-import-onnx"
 
@@ -26,6 +30,11 @@ using namespace mlir::loom::onnx_import;
 Type mlir::loom::onnx_import::convertElementType(MLIRContext *ctx,
                                                  int32_t dataType,
                                                  std::string *reason) {
+  return onnxElementType(ctx, dataType, reason);
+}
+
+Type mlir::loom::onnxElementType(MLIRContext *ctx, int32_t dataType,
+                                 std::string *reason) {
   Builder b(ctx);
   switch (dataType) {
   case onnx::TensorProto::FLOAT:
@@ -46,6 +55,14 @@ Type mlir::loom::onnx_import::convertElementType(MLIRContext *ctx,
     return b.getI8Type();
   case onnx::TensorProto::BOOL:
     return b.getI1Type();
+  case onnx::TensorProto::UINT8:
+    return IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  case onnx::TensorProto::UINT16:
+    return IntegerType::get(ctx, 16, IntegerType::Unsigned);
+  case onnx::TensorProto::UINT32:
+    return IntegerType::get(ctx, 32, IntegerType::Unsigned);
+  case onnx::TensorProto::UINT64:
+    return IntegerType::get(ctx, 64, IntegerType::Unsigned);
   default:
     break;
   }
@@ -55,9 +72,36 @@ Type mlir::loom::onnx_import::convertElementType(MLIRContext *ctx,
             static_cast<onnx::TensorProto::DataType>(dataType));
     *reason = "element type " + (name.empty() ? std::to_string(dataType) : name) +
               " is not supported by Loom (supported: float, double, float16, "
-              "bfloat16, int8, int16, int32, int64, bool)";
+              "bfloat16, int8-64, uint8-64, bool)";
   }
   return {};
+}
+
+int32_t mlir::loom::onnxDataType(Type t) {
+  if (t.isF32())
+    return onnx::TensorProto::FLOAT;
+  if (t.isF64())
+    return onnx::TensorProto::DOUBLE;
+  if (t.isF16())
+    return onnx::TensorProto::FLOAT16;
+  if (t.isBF16())
+    return onnx::TensorProto::BFLOAT16;
+  if (t.isInteger(1))
+    return onnx::TensorProto::BOOL;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    bool u = i.isUnsigned();
+    switch (i.getWidth()) {
+    case 8:
+      return u ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
+    case 16:
+      return u ? onnx::TensorProto::UINT16 : onnx::TensorProto::INT16;
+    case 32:
+      return u ? onnx::TensorProto::UINT32 : onnx::TensorProto::INT32;
+    case 64:
+      return u ? onnx::TensorProto::UINT64 : onnx::TensorProto::INT64;
+    }
+  }
+  return 0;
 }
 
 namespace {
@@ -142,9 +186,18 @@ FailureOr<std::vector<char>> tensorBytes(const onnx::TensorProto &tensor,
       return failure();
     std::memcpy(bytes.data(), tensor.int64_data().data(), expected);
     break;
+  case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::UINT32:
+    if (!count(tensor.uint64_data_size()))
+      return failure();
+    for (int64_t i = 0; i < numElements; ++i) {
+      uint64_t v = tensor.uint64_data(i);
+      std::memcpy(bytes.data() + i * width, &v, width);
+    }
+    break;
   default:
-    // int32_data carries int32, int16, int8, bool, float16 and bfloat16 (as
-    // bit patterns), one per entry.
+    // int32_data carries int32, int16, int8, uint16, uint8, bool, float16
+    // and bfloat16 (as bit patterns), one per entry.
     if (!count(tensor.int32_data_size()))
       return failure();
     for (int64_t i = 0; i < numElements; ++i) {
@@ -205,6 +258,67 @@ FailureOr<ElementsAttr> Importer::tensorAttr(const onnx::TensorProto &tensor,
         type, sanitizeBlobName(tensor.name()), std::move(blob)));
   }
   return ElementsAttr(denseFromBytes(type, *bytes));
+}
+
+bool mlir::loom::readTensorProtoFile(StringRef path, MLIRContext *ctx,
+                                     OnnxTensorData &out, std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    error = "cannot read " + path.str() + ": " + buffer.getError().message();
+    return false;
+  }
+  onnx::TensorProto tensor;
+  if (!tensor.ParseFromArray((*buffer)->getBufferStart(),
+                             static_cast<int>((*buffer)->getBufferSize()))) {
+    error = path.str() + " is not a serialized ONNX TensorProto";
+    return false;
+  }
+  std::string reason;
+  Type element = onnxElementType(ctx, tensor.data_type(), &reason);
+  if (!element) {
+    error = path.str() + ": " + reason;
+    return false;
+  }
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  out.name = tensor.name();
+  out.type = RankedTensorType::get(shape, element);
+  FailureOr<std::vector<char>> bytes =
+      tensorBytes(tensor, element, out.type.getNumElements(),
+                  llvm::sys::path::parent_path(path), reason);
+  if (failed(bytes)) {
+    error = path.str() + ": " + reason;
+    return false;
+  }
+  out.bytes = std::move(*bytes);
+  return true;
+}
+
+bool mlir::loom::writeTensorProtoFile(StringRef path,
+                                      const OnnxTensorData &data,
+                                      std::string &error) {
+  onnx::TensorProto tensor;
+  tensor.set_name(data.name);
+  int32_t type = onnxDataType(data.type.getElementType());
+  if (!type) {
+    error = "cannot write elements of type " +
+            llvm::formatv("{0}", data.type.getElementType()).str();
+    return false;
+  }
+  tensor.set_data_type(type);
+  for (int64_t d : data.type.getShape())
+    tensor.add_dims(d);
+  tensor.set_raw_data(data.bytes.data(), data.bytes.size());
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec) {
+    error = "cannot write " + path.str() + ": " + ec.message();
+    return false;
+  }
+  std::string serialized;
+  tensor.SerializeToString(&serialized);
+  os << serialized;
+  return true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -318,8 +432,10 @@ FailureOr<SmallVector<int64_t>> Importer::constInts(const Node &node, int i,
   if (!attr->getElementType().isInteger())
     return error(node) << what << " must be an integer tensor";
   SmallVector<int64_t> out;
+  bool isUnsigned = attr->getElementType().isUnsignedInteger();
   for (const APInt &v : attr->getValues<APInt>())
-    out.push_back(v.getSExtValue());
+    out.push_back(isUnsigned ? static_cast<int64_t>(v.getZExtValue())
+                             : v.getSExtValue());
   return out;
 }
 
@@ -611,8 +727,18 @@ LogicalResult Importer::importInputs() {
                << input.name() << "=D0xD1x...";
       shape.push_back(dim.dim_value());
     }
-    BlockArgument arg =
-        entry.addArgument(RankedTensorType::get(shape, element), currentLoc);
+    auto type = RankedTensorType::get(shape, element);
+    auto special = options.specializedInputs.find(input.name());
+    if (special != options.specializedInputs.end() && !isa<FloatType>(element)) {
+      if (special->second.getType() != type)
+        return emitError(currentLoc)
+               << "the value given for graph input '" << input.name()
+               << "' has type " << special->second.getType() << ", expected "
+               << type;
+      consts[input.name()] = special->second;
+      continue;
+    }
+    BlockArgument arg = entry.addArgument(type, currentLoc);
     values[input.name()] = arg;
     NamedAttrList attrs;
     attrs.set(LoomDialect::kNameAttrName, b.getStringAttr(input.name()));
@@ -834,6 +960,24 @@ mlir::loom::importOnnxFile(StringRef path, MLIRContext *context,
     return nullptr;
   }
   return importOnnxModel((*buffer)->getBuffer(), path, context, options);
+}
+
+std::vector<std::string> mlir::loom::onnxGraphInputNames(StringRef bytes,
+                                                         std::string &error) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    error = "not a valid ONNX model";
+    return {};
+  }
+  std::set<std::string> inits;
+  for (const auto &init : model.graph().initializer())
+    inits.insert(init.name());
+  std::vector<std::string> names;
+  for (const auto &input : model.graph().input())
+    if (!inits.count(input.name()))
+      names.push_back(input.name());
+  return names;
 }
 
 std::string mlir::loom::parseOnnxInputShape(StringRef spec,

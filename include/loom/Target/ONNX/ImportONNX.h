@@ -33,7 +33,16 @@ struct OnnxImportOptions {
   /// Models with a lower default-domain opset are upgraded to this one with
   /// ONNX's version converter before import.
   int64_t minimumOpset = 13;
+  /// Values of integer graph inputs to compile in as constants (shape,
+  /// axes or index inputs that must be known); such inputs are not
+  /// arguments of the imported function. Float inputs here are ignored.
+  std::map<std::string, mlir::DenseElementsAttr> specializedInputs;
 };
+
+/// The names of the graph inputs of a serialized model that are not
+/// initializers, in order; empty with `error` set on failure.
+std::vector<std::string> onnxGraphInputNames(llvm::StringRef bytes,
+                                             std::string &error);
 
 /// Imports the serialized ONNX model `bytes`. `modelPath` names the model in
 /// messages and locates external data files. Errors are emitted as MLIR

@@ -15,13 +15,15 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 //===----------------------------------------------------------------------===//
 
 def Loom_FloatElement : AnyTypeOf<[F16, BF16, F32, F64], "floating-point">;
-def Loom_IntElement : AnyTypeOf<[I1, I8, I16, I32, I64], "signless integer">;
+def Loom_IntElement : AnyTypeOf<[I1, I8, I16, I32, I64, UI8, UI16, UI32, UI64],
+                                "integer">;
 def Loom_Element : AnyTypeOf<[Loom_FloatElement, Loom_IntElement]>;
 
 def Loom_Tensor : StaticShapeTensorOf<[Loom_Element]>;
 def Loom_FloatTensor : StaticShapeTensorOf<[Loom_FloatElement]>;
 // Integer or float: everything arithmetic except i1.
-def Loom_NumericTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I8, I16, I32, I64]>;
+def Loom_NumericTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I8, I16, I32, I64,
+                                              UI8, UI16, UI32, UI64]>;
 def Loom_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def Loom_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Loom_SeedTensor : 0DTensorOf<[I64]>;

@@ -1,0 +1,75 @@
+//===- Executor.h - Compile and run a loom function on the CPU --*- C++ -*-===//
+//
+// The execution library behind loom-run and the numerical tests: lowers a
+// module with the loom-lower-to-llvm pipeline, JIT-compiles it with MLIR's
+// ExecutionEngine (ORC) and calls a function on host tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_EXECUTION_EXECUTOR_H
+#define LOOM_EXECUTION_EXECUTOR_H
+
+#include "loom/Execution/HostTensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/SmallVector.h"
+#include <memory>
+#include <optional>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
+namespace mlir::loom {
+
+struct ExecutorOptions {
+  /// Call OpenBLAS for f32/f64 matrix products.
+  bool useBlas = true;
+  /// LLVM optimization level (0-3).
+  unsigned optLevel = 3;
+};
+
+/// One argument or result of the compiled function.
+struct ValueInfo {
+  RankedTensorType type;
+  /// `loom.name` when present, else "arg<i>" / "result<i>".
+  std::string name;
+  /// The loom.parameter the argument is bound to, if any.
+  std::string parameter;
+  /// Its initial value (dense, dense_resource or #loom.external), if any.
+  Attribute initialValue;
+};
+
+class Executor {
+public:
+  ~Executor();
+
+  /// Compiles `function` of `module` (which is not modified).
+  static std::unique_ptr<Executor> create(ModuleOp module,
+                                          llvm::StringRef function,
+                                          const ExecutorOptions &options,
+                                          std::string &error);
+
+  llvm::ArrayRef<ValueInfo> getArguments() const { return arguments; }
+  llvm::ArrayRef<ValueInfo> getResults() const { return results; }
+
+  /// The initial value of parameter argument `index`; `baseDir` resolves
+  /// relative #loom.external paths.
+  std::optional<HostTensor> parameterValue(unsigned index,
+                                           llvm::StringRef baseDir,
+                                           std::string &error) const;
+
+  /// Runs the function. Arguments must match getArguments() exactly;
+  /// results are allocated here.
+  bool run(llvm::ArrayRef<const HostTensor *> args,
+           llvm::SmallVectorImpl<HostTensor> &results, std::string &error);
+
+private:
+  Executor() = default;
+  std::unique_ptr<ExecutionEngine> engine;
+  std::string entry;
+  llvm::SmallVector<ValueInfo> arguments, results;
+};
+
+} // namespace mlir::loom
+
+#endif // LOOM_EXECUTION_EXECUTOR_H

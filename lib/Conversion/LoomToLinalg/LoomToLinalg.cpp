@@ -1,0 +1,54 @@
+//===- LoomToLinalg.cpp - The loom-convert-to-linalg pass -----------------===//
+
+#include "Common.h"
+
+#include "loom/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+
+#define DEBUG_TYPE "loom-convert-to-linalg"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_CONVERTLOOMTOLINALG
+#include "loom/Conversion/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::lowering;
+
+namespace {
+struct ConvertLoomToLinalgPass
+    : loom::impl::ConvertLoomToLinalgBase<ConvertLoomToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    LoomTypeConverter converter;
+    RewritePatternSet patterns(ctx);
+    populateElementwisePatterns(converter, patterns);
+    populateStructuredPatterns(converter, patterns);
+    populateShapePatterns(converter, patterns);
+    populateNNPatterns(converter, patterns);
+    // Unsigned types at function boundaries become signless too.
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                           math::MathDialect, tensor::TensorDialect>();
+    target.addLegalOp<ModuleOp, MeshOp, ParameterOp,
+                      UnrealizedConversionCastOp>();
+    target.addIllegalDialect<LoomDialect>();
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
+      return converter.isSignatureLegal(op.getFunctionType()) &&
+             converter.isLegal(&op.getBody());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
+        [&](Operation *op) { return converter.isLegal(op); });
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

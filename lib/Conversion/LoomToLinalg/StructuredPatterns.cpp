@@ -1,0 +1,339 @@
+//===- StructuredPatterns.cpp - contractions, reductions, windows ---------===//
+
+#include "Common.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::lowering;
+
+namespace {
+
+Type originalElement(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+
+bool isIdentity(ArrayRef<int64_t> perm) {
+  for (auto [i, p] : llvm::enumerate(perm))
+    if (static_cast<int64_t>(i) != p)
+      return false;
+  return true;
+}
+
+Value transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
+  if (isIdentity(perm))
+    return v;
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(shapeOf(v)[p]);
+  Value init = emptyTensor(b, loc, shape, tensorType(v).getElementType());
+  return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
+}
+
+int64_t product(ArrayRef<int64_t> shape, ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= shape[d];
+  return n;
+}
+
+/// loom.dot_general -> linalg.batch_matmul on [B, M, K] x [B, K, N]. An
+/// operand whose contracting dimensions already come first (or last) is
+/// used as is through a transposed indexing map; only operands whose batch
+/// dimensions are not leading are physically transposed.
+struct DotGeneralLowering : OpConversionPattern<DotGeneralOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(DotGeneralOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Type element = originalElement(op.getLhs());
+    ArrayRef<int64_t> lhsShape = shapeOf(op.getLhs()),
+                      rhsShape = shapeOf(op.getRhs());
+    ArrayRef<int64_t> lb = op.getLhsBatchingDims(), rb = op.getRhsBatchingDims();
+    ArrayRef<int64_t> lc = op.getLhsContractingDims(),
+                      rc = op.getRhsContractingDims();
+    SmallVector<int64_t> lf, rf;
+    for (int64_t d = 0, e = lhsShape.size(); d < e; ++d)
+      if (!llvm::is_contained(lb, d) && !llvm::is_contained(lc, d))
+        lf.push_back(d);
+    for (int64_t d = 0, e = rhsShape.size(); d < e; ++d)
+      if (!llvm::is_contained(rb, d) && !llvm::is_contained(rc, d))
+        rf.push_back(d);
+
+    int64_t batch = product(lhsShape, lb), m = product(lhsShape, lf),
+            k = product(lhsShape, lc), n = product(rhsShape, rf);
+
+    // lhs as [B, M, K] (plain) or [B, K, M] (transposed).
+    auto concat = [](std::initializer_list<ArrayRef<int64_t>> parts) {
+      SmallVector<int64_t> out;
+      for (ArrayRef<int64_t> p : parts)
+        out.append(p.begin(), p.end());
+      return out;
+    };
+    SmallVector<int64_t> lhsPlain = concat({lb, lf, lc});
+    SmallVector<int64_t> lhsTrans = concat({lb, lc, lf});
+    bool transA = !isIdentity(lhsPlain) && isIdentity(lhsTrans);
+    Value lhs = transpose(rewriter, loc, adaptor.getLhs(),
+                          transA ? lhsTrans : lhsPlain);
+    lhs = reshape(rewriter, loc, lhs,
+                  transA ? SmallVector<int64_t>{batch, k, m}
+                         : SmallVector<int64_t>{batch, m, k});
+
+    SmallVector<int64_t> rhsPlain = concat({rb, rc, rf});
+    SmallVector<int64_t> rhsTrans = concat({rb, rf, rc});
+    bool transB = !isIdentity(rhsPlain) && isIdentity(rhsTrans);
+    Value rhs = transpose(rewriter, loc, adaptor.getRhs(),
+                          transB ? rhsTrans : rhsPlain);
+    rhs = reshape(rewriter, loc, rhs,
+                  transB ? SmallVector<int64_t>{batch, n, k}
+                         : SmallVector<int64_t>{batch, k, n});
+
+    Scalar s{rewriter, loc, element};
+    Value init = filledTensor(rewriter, loc, {batch, m, n}, s.constant(0));
+    AffineExpr db, dm, dn, dk;
+    bindDims(ctx, db, dm, dn, dk);
+    auto map = [&](ArrayRef<AffineExpr> e) {
+      return AffineMapAttr::get(AffineMap::get(4, 0, e, ctx));
+    };
+    SmallVector<Attribute> maps = {
+        transA ? map({db, dk, dm}) : map({db, dm, dk}),
+        transB ? map({db, dn, dk}) : map({db, dk, dn}), map({db, dm, dn})};
+    auto mm = linalg::BatchMatmulOp::create(
+        rewriter, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+        ValueRange{init},
+        {rewriter.getNamedAttr("indexing_maps", rewriter.getArrayAttr(maps))});
+    Value result = reshape(rewriter, loc, mm.getResult(0),
+                           op.getType().getShape());
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+template <typename OpTy>
+struct ReduceLowering : OpConversionPattern<OpTy> {
+  ReduceLowering(TypeConverter &tc, MLIRContext *ctx, ReductionKind kind,
+                 bool mean)
+      : OpConversionPattern<OpTy>(tc, ctx), kind(kind), mean(mean) {}
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type element = originalElement(op.getInput());
+    ArrayRef<int64_t> inShape = shapeOf(op.getInput());
+    ArrayRef<int64_t> dims = op.getDims();
+    Value r = reduce(rewriter, loc, adaptor.getInput(), dims, kind, element);
+    if (mean) {
+      int64_t count = product(inShape, dims);
+      r = elementwise(rewriter, loc, shapeOf(r), signless(element),
+                      ValueRange{r}, [&](OpBuilder &b, Location l, ValueRange a) {
+                        Scalar s{b, l, element};
+                        return s.div(a[0], s.constant(count));
+                      });
+    }
+    if (op.getKeepdims())
+      r = keepDims(rewriter, loc, r, inShape, dims);
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+  ReductionKind kind;
+  bool mean;
+};
+
+/// Pads `x` ([N, C, D...]) by `padding` ([begin..., end...]) with `value`.
+Value padSpatial(OpBuilder &b, Location loc, Value x,
+                 ArrayRef<int64_t> padding, Value value) {
+  int64_t k = padding.size() / 2;
+  if (llvm::all_of(padding, [](int64_t p) { return p == 0; }))
+    return x;
+  SmallVector<int64_t> lo(2, 0), hi(2, 0);
+  SmallVector<int64_t> shape(shapeOf(x));
+  for (int64_t i = 0; i < k; ++i) {
+    lo.push_back(padding[i]);
+    hi.push_back(padding[k + i]);
+    shape[2 + i] += padding[i] + padding[k + i];
+  }
+  auto type = tensorType(x).clone(shape);
+  SmallVector<OpFoldResult> low, high;
+  for (auto [l, h] : llvm::zip(lo, hi)) {
+    low.push_back(b.getIndexAttr(l));
+    high.push_back(b.getIndexAttr(h));
+  }
+  return tensor::PadOp::create(b, loc, type, x, low, high, value);
+}
+
+/// Window access `o * stride + k * dilation` per spatial dimension.
+AffineExpr windowExpr(AffineExpr o, AffineExpr kk, int64_t stride,
+                      int64_t dilation) {
+  return o * stride + kk * dilation;
+}
+
+/// N-d convolution as one linalg.generic over
+/// (n, g, f, o..., c, k...) with the input padded first.
+struct ConvLowering : OpConversionPattern<ConvOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ConvOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Type element = originalElement(op.getInput());
+    Scalar s{rewriter, loc, element};
+    int64_t k = op.getNumSpatialDims();
+    int64_t g = op.getGroups();
+    ArrayRef<int64_t> xs = shapeOf(op.getInput()), ws = shapeOf(op.getFilter()),
+                      ys = op.getType().getShape();
+    int64_t nb = xs[0], c = xs[1] / g, f = ws[0] / g;
+    Value x = padSpatial(rewriter, loc, adaptor.getInput(), op.getPadding(),
+                         s.constant(0));
+    // Split channels into groups: x [N, G, C/G, D...], w [G, F/G, C/G, K...].
+    SmallVector<int64_t> xg{nb, g, c}, wg{g, f, c}, yg{nb, g, f};
+    llvm::append_range(xg, shapeOf(x).drop_front(2));
+    llvm::append_range(wg, ws.drop_front(2));
+    llvm::append_range(yg, ys.drop_front(2));
+    x = reshape(rewriter, loc, x, xg);
+    Value w = reshape(rewriter, loc, adaptor.getFilter(), wg);
+
+    // Iteration dims: n, g, f, o_1..o_k (parallel), c, k_1..k_k (reduction).
+    int64_t numDims = 3 + k + 1 + k;
+    auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> xe{dim(0), dim(1), dim(3 + k)}, we{dim(1), dim(2), dim(3 + k)},
+        ye{dim(0), dim(1), dim(2)};
+    for (int64_t i = 0; i < k; ++i) {
+      xe.push_back(windowExpr(dim(3 + i), dim(4 + k + i), op.getStrides()[i],
+                              op.getDilations()[i]));
+      we.push_back(dim(4 + k + i));
+      ye.push_back(dim(3 + i));
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, xe, ctx),
+                                   AffineMap::get(numDims, 0, we, ctx),
+                                   AffineMap::get(numDims, 0, ye, ctx)};
+    SmallVector<utils::IteratorType> iterators(3 + k, utils::IteratorType::parallel);
+    iterators.append(1 + k, utils::IteratorType::reduction);
+    Value init = filledTensor(rewriter, loc, yg, s.constant(0));
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{init.getType()}, ValueRange{x, w},
+        ValueRange{init}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Scalar ns{b, l, element};
+          linalg::YieldOp::create(b, l, ns.add(a[2], ns.mul(a[0], a[1])));
+        });
+    rewriter.replaceOp(op, reshape(rewriter, loc, generic.getResult(0), ys));
+    return success();
+  }
+};
+
+/// Pooling as a linalg.generic over (n, c, o..., k...). Max pools pad with
+/// -inf; average pools pad with 0 and divide by the window size or by a
+/// constant count of in-bounds positions (shapes are static).
+template <typename OpTy, bool isMax>
+struct PoolLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Type element = originalElement(op.getInput());
+    Scalar s{rewriter, loc, element};
+    ArrayRef<int64_t> xs = shapeOf(op.getInput());
+    ArrayRef<int64_t> ys = cast<RankedTensorType>(op.getType()).getShape();
+    int64_t k = xs.size() - 2;
+    ArrayRef<int64_t> kernel = op.getKernel(), strides = op.getStrides(),
+                      padding = op.getPadding();
+    SmallVector<int64_t> dilations(k, 1);
+    if constexpr (isMax)
+      llvm::copy(op.getDilations(), dilations.begin());
+    ReductionKind kind = isMax ? ReductionKind::max : ReductionKind::sum;
+    Value x = padSpatial(rewriter, loc, adaptor.getInput(), padding,
+                         s.identity(kind));
+    // The kernel extent enters the iteration space through an empty tensor.
+    Value window = emptyTensor(rewriter, loc, kernel, s.type());
+    int64_t numDims = 2 + 2 * k;
+    auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> xe{dim(0), dim(1)}, ke, ye{dim(0), dim(1)};
+    for (int64_t i = 0; i < k; ++i) {
+      xe.push_back(windowExpr(dim(2 + i), dim(2 + k + i), strides[i],
+                              dilations[i]));
+      ke.push_back(dim(2 + k + i));
+      ye.push_back(dim(2 + i));
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, xe, ctx),
+                                   AffineMap::get(numDims, 0, ke, ctx),
+                                   AffineMap::get(numDims, 0, ye, ctx)};
+    SmallVector<utils::IteratorType> iterators(2 + k, utils::IteratorType::parallel);
+    iterators.append(k, utils::IteratorType::reduction);
+    Value init = filledTensor(rewriter, loc, ys, s.identity(kind));
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{init.getType()}, ValueRange{x, window},
+        ValueRange{init}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          linalg::YieldOp::create(b, l,
+                                  Scalar{b, l, element}.combine(kind, a[2], a[0]));
+        });
+    Value result = generic.getResult(0);
+    if constexpr (!isMax) {
+      // Divisor per output position over the spatial dims.
+      SmallVector<int64_t> outSpatial(ys.drop_front(2));
+      int64_t volume = 1;
+      for (int64_t kk : kernel)
+        volume *= kk;
+      SmallVector<double> counts;
+      int64_t total = 1;
+      for (int64_t d : outSpatial)
+        total *= d;
+      for (int64_t flat = 0; flat < total; ++flat) {
+        int64_t rem = flat, count = 1;
+        for (int64_t i = k - 1; i >= 0; --i) {
+          int64_t o = rem % outSpatial[i];
+          rem /= outSpatial[i];
+          int64_t start = o * strides[i] - padding[i];
+          int64_t lo = std::max<int64_t>(start, 0);
+          int64_t hi = std::min<int64_t>(start + kernel[i], xs[2 + i]);
+          int64_t inside = std::max<int64_t>(hi - lo, 0);
+          if (op.getCountIncludePad()) {
+            // Pads count; positions past the end padding (ceil mode) do not.
+            int64_t padHi = std::min<int64_t>(start + kernel[i],
+                                              xs[2 + i] + padding[k + i]);
+            inside = padHi - start;
+          }
+          count *= inside;
+        }
+        counts.push_back(static_cast<double>(count));
+      }
+      (void)volume;
+      auto countType = RankedTensorType::get(outSpatial, s.type());
+      SmallVector<Attribute> attrs;
+      for (double c : counts)
+        attrs.push_back(FloatAttr::get(s.type(), c));
+      Value divisor = arith::ConstantOp::create(
+          rewriter, loc, DenseElementsAttr::get(countType, attrs));
+      result = elementwise(rewriter, loc, ys, s.type(),
+                           ValueRange{result, divisor},
+                           [&](OpBuilder &b, Location l, ValueRange a) {
+                             return Scalar{b, l, element}.div(a[0], a[1]);
+                           });
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::loom::lowering::populateStructuredPatterns(
+    LoomTypeConverter &tc, RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<DotGeneralLowering, ConvLowering,
+               PoolLowering<MaxPoolOp, true>, PoolLowering<AvgPoolOp, false>>(
+      tc, ctx);
+  patterns.add<ReduceLowering<ReduceSumOp>>(tc, ctx, ReductionKind::sum, false);
+  patterns.add<ReduceLowering<ReduceMeanOp>>(tc, ctx, ReductionKind::sum, true);
+  patterns.add<ReduceLowering<ReduceMaxOp>>(tc, ctx, ReductionKind::max, false);
+  patterns.add<ReduceLowering<ReduceMinOp>>(tc, ctx, ReductionKind::min, false);
+  patterns.add<ReduceLowering<ReduceProdOp>>(tc, ctx, ReductionKind::prod, false);
+}

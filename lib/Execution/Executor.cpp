@@ -1,0 +1,248 @@
+//===- Executor.cpp - Compile and run a loom function on the CPU ----------===//
+
+#include "loom/Execution/Executor.h"
+
+#include "loom/Conversion/Passes.h"
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/kernels.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::loom;
+
+Executor::~Executor() = default;
+
+namespace {
+
+void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+/// Collects diagnostics into a string while alive.
+struct DiagnosticCollector {
+  DiagnosticCollector(MLIRContext *ctx, std::string &out)
+      : handler(ctx, [&out](Diagnostic &diag) {
+          if (diag.getSeverity() != DiagnosticSeverity::Error)
+            return success();
+          std::string text;
+          llvm::raw_string_ostream os(text);
+          os << diag.getLocation() << ": " << diag;
+          for (const Diagnostic &note : diag.getNotes())
+            os << "\n  note: " << note;
+          if (!out.empty())
+            out += "\n";
+          out += text;
+          return success();
+        }) {}
+  ScopedDiagnosticHandler handler;
+};
+
+} // namespace
+
+std::unique_ptr<Executor> Executor::create(ModuleOp module,
+                                           StringRef function,
+                                           const ExecutorOptions &options,
+                                           std::string &error) {
+  MLIRContext *ctx = module.getContext();
+  auto fn = module.lookupSymbol<func::FuncOp>(function);
+  if (!fn || fn.isExternal()) {
+    error = "the module has no function @" + function.str() + "; it has:";
+    for (auto f : module.getOps<func::FuncOp>())
+      error += " @" + f.getName().str();
+    return nullptr;
+  }
+  std::unique_ptr<Executor> executor(new Executor());
+  executor->entry = function.str();
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    ValueInfo info;
+    info.type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+    if (!info.type || !info.type.hasStaticShape()) {
+      error = llvm::formatv("argument #{0} of @{1} is not a static tensor", i,
+                            function)
+                  .str();
+      return nullptr;
+    }
+    info.name = "arg" + std::to_string(i);
+    if (auto name = fn.getArgAttrOfType<StringAttr>(i, LoomDialect::kNameAttrName))
+      info.name = name.str();
+    if (auto param =
+            fn.getArgAttrOfType<FlatSymbolRefAttr>(i, LoomDialect::kParamAttrName)) {
+      info.parameter = param.getValue().str();
+      info.name = info.parameter;
+      if (auto decl = module.lookupSymbol<ParameterOp>(param))
+        if (decl.getInitialValue())
+          info.initialValue = *decl.getInitialValue();
+    }
+    executor->arguments.push_back(info);
+  }
+  for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+    ValueInfo info;
+    info.type = dyn_cast<RankedTensorType>(fn.getResultTypes()[i]);
+    if (!info.type || !info.type.hasStaticShape()) {
+      error = llvm::formatv("result #{0} of @{1} is not a static tensor", i,
+                            function)
+                  .str();
+      return nullptr;
+    }
+    info.name = "result" + std::to_string(i);
+    if (auto name =
+            fn.getResultAttrOfType<StringAttr>(i, LoomDialect::kNameAttrName))
+      info.name = name.str();
+    executor->results.push_back(info);
+  }
+
+  OwningOpRef<ModuleOp> lowered = module.clone();
+  {
+    DiagnosticCollector collect(ctx, error);
+    PassManager pm(ctx);
+    CpuPipelineOptions pipelineOptions;
+    pipelineOptions.useBlas = options.useBlas;
+    buildLoomToLLVMPipeline(pm, pipelineOptions);
+    if (failed(pm.run(*lowered))) {
+      if (error.empty())
+        error = "lowering to LLVM failed";
+      return nullptr;
+    }
+  }
+
+  initializeNativeTarget();
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  auto transformer = makeOptimizingTransformer(options.optLevel,
+                                               /*sizeLevel=*/0,
+                                               /*targetMachine=*/nullptr);
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = transformer;
+  engineOptions.jitCodeGenOptLevel =
+      options.optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
+                            : llvm::CodeGenOptLevel::Default;
+  auto engine = ExecutionEngine::create(*lowered, engineOptions);
+  if (!engine) {
+    error = "JIT compilation failed: " + llvm::toString(engine.takeError());
+    return nullptr;
+  }
+  executor->engine = std::move(*engine);
+  executor->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    auto add = [&](StringRef name, void *fn) {
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                                 llvm::JITSymbolFlags::Exported};
+    };
+    add("_mlir_ciface_loom_rt_batch_matmul_f32",
+        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_f32));
+    add("_mlir_ciface_loom_rt_batch_matmul_f64",
+        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_f64));
+    add("memrefCopy", reinterpret_cast<void *>(&memrefCopy));
+    return symbols;
+  });
+  return executor;
+}
+
+std::optional<HostTensor> Executor::parameterValue(unsigned index,
+                                                   StringRef baseDir,
+                                                   std::string &error) const {
+  const ValueInfo &info = arguments[index];
+  if (!info.initialValue) {
+    error = "parameter @" + info.parameter + " has no initial value";
+    return std::nullopt;
+  }
+  if (auto elements = dyn_cast<ElementsAttr>(info.initialValue))
+    return HostTensor::fromAttr(elements, error);
+  auto external = cast<ExternalDataAttr>(info.initialValue);
+  SmallString<256> path(external.getPath().getValue());
+  if (llvm::sys::path::is_relative(path)) {
+    SmallString<256> full(baseDir);
+    llvm::sys::path::append(full, path);
+    path = full;
+  }
+  HostTensor tensor(info.type);
+  auto buffer = llvm::MemoryBuffer::getFileSlice(path, tensor.byteSize(),
+                                                 external.getOffset());
+  if (!buffer || (*buffer)->getBufferSize() != tensor.byteSize()) {
+    error = llvm::formatv("cannot read {0} bytes of parameter @{1} at offset "
+                          "{2} of {3}",
+                          tensor.byteSize(), info.parameter,
+                          external.getOffset(), path)
+                .str();
+    return std::nullopt;
+  }
+  std::memcpy(tensor.data(), (*buffer)->getBufferStart(), tensor.byteSize());
+  return tensor;
+}
+
+namespace {
+/// A memref descriptor {allocated, aligned, offset, sizes..., strides...}
+/// over a contiguous row-major buffer.
+std::vector<int64_t> descriptorFor(const HostTensor &t) {
+  ArrayRef<int64_t> shape = t.getShape();
+  std::vector<int64_t> d(3 + 2 * shape.size());
+  auto ptr = reinterpret_cast<int64_t>(t.data());
+  d[0] = d[1] = ptr;
+  d[2] = 0;
+  int64_t stride = 1;
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+    d[3 + i] = shape[i];
+    d[3 + shape.size() + i] = stride;
+    stride *= shape[i];
+  }
+  return d;
+}
+} // namespace
+
+bool Executor::run(ArrayRef<const HostTensor *> args,
+                   SmallVectorImpl<HostTensor> &outs, std::string &error) {
+  if (args.size() != arguments.size()) {
+    error = llvm::formatv("@{0} takes {1} arguments, {2} given", entry,
+                          arguments.size(), args.size())
+                .str();
+    return false;
+  }
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    if (!arg || arg->getType() != arguments[i].type) {
+      error = llvm::formatv("argument #{0} ('{1}') must be {2}, got {3}", i,
+                            arguments[i].name, arguments[i].type,
+                            arg ? Type(arg->getType()) : Type())
+                  .str();
+      return false;
+    }
+  }
+  outs.clear();
+  for (const ValueInfo &r : results)
+    outs.emplace_back(r.type);
+
+  std::vector<std::vector<int64_t>> descriptors;
+  for (const HostTensor *arg : args)
+    descriptors.push_back(descriptorFor(*arg));
+  for (const HostTensor &out : outs)
+    descriptors.push_back(descriptorFor(out));
+  std::vector<void *> pointers;
+  for (auto &d : descriptors)
+    pointers.push_back(d.data());
+  std::vector<void *> packed;
+  for (void *&p : pointers)
+    packed.push_back(&p);
+  if (llvm::Error err = engine->invokePacked("_mlir_ciface_" + entry, packed)) {
+    error = "cannot call @" + entry + ": " + llvm::toString(std::move(err));
+    return false;
+  }
+  return true;
+}

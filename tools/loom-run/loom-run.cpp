@@ -1,0 +1,326 @@
+//===- loom-run.cpp - Compile and run a loom function or ONNX model -------===//
+//
+//   loom-run MODEL [--input-dir D] [--output-dir O]
+//                  [--expected-dir E --rtol R --atol A]
+//
+// MODEL is loom IR (.mlir) or an ONNX model (.onnx). Inputs are read from
+// D/input_<i>.pb or D/input_<i>.npy in graph-input order (the layout of
+// ONNX's test directories), outputs written to O/output_<i>.pb (or .npy) in
+// graph-output order, and compared with E/output_<i>.pb (numpy.allclose
+// semantics; exit status 1 on any mismatch). Parameters are bound from
+// their loom.parameter initial values.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Conversion/Passes.h"
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Execution/Executor.h"
+#include "loom/Execution/TensorIO.h"
+#include "loom/Target/ONNX/ImportONNX.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <random>
+
+using namespace mlir;
+using namespace mlir::loom;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("loom-run options");
+static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir|model.onnx>"),
+                                      cl::Required, cl::cat(category));
+static cl::opt<std::string> functionName("function", cl::desc("Function to run (default: main, or the only public one)"),
+                                         cl::cat(category));
+static cl::opt<std::string> inputDir("input-dir", cl::desc("Directory with input_<i>.pb or input_<i>.npy"),
+                                     cl::cat(category));
+static cl::list<std::string> inputFiles("input", cl::desc("NAME=FILE: an input by name (repeatable)"),
+                                        cl::cat(category));
+static cl::opt<bool> randomInputs("random-inputs", cl::desc("Seeded random values for inputs not given"),
+                                  cl::cat(category));
+static cl::opt<unsigned> seed("seed", cl::desc("Seed of --random-inputs"), cl::init(0), cl::cat(category));
+static cl::opt<std::string> outputDir("output-dir", cl::desc("Write output_<i>.pb (or .npy) here"),
+                                      cl::cat(category));
+static cl::opt<std::string> outputFormat("output-format", cl::desc("pb or npy (default: as the inputs, else pb)"),
+                                         cl::cat(category));
+static cl::opt<std::string> expectedDir("expected-dir", cl::desc("Compare with output_<i>.pb/.npy here"),
+                                        cl::cat(category));
+static cl::opt<double> relTol("rtol", cl::desc("Relative tolerance"), cl::init(1e-3), cl::cat(category));
+static cl::opt<double> absTol("atol", cl::desc("Absolute tolerance"), cl::init(1e-7), cl::cat(category));
+static cl::list<std::string> inputShapes("input-shape", cl::desc("ONNX: NAME=D0xD1x... binds an input's shape"),
+                                         cl::cat(category));
+static cl::opt<bool> specialize("specialize-inputs",
+    cl::desc("ONNX: compile integer inputs given in --input-dir in as constants "
+             "(needed when they are shapes, axes or bounds)"),
+    cl::init(false), cl::cat(category));
+static cl::opt<bool> noBlas("no-blas", cl::desc("Do not call OpenBLAS for matmuls"), cl::cat(category));
+static cl::opt<int> repeat("repeat", cl::desc("Run this many times and report the time per run"),
+                           cl::init(1), cl::cat(category));
+static cl::opt<bool> printOutputs("print", cl::desc("Print outputs (first elements)"), cl::cat(category));
+
+namespace {
+
+int fail(const std::string &message) {
+  llvm::errs() << "loom-run: error: " << message << "\n";
+  return 2;
+}
+
+/// The file for input or output `index` in `dir`: .pb or .npy.
+std::string findIndexed(StringRef dir, StringRef stem, unsigned index) {
+  for (StringRef ext : {".pb", ".npy"}) {
+    SmallString<256> path(dir);
+    llvm::sys::path::append(path, stem + "_" + std::to_string(index) + ext);
+    if (llvm::sys::fs::exists(path))
+      return std::string(path);
+  }
+  return "";
+}
+
+HostTensor randomTensor(RankedTensorType type, std::mt19937_64 &gen) {
+  HostTensor t(type);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int64_t> small(0, 3);
+  for (int64_t i = 0; i < t.getNumElements(); ++i)
+    t.setFromDouble(i, isa<FloatType>(type.getElementType()) ? real(gen)
+                                                             : double(small(gen)));
+  return t;
+}
+
+void printTensor(StringRef name, const HostTensor &t) {
+  llvm::outs() << name << ": " << t.getType() << " [";
+  int64_t n = std::min<int64_t>(t.getNumElements(), 8);
+  for (int64_t i = 0; i < n; ++i)
+    llvm::outs() << (i ? ", " : "") << t.getAsDouble(i);
+  if (t.getNumElements() > n)
+    llvm::outs() << ", ...";
+  llvm::outs() << "]\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "Loom: compile and run a model on the CPU\n");
+
+  DialectRegistry registry;
+  registry.insert<LoomDialect, func::FuncDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
+
+  bool isOnnx = StringRef(modelPath).ends_with(".onnx");
+  std::string error;
+
+  // Inputs given by file, keyed by graph-input index or name.
+  std::map<std::string, HostTensor> byName;
+  std::vector<std::string> onnxInputs;
+  auto buffer = llvm::MemoryBuffer::getFile(modelPath, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/!isOnnx);
+  if (!buffer)
+    return fail("cannot read " + modelPath + ": " + buffer.getError().message());
+  if (isOnnx) {
+    onnxInputs = onnxGraphInputNames((*buffer)->getBuffer(), error);
+    if (!error.empty())
+      return fail(modelPath + ": " + error);
+  }
+  for (const std::string &spec : inputFiles) {
+    auto [name, file] = StringRef(spec).split('=');
+    std::optional<HostTensor> t = readTensorFile(file, &ctx, error);
+    if (!t)
+      return fail(error);
+    byName[name.str()] = *t;
+  }
+  std::vector<HostTensor> byIndex;
+  bool inputsArePb = true;
+  if (!inputDir.empty()) {
+    for (unsigned i = 0;; ++i) {
+      std::string path = findIndexed(inputDir, "input", i);
+      if (path.empty())
+        break;
+      inputsArePb &= StringRef(path).ends_with(".pb");
+      std::optional<HostTensor> t = readTensorFile(path, &ctx, error);
+      if (!t)
+        return fail(error);
+      byIndex.push_back(*t);
+    }
+    for (size_t i = 0; i < byIndex.size() && i < onnxInputs.size(); ++i)
+      byName.emplace(onnxInputs[i], byIndex[i]);
+  }
+
+  // Load or import the model.
+  OwningOpRef<ModuleOp> module;
+  if (isOnnx) {
+    OnnxImportOptions options;
+    for (const std::string &spec : inputShapes) {
+      std::string err = parseOnnxInputShape(spec, options);
+      if (!err.empty())
+        return fail(err);
+    }
+    if (specialize)
+      for (auto &[name, tensor] : byName)
+        if (!isa<FloatType>(tensor.getElementType()))
+          options.specializedInputs[name] = DenseElementsAttr::getFromRawBuffer(
+              tensor.getType(), ArrayRef<char>(tensor.data(), tensor.byteSize()));
+    // i1 raw buffers are bit-packed in MLIR: rebuild those from bools.
+    for (auto &[name, attr] : options.specializedInputs)
+      if (attr.getElementType().isInteger(1)) {
+        const HostTensor &t = byName[name];
+        SmallVector<bool> bits;
+        for (int64_t i = 0; i < t.getNumElements(); ++i)
+          bits.push_back(t.getAsInt(i) != 0);
+        attr = DenseElementsAttr::get(t.getType(), bits);
+      }
+    module = importOnnxModel((*buffer)->getBuffer(), modelPath, &ctx, options);
+  } else {
+    sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  }
+  if (!module)
+    return 2;
+
+  std::string function = functionName;
+  if (function.empty()) {
+    function = "main";
+    if (!module->lookupSymbol<func::FuncOp>("main")) {
+      SmallVector<func::FuncOp> publics;
+      for (auto fn : module->getOps<func::FuncOp>())
+        if (fn.isPublic() && !fn.isExternal())
+          publics.push_back(fn);
+      if (publics.size() == 1)
+        function = publics.front().getName().str();
+    }
+  }
+
+  ExecutorOptions options;
+  options.useBlas = !noBlas;
+  auto compileStart = std::chrono::steady_clock::now();
+  std::unique_ptr<Executor> executor =
+      Executor::create(*module, function, options, error);
+  if (!executor)
+    return fail(error);
+  double compileSeconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - compileStart)
+                              .count();
+
+  // Bind arguments: parameters from their initial values, inputs by name
+  // or, for .mlir models, by position among the non-parameter arguments.
+  std::string baseDir = llvm::sys::path::parent_path(modelPath).str();
+  std::vector<HostTensor> argValues;
+  std::mt19937_64 gen(seed);
+  unsigned inputIndex = 0;
+  for (auto [i, info] : llvm::enumerate(executor->getArguments())) {
+    if (!info.parameter.empty()) {
+      std::optional<HostTensor> value = executor->parameterValue(i, baseDir, error);
+      if (!value)
+        return fail(error);
+      argValues.push_back(*value);
+      continue;
+    }
+    std::optional<HostTensor> value;
+    if (auto it = byName.find(info.name); it != byName.end())
+      value = it->second;
+    else if (!isOnnx && inputIndex < byIndex.size())
+      value = byIndex[inputIndex];
+    ++inputIndex;
+    if (!value && randomInputs)
+      value = randomTensor(info.type, gen);
+    if (!value)
+      return fail("no value for input '" + info.name + "' (" +
+                  llvm::formatv("{0}", info.type).str() +
+                  "): give --input-dir, --input " + info.name +
+                  "=FILE or --random-inputs");
+    if (value->getType() != info.type) {
+      if (value->getShape() == info.type.getShape() &&
+          isa<FloatType>(value->getElementType()) &&
+          isa<FloatType>(info.type.getElementType()))
+        value = value->convertTo(info.type.getElementType());
+      else
+        return fail("input '" + info.name + "' is " +
+                    llvm::formatv("{0}", value->getType()).str() + ", expected " +
+                    llvm::formatv("{0}", info.type).str());
+    }
+    argValues.push_back(*value);
+  }
+  std::vector<const HostTensor *> args;
+  for (const HostTensor &t : argValues)
+    args.push_back(&t);
+
+  SmallVector<HostTensor> results;
+  auto runStart = std::chrono::steady_clock::now();
+  for (int r = 0; r < std::max(1, static_cast<int>(repeat)); ++r)
+    if (!executor->run(args, results, error))
+      return fail(error);
+  double runSeconds = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - runStart)
+                          .count() /
+                      std::max(1, static_cast<int>(repeat));
+  if (repeat > 1)
+    llvm::outs() << llvm::formatv("compile {0:f3} s, run {1:f6} s per call ({2} calls)\n",
+                                  compileSeconds, runSeconds, int(repeat));
+
+  if (!outputDir.empty()) {
+    (void)llvm::sys::fs::create_directories(outputDir);
+    std::string ext = outputFormat.empty()
+                          ? (inputsArePb ? ".pb" : ".npy")
+                          : "." + outputFormat;
+    for (auto [i, t] : llvm::enumerate(results)) {
+      SmallString<256> path(outputDir);
+      llvm::sys::path::append(path, "output_" + std::to_string(i) + ext);
+      if (!writeTensorFile(path, t, error, executor->getResults()[i].name))
+        return fail(error);
+    }
+  }
+  if (printOutputs)
+    for (auto [i, t] : llvm::enumerate(results))
+      printTensor(executor->getResults()[i].name, t);
+
+  int status = 0;
+  if (!expectedDir.empty()) {
+    for (auto [i, t] : llvm::enumerate(results)) {
+      std::string path = findIndexed(expectedDir, "output", i);
+      if (path.empty())
+        return fail("no expected output_" + std::to_string(i) + " in " + expectedDir);
+      std::optional<HostTensor> expected = readTensorFile(path, &ctx, error);
+      if (!expected)
+        return fail(error);
+      Comparison c = compareTensors(t, *expected, relTol, absTol);
+      StringRef name = executor->getResults()[i].name;
+      if (!c.reason.empty()) {
+        llvm::outs() << "output " << i << " '" << name << "': MISMATCH: " << c.reason << "\n";
+        status = 1;
+        continue;
+      }
+      llvm::outs() << llvm::formatv(
+          "output {0} '{1}': max abs error {2:e2}, max rel error {3:e2}: {4}",
+          i, name, c.maxAbsError, c.maxRelError,
+          c.match ? "ok" : "MISMATCH");
+      if (!c.match) {
+        llvm::outs() << llvm::formatv(
+            " ({0} of {1} elements, first at {2}: {3} vs expected {4})",
+            c.mismatches, t.getNumElements(), c.firstMismatch,
+            t.getAsDouble(c.firstMismatch), expected->getAsDouble(c.firstMismatch));
+        status = 1;
+      }
+      llvm::outs() << "\n";
+    }
+  }
+  return status;
+}
