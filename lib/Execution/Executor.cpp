@@ -10,16 +10,21 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <malloc.h>
 #include <mutex>
 
 using namespace mlir;
@@ -34,6 +39,11 @@ void initializeNativeTarget() {
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // Compiled code allocates and frees the same large temporaries every
+    // call; glibc would return them to the kernel each time (mmap/munmap)
+    // and fault every page back in on the next call.
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
   });
 }
 
@@ -110,6 +120,13 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
     executor->results.push_back(info);
   }
 
+  // The pipeline relies on interfaces registered as external models and
+  // dialect extensions (bufferization, conversion to LLVM).
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  ctx->appendDialectRegistry(registry);
+
   OwningOpRef<ModuleOp> lowered = module.clone();
   {
     DiagnosticCollector collect(ctx, error);
@@ -127,15 +144,29 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
   initializeNativeTarget();
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
-  auto transformer = makeOptimizingTransformer(options.optLevel,
-                                               /*sizeLevel=*/0,
-                                               /*targetMachine=*/nullptr);
+  // Optimize and generate code for this CPU (vector width, FMA, ...).
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    error = "cannot detect the host CPU: " + llvm::toString(builder.takeError());
+    return nullptr;
+  }
+  llvm::CodeGenOptLevel codegen = options.optLevel >= 3
+                                      ? llvm::CodeGenOptLevel::Aggressive
+                                      : llvm::CodeGenOptLevel::Default;
+  builder->setCodeGenOptLevel(codegen);
+  auto targetMachine = builder->createTargetMachine();
+  if (!targetMachine) {
+    error = "cannot create a target machine: " +
+            llvm::toString(targetMachine.takeError());
+    return nullptr;
+  }
+  auto transformer = makeOptimizingTransformer(
+      options.optLevel, /*sizeLevel=*/0, targetMachine->get());
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
-  engineOptions.jitCodeGenOptLevel =
-      options.optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
-                            : llvm::CodeGenOptLevel::Default;
-  auto engine = ExecutionEngine::create(*lowered, engineOptions);
+  engineOptions.jitCodeGenOptLevel = codegen;
+  auto engine = ExecutionEngine::create(*lowered, engineOptions,
+                                        std::move(*targetMachine));
   if (!engine) {
     error = "JIT compilation failed: " + llvm::toString(engine.takeError());
     return nullptr;

@@ -189,6 +189,16 @@ bool mlir::loom::writeTensorFile(StringRef path, const HostTensor &tensor,
   return writeTensorProtoFile(path, data, error);
 }
 
+HostTensor mlir::loom::reinterpretBits(const HostTensor &tensor, Type element) {
+  Type from = tensor.getElementType();
+  if (from == element || !element.isBF16() || !from.isInteger(16))
+    return tensor;
+  std::string error;
+  return *HostTensor::fromBytes(RankedTensorType::get(tensor.getShape(), element),
+                                ArrayRef<char>(tensor.data(), tensor.byteSize()),
+                                error);
+}
+
 Comparison mlir::loom::compareTensors(const HostTensor &actual,
                                       const HostTensor &expected, double rtol,
                                       double atol) {

@@ -95,6 +95,9 @@ func.func @windows(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %g: tensor<
   %2 = loom.max_pool %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
       : (tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32>
   // expected-remark @+1 {{sharding rule: ([i, j, k, l]) -> ([i, j, m, n]) {i=2, j=4, k=8, l=8, m=4, n=4} replicated={k, l, m, n}}}
+  %i = loom.max_pool_indices %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
+      : (tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xi64>
+  // expected-remark @+1 {{sharding rule: ([i, j, k, l]) -> ([i, j, m, n]) {i=2, j=4, k=8, l=8, m=4, n=4} replicated={k, l, m, n}}}
   %3 = loom.avg_pool %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0]
       : (tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32>
   return

@@ -35,6 +35,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <sys/resource.h>
 #include <random>
 
 using namespace mlir;
@@ -247,6 +248,7 @@ int main(int argc, char **argv) {
                   llvm::formatv("{0}", info.type).str() +
                   "): give --input-dir, --input " + info.name +
                   "=FILE or --random-inputs");
+    value = reinterpretBits(*value, info.type.getElementType());
     if (value->getType() != info.type) {
       if (value->getShape() == info.type.getShape() &&
           isa<FloatType>(value->getElementType()) &&
@@ -264,6 +266,13 @@ int main(int argc, char **argv) {
     args.push_back(&t);
 
   SmallVector<HostTensor> results;
+  auto cpuSeconds = [] {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+           1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  };
+  double cpuStart = cpuSeconds();
   auto runStart = std::chrono::steady_clock::now();
   for (int r = 0; r < std::max(1, static_cast<int>(repeat)); ++r)
     if (!executor->run(args, results, error))
@@ -272,9 +281,11 @@ int main(int argc, char **argv) {
                           std::chrono::steady_clock::now() - runStart)
                           .count() /
                       std::max(1, static_cast<int>(repeat));
+  double cpuPerCall = (cpuSeconds() - cpuStart) / std::max(1, static_cast<int>(repeat));
   if (repeat > 1)
-    llvm::outs() << llvm::formatv("compile {0:f3} s, run {1:f6} s per call ({2} calls)\n",
-                                  compileSeconds, runSeconds, int(repeat));
+    llvm::outs() << llvm::formatv(
+        "compile {0:f3} s, run {1:f6} s per call ({2} calls), cpu {3:f6} s per call\n",
+        compileSeconds, runSeconds, int(repeat), cpuPerCall);
 
   if (!outputDir.empty()) {
     (void)llvm::sys::fs::create_directories(outputDir);
@@ -301,6 +312,7 @@ int main(int argc, char **argv) {
       std::optional<HostTensor> expected = readTensorFile(path, &ctx, error);
       if (!expected)
         return fail(error);
+      expected = reinterpretBits(*expected, t.getElementType());
       Comparison c = compareTensors(t, *expected, relTol, absTol);
       StringRef name = executor->getResults()[i].name;
       if (!c.reason.empty()) {

@@ -16,6 +16,11 @@ std::optional<HostTensor> readTensorFile(llvm::StringRef path, MLIRContext *ctx,
 bool writeTensorFile(llvm::StringRef path, const HostTensor &tensor,
                      std::string &error, llvm::StringRef name = "");
 
+/// `tensor` as `element` when only the labels differ: ONNX test data stores
+/// bfloat16 values as uint16 bit patterns. Returns `tensor` unchanged
+/// otherwise.
+HostTensor reinterpretBits(const HostTensor &tensor, Type element);
+
 /// Elementwise comparison with numpy.allclose semantics
 /// (|a - e| <= atol + rtol * |e|, NaN equal to NaN, exact for integers).
 struct Comparison {

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "loom-lower-matmul-to-blas"
@@ -62,6 +63,17 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
       if (cast<MemRefType>(v.getType()).getElementType() != element)
         return failure();
 
+    // A zero fill of C right before the product is folded into the call
+    // (beta = 0): it would cost a pass over C plus reading it back.
+    Value c = op.getDpsInits()[0];
+    bool accumulate = true;
+    if (auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+        fill && fill.hasPureBufferSemantics() &&
+        fill.getDpsInits()[0] == c && matchPattern(fill.getInputs()[0], m_AnyZeroFloat())) {
+      rewriter.eraseOp(fill);
+      accumulate = false;
+    }
+
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     int64_t dyn = ShapedType::kDynamic;
@@ -71,7 +83,8 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
                                      : "loom_rt_batch_matmul_f64";
     auto module = op->getParentOfType<ModuleOp>();
     auto i64 = rewriter.getI64Type();
-    auto fnType = FunctionType::get(ctx, {argType, argType, argType, i64, i64}, {});
+    auto fnType =
+        FunctionType::get(ctx, {argType, argType, argType, i64, i64, i64}, {});
     if (!module.lookupSymbol<func::FuncOp>(name)) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
@@ -86,6 +99,8 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
                                              rewriter.getI64IntegerAttr(transA)));
     args.push_back(arith::ConstantOp::create(rewriter, loc,
                                              rewriter.getI64IntegerAttr(transB)));
+    args.push_back(arith::ConstantOp::create(
+        rewriter, loc, rewriter.getI64IntegerAttr(accumulate)));
     rewriter.replaceOpWithNewOp<func::CallOp>(op, name, TypeRange{}, args);
     return success();
   }

@@ -18,10 +18,11 @@ using namespace mlir;
 void mlir::loom::buildLoomToLLVMPipeline(OpPassManager &pm,
                                          const CpuPipelineOptions &options) {
   // loom -> tensors of linalg/tensor/arith/math, elementwise chains fused.
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createConvertLoomToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createLoomFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLoomPrepareForExecution());
 
@@ -30,6 +31,9 @@ void mlir::loom::buildLoomToLLVMPipeline(OpPassManager &pm,
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // Let results be computed in the caller's buffers, not copied there.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(createCanonicalizerPass()); // drops the replaced tensor.empty ops
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);

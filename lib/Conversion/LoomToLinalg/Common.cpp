@@ -204,10 +204,19 @@ Value Scalar::identity(ReductionKind kind) const {
 }
 
 Value Scalar::combine(ReductionKind kind, Value x, Value y) const {
+  // Float sums and products may be reassociated so that LLVM vectorizes
+  // reductions (as every framework's kernels do); the order of additions
+  // then differs from a sequential loop.
+  auto reassoc = arith::FastMathFlagsAttr::get(b.getContext(),
+                                               arith::FastMathFlags::reassoc);
   switch (kind) {
   case ReductionKind::sum:
+    if (isFloat())
+      return arith::AddFOp::create(b, loc, x, y, reassoc);
     return add(x, y);
   case ReductionKind::prod:
+    if (isFloat())
+      return arith::MulFOp::create(b, loc, x, y, reassoc);
     return mul(x, y);
   case ReductionKind::max:
     return max(x, y);

@@ -2,6 +2,7 @@
 
 #include "Common.h"
 
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include <cmath>
 
 using namespace mlir;
@@ -122,10 +123,13 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
     ElementsAttr value = op.getValue();
     Type element = value.getElementType();
     if (element.isUnsignedInteger()) {
-      auto dense = dyn_cast<DenseElementsAttr>(value);
-      if (!dense)
-        return rewriter.notifyMatchFailure(op, "unsigned dense_resource");
-      value = dense.bitcast(signless(element));
+      auto type = cast<RankedTensorType>(value.getType()).clone(signless(element));
+      if (auto dense = dyn_cast<DenseElementsAttr>(value))
+        value = dense.bitcast(signless(element));
+      else if (auto resource = dyn_cast<DenseResourceElementsAttr>(value))
+        value = DenseResourceElementsAttr::get(type, resource.getRawHandle());
+      else
+        return rewriter.notifyMatchFailure(op, "unknown elements attribute");
     }
     rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, cast<TypedAttr>(value));
     return success();

@@ -100,10 +100,14 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
                   ConversionPatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(
         getTypeConverter()->convertType(op.getType()));
+    // tensor.extract_slice wants in-bounds offsets even for empty slices.
+    SmallVector<int64_t> offsets(op.getStart()), strides(op.getStride());
+    for (auto [d, size] : llvm::enumerate(type.getShape()))
+      if (size == 0)
+        offsets[d] = 0, strides[d] = 1;
     rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
-        op, type, adaptor.getInput(), indexAttrs(rewriter, op.getStart()),
-        indexAttrs(rewriter, type.getShape()),
-        indexAttrs(rewriter, op.getStride()));
+        op, type, adaptor.getInput(), indexAttrs(rewriter, offsets),
+        indexAttrs(rewriter, type.getShape()), indexAttrs(rewriter, strides));
     return success();
   }
 };

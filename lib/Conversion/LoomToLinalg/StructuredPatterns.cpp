@@ -323,12 +323,92 @@ struct PoolLowering : OpConversionPattern<OpTy> {
   }
 };
 
+/// Max pool indices: a two-result generic reducing (value, flat index) with
+/// a strict comparison, so the first maximum in window order wins.
+struct MaxPoolIndicesLowering : OpConversionPattern<MaxPoolIndicesOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MaxPoolIndicesOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Type element = originalElement(op.getInput());
+    Scalar s{rewriter, loc, element};
+    ArrayRef<int64_t> xs = shapeOf(op.getInput());
+    ArrayRef<int64_t> ys = op.getType().getShape();
+    int64_t k = xs.size() - 2;
+    ArrayRef<int64_t> kernel = op.getKernel(), strides = op.getStrides(),
+                      padding = op.getPadding(), dilations = op.getDilations();
+    Value x = padSpatial(rewriter, loc, adaptor.getInput(), padding,
+                         s.identity(ReductionKind::max));
+    Value window = emptyTensor(rewriter, loc, kernel, s.type());
+    int64_t numDims = 2 + 2 * k;
+    auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> xe{dim(0), dim(1)}, ke, ye{dim(0), dim(1)};
+    for (int64_t i = 0; i < k; ++i) {
+      xe.push_back(windowExpr(dim(2 + i), dim(2 + k + i), strides[i],
+                              dilations[i]));
+      ke.push_back(dim(2 + k + i));
+      ye.push_back(dim(2 + i));
+    }
+    AffineMap outMap = AffineMap::get(numDims, 0, ye, ctx);
+    SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, xe, ctx),
+                                   AffineMap::get(numDims, 0, ke, ctx), outMap,
+                                   outMap};
+    SmallVector<utils::IteratorType> iterators(2 + k, utils::IteratorType::parallel);
+    iterators.append(k, utils::IteratorType::reduction);
+    Type i64 = rewriter.getI64Type();
+    Value initMax = filledTensor(rewriter, loc, ys, s.identity(ReductionKind::max));
+    Value initIdx = filledTensor(
+        rewriter, loc, ys,
+        arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(0)));
+    bool columnMajor = op.getColumnMajor();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{initMax.getType(), initIdx.getType()},
+        ValueRange{x, window}, ValueRange{initMax, initIdx}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          auto c = [&](int64_t v) -> Value {
+            return arith::ConstantOp::create(b, l, b.getI64IntegerAttr(v));
+          };
+          auto idx = [&](int64_t d) -> Value {
+            return arith::IndexCastOp::create(b, l, i64,
+                                              linalg::IndexOp::create(b, l, d));
+          };
+          // Channel plane, then the position inside it.
+          Value flat = arith::AddIOp::create(
+              b, l, arith::MulIOp::create(b, l, idx(0), c(xs[1])), idx(1));
+          SmallVector<Value> pos;
+          for (int64_t i = 0; i < k; ++i) {
+            Value p = arith::AddIOp::create(
+                b, l, arith::MulIOp::create(b, l, idx(2 + i), c(strides[i])),
+                arith::MulIOp::create(b, l, idx(2 + k + i), c(dilations[i])));
+            pos.push_back(arith::SubIOp::create(b, l, p, c(padding[i])));
+          }
+          SmallVector<int64_t> order;
+          for (int64_t i = 0; i < k; ++i)
+            order.push_back(columnMajor ? k - 1 - i : i);
+          for (int64_t i : order)
+            flat = arith::AddIOp::create(
+                b, l, arith::MulIOp::create(b, l, flat, c(xs[2 + i])), pos[i]);
+          Scalar ns{b, l, element};
+          Value take = ns.compare(CompareDirection::gt, a[0], a[2]);
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{ns.select(take, a[0], a[2]),
+                         arith::SelectOp::create(b, l, take, flat, a[3])});
+        });
+    rewriter.replaceOp(op, generic.getResult(1));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::loom::lowering::populateStructuredPatterns(
     LoomTypeConverter &tc, RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<DotGeneralLowering, ConvLowering,
+  patterns.add<DotGeneralLowering, ConvLowering, MaxPoolIndicesLowering,
                PoolLowering<MaxPoolOp, true>, PoolLowering<AvgPoolOp, false>>(
       tc, ctx);
   patterns.add<ReduceLowering<ReduceSumOp>>(tc, ctx, ReductionKind::sum, false);

@@ -106,6 +106,25 @@ int32_t mlir::loom::onnxDataType(Type t) {
 
 namespace {
 
+/// Validates a TensorProto's dims: non-negative, and a size that fits in
+/// memory (garbage, e.g. a non-tensor message parsed as one, must not make
+/// us allocate exabytes).
+bool validDims(const onnx::TensorProto &tensor, SmallVectorImpl<int64_t> &shape,
+               std::string &error) {
+  constexpr int64_t kMaxElements = int64_t(1) << 40;
+  int64_t n = 1;
+  shape.clear();
+  for (int64_t d : tensor.dims()) {
+    if (d < 0 || (d != 0 && n > kMaxElements / d)) {
+      error = "tensor '" + tensor.name() + "' has an invalid shape";
+      return false;
+    }
+    n *= d;
+    shape.push_back(d);
+  }
+  return true;
+}
+
 int64_t byteWidth(Type elementType) {
   if (elementType.isInteger(1))
     return 1;
@@ -162,10 +181,11 @@ FailureOr<std::vector<char>> tensorBytes(const onnx::TensorProto &tensor,
     bytes.assign(raw.begin(), raw.end());
     return bytes;
   }
-  bytes.resize(expected);
   auto count = [&](int64_t n) {
-    if (n == numElements)
+    if (n == numElements) {
+      bytes.resize(expected);
       return true;
+    }
     error = "tensor '" + tensor.name() + "' has " + std::to_string(n) +
             " values, expected " + std::to_string(numElements);
     return false;
@@ -238,7 +258,11 @@ FailureOr<ElementsAttr> Importer::tensorAttr(const onnx::TensorProto &tensor,
     emitError(currentLoc) << "tensor '" << tensor.name() << "': " << reason;
     return failure();
   }
-  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  SmallVector<int64_t> shape;
+  if (!validDims(tensor, shape, reason)) {
+    emitError(currentLoc) << reason;
+    return failure();
+  }
   auto type = RankedTensorType::get(shape, element);
   FailureOr<std::vector<char>> bytes =
       tensorBytes(tensor, element, type.getNumElements(), modelDir, reason);
@@ -280,7 +304,11 @@ bool mlir::loom::readTensorProtoFile(StringRef path, MLIRContext *ctx,
     error = path.str() + ": " + reason;
     return false;
   }
-  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  SmallVector<int64_t> shape;
+  if (!validDims(tensor, shape, reason)) {
+    error = path.str() + ": " + reason;
+    return false;
+  }
   out.name = tensor.name();
   out.type = RankedTensorType::get(shape, element);
   FailureOr<std::vector<char>> bytes =
@@ -391,8 +419,9 @@ FailureOr<RankedTensorType> Importer::inputType(const Node &node, int i) {
     Type element = convertElementType(ctx, it->second->data_type(), &reason);
     if (!element)
       return error(node) << "initializer '" << name << "': " << reason;
-    SmallVector<int64_t> shape(it->second->dims().begin(),
-                               it->second->dims().end());
+    SmallVector<int64_t> shape;
+    if (!validDims(*it->second, shape, reason))
+      return error(node) << reason;
     return RankedTensorType::get(shape, element);
   }
   if (std::optional<RankedTensorType> type = onnxType(name))
@@ -419,6 +448,11 @@ FailureOr<DenseElementsAttr> Importer::constInput(const Node &node, int i,
     return it->second;
   if (initializers.count(name))
     return initializerConst(name);
+  // A graph input whose value the caller gave for compilation.
+  if (auto it = options.specializedInputs.find(name.str());
+      it != options.specializedInputs.end() &&
+      !isa<FloatType>(it->second.getElementType()))
+    return it->second;
   return error(node) << what << " (input '" << name
                      << "') must be known when the model is imported; Loom "
                         "compiles static shapes only";
@@ -457,7 +491,9 @@ FailureOr<Value> Importer::parameterFor(const onnx::TensorProto &init) {
   if (!element)
     return emitError(currentLoc) << "initializer '" << init.name() << "': "
                                  << reason;
-  SmallVector<int64_t> shape(init.dims().begin(), init.dims().end());
+  SmallVector<int64_t> shape;
+  if (!validDims(init, shape, reason))
+    return emitError(currentLoc) << reason;
   auto type = RankedTensorType::get(shape, element);
 
   Attribute initial;
@@ -729,15 +765,12 @@ LogicalResult Importer::importInputs() {
     }
     auto type = RankedTensorType::get(shape, element);
     auto special = options.specializedInputs.find(input.name());
-    if (special != options.specializedInputs.end() && !isa<FloatType>(element)) {
-      if (special->second.getType() != type)
-        return emitError(currentLoc)
-               << "the value given for graph input '" << input.name()
-               << "' has type " << special->second.getType() << ", expected "
-               << type;
-      consts[input.name()] = special->second;
-      continue;
-    }
+    if (special != options.specializedInputs.end() &&
+        special->second.getType() != type)
+      return emitError(currentLoc)
+             << "the value given for graph input '" << input.name()
+             << "' has type " << special->second.getType() << ", expected "
+             << type;
     BlockArgument arg = entry.addArgument(type, currentLoc);
     values[input.name()] = arg;
     NamedAttrList attrs;
@@ -836,6 +869,12 @@ LogicalResult Importer::importNode(const Node &node, int index) {
     StringRef in = node.input(i);
     if (auto c = consts.find(in); c != consts.end()) {
       known.push_back(c->second);
+      continue;
+    }
+    if (auto special = options.specializedInputs.find(in.str());
+        special != options.specializedInputs.end() &&
+        !isa<FloatType>(special->second.getElementType())) {
+      known.push_back(special->second);
       continue;
     }
     auto init = initializers.find(in);

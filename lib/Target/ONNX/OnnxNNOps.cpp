@@ -25,6 +25,18 @@ LogicalResult importMatMul(Importer &imp, const Node &node) {
     return imp.error(node) << "MatMul operands must have rank >= 1";
   // numpy matmul: a vector operand gains a dimension that is dropped again.
   bool aVec = as.size() == 1, bVec = bs.size() == 1;
+  // [..., M, K] x [K, N] (a Linear layer on a batch): one [B*M, K] x [K, N]
+  // product instead of broadcasting the weights over the batch.
+  if (as.size() > 2 && bs.size() == 2) {
+    int64_t rows = 1;
+    for (int64_t d : ArrayRef<int64_t>(as).drop_back())
+      rows *= d;
+    Value flat = imp.reshape(a, {rows, as.back()});
+    Value r = DotGeneralOp::create(imp.builder(), imp.loc(), flat, c);
+    SmallVector<int64_t> out(as);
+    out.back() = bs.back();
+    return imp.setResult(node, 0, imp.reshape(r, out));
+  }
   if (aVec)
     as.insert(as.begin(), 1);
   if (bVec)
@@ -172,19 +184,26 @@ LogicalResult importConv(Importer &imp, const Node &node) {
 }
 
 LogicalResult importMaxPool(Importer &imp, const Node &node) {
-  if (imp.wantsOutput(node, 1))
-    return imp.error(node) << "the Indices output is not supported";
   LOOM_TRY(Value x, imp.operand(node, 0));
   OpBuilder &b = imp.builder();
   LOOM_TRY(Window win, windowOf(imp, node, shapeOf(x),
                                 imp.attrInts(node, "kernel_shape"),
                                 imp.attrInt(node, "ceil_mode", 0) != 0));
-  return imp.setResult(
-      node, 0,
-      MaxPoolOp::create(b, imp.loc(), x, b.getDenseI64ArrayAttr(win.kernel),
-                        b.getDenseI64ArrayAttr(win.strides),
-                        b.getDenseI64ArrayAttr(win.pads),
-                        b.getDenseI64ArrayAttr(win.dilations)));
+  auto kernel = b.getDenseI64ArrayAttr(win.kernel);
+  auto strides = b.getDenseI64ArrayAttr(win.strides);
+  auto pads = b.getDenseI64ArrayAttr(win.pads);
+  auto dilations = b.getDenseI64ArrayAttr(win.dilations);
+  if (failed(imp.setResult(node, 0,
+                           MaxPoolOp::create(b, imp.loc(), x, kernel, strides,
+                                             pads, dilations))))
+    return failure();
+  if (!imp.wantsOutput(node, 1))
+    return success();
+  bool columnMajor = imp.attrInt(node, "storage_order", 0) != 0;
+  return imp.setResult(node, 1,
+                       MaxPoolIndicesOp::create(
+                           b, imp.loc(), x, kernel, strides, pads, dilations,
+                           columnMajor ? b.getUnitAttr() : UnitAttr()));
 }
 
 LogicalResult importAveragePool(Importer &imp, const Node &node) {

@@ -32,17 +32,18 @@ typedef struct loom_memref3_f64 {
   int64_t strides[3];
 } loom_memref3_f64;
 
-/* C[b] += op(A[b]) * op(B[b]) for every batch b, with op transposing when
- * the flag is set (A is [B, K, M], B is [B, N, K]). Calls BLAS gemm when each
- * matrix has a unit stride in one of its two dimensions, loops otherwise. */
+/* C[b] = op(A[b]) * op(B[b]) (+ C[b] when `accumulate`) for every batch b,
+ * with op transposing when the flag is set (A is [B, K, M], B is [B, N, K]).
+ * Calls BLAS gemm when each matrix has a unit stride in one of its two
+ * dimensions, loops otherwise. */
 void _mlir_ciface_loom_rt_batch_matmul_f32(loom_memref3_f32 *a,
                                            loom_memref3_f32 *b,
                                            loom_memref3_f32 *c, int64_t transA,
-                                           int64_t transB);
+                                           int64_t transB, int64_t accumulate);
 void _mlir_ciface_loom_rt_batch_matmul_f64(loom_memref3_f64 *a,
                                            loom_memref3_f64 *b,
                                            loom_memref3_f64 *c, int64_t transA,
-                                           int64_t transB);
+                                           int64_t transB, int64_t accumulate);
 
 /* An unranked memref: rank and a pointer to a ranked descriptor. */
 typedef struct loom_unranked_memref {

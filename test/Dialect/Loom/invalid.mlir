@@ -113,7 +113,7 @@ func.func @pow_bool(%a: tensor<4xi1>) {
 // -----
 
 func.func @div_bool(%a: tensor<4xi1>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<4xi1>'}}
   %0 = loom.div %a, %a : tensor<4xi1>
   return
 }
@@ -783,7 +783,7 @@ func.func @exp_scalar(%x: f32) {
 // -----
 
 func.func @cast_unsupported_element(%x: tensor<4xf32>) {
-  // expected-error @+1 {{result #0 must be statically shaped tensor of floating-point or signless integer values, but got 'tensor<4xcomplex<f32>>'}}
+  // expected-error @+1 {{result #0 must be statically shaped tensor of floating-point or integer values, but got 'tensor<4xcomplex<f32>>'}}
   %0 = loom.cast %x : tensor<4xf32> to tensor<4xcomplex<f32>>
   return
 }
@@ -854,5 +854,14 @@ func.func @cos_int(%x: tensor<4xi64>) {
 func.func @opaque_needs_tensors(%x: tensor<?xf32>) {
   // expected-error @+1 {{operand #0 must be variadic of statically shaped tensor}}
   %0 = loom.opaque "Foo"(%x) {} : (tensor<?xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_indices_result(%x: tensor<1x1x4x4xf32>) {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of 64-bit signless integer values}}
+  %0 = loom.max_pool_indices %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
+      : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xi32>
   return
 }

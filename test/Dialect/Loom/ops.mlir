@@ -161,6 +161,9 @@ func.func @windows(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %dw: tensor
   // CHECK: loom.max_pool %{{.*}} kernel = [2, 2, 2] {{.*}} : (tensor<1x2x4x4x4xf32>) -> tensor<1x2x3x3x3xf32>
   %p3 = loom.max_pool %v kernel = [2, 2, 2] strides = [1, 1, 1] padding = [0, 0, 0, 0, 0, 0] dilations = [1, 1, 1]
       : (tensor<1x2x4x4x4xf32>) -> tensor<1x2x3x3x3xf32>
+  // CHECK: loom.max_pool_indices %{{.*}} kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1] column_major : (tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xi64>
+  %mi = loom.max_pool_indices %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1] column_major
+      : (tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xi64>
   // CHECK: loom.avg_pool %{{.*}} kernel = [3] strides = [2] padding = [1, 1] : (tensor<2x3x10xf32>) -> tensor<2x3x5xf32>
   %p1 = loom.avg_pool %s kernel = [3] strides = [2] padding = [1, 1] : (tensor<2x3x10xf32>) -> tensor<2x3x5xf32>
   // CHECK: loom.conv %{{.*}}, %{{.*}} strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x4x4xf32>

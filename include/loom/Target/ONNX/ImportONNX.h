@@ -33,9 +33,9 @@ struct OnnxImportOptions {
   /// Models with a lower default-domain opset are upgraded to this one with
   /// ONNX's version converter before import.
   int64_t minimumOpset = 13;
-  /// Values of integer graph inputs to compile in as constants (shape,
-  /// axes or index inputs that must be known); such inputs are not
-  /// arguments of the imported function. Float inputs here are ignored.
+  /// Values of integer graph inputs that ops need as constants (shapes,
+  /// axes, slice bounds): the compiled function still takes the input, but
+  /// is only valid for this value. Float inputs here are ignored.
   std::map<std::string, mlir::DenseElementsAttr> specializedInputs;
 };
 

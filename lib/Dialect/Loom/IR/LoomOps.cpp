@@ -8,6 +8,8 @@
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
@@ -600,7 +602,8 @@ static LogicalResult inferPool(std::optional<Location> loc, Type inputType,
                                ArrayRef<int64_t> strides,
                                ArrayRef<int64_t> padding,
                                ArrayRef<int64_t> dilations,
-                               SmallVectorImpl<Type> &inferred) {
+                               SmallVectorImpl<Type> &inferred,
+                               Type resultElement = {}) {
   FailureOr<RankedTensorType> input = rankedType(loc, inputType, "input");
   if (failed(input))
     return failure();
@@ -616,8 +619,20 @@ static LogicalResult inferPool(std::optional<Location> loc, Type inputType,
     if ((shape[2 + i] - 1) * strides[i] >= input->getDimSize(2 + i) + padding[i])
       return emitOptionalError(loc, "the last window along spatial dimension ",
                                2 + i, " lies entirely in the padding");
-  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
+  inferred.push_back(RankedTensorType::get(
+      shape, resultElement ? resultElement : input->getElementType()));
   return success();
+}
+
+LogicalResult MaxPoolIndicesOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  return poisonOnError(ctx, loc, inferred, 1, [&]() -> LogicalResult {
+    return inferPool(loc, adaptor.getInput().getType(), adaptor.getKernel(),
+                     adaptor.getStrides(), adaptor.getPadding(),
+                     adaptor.getDilations(), inferred,
+                     IntegerType::get(ctx, 64));
+  });
 }
 
 LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *ctx,
@@ -1019,4 +1034,45 @@ LogicalResult MseLossOp::inferReturnTypes(MLIRContext *ctx,
       inferred.push_back(RankedTensorType::get({}, input->getElementType()));
     return success();
   });
+}
+
+//===----------------------------------------------------------------------===//
+// Canonicalization
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// pow(x, c) for a splat float constant c in {1, 2, 0.5} whose broadcast
+/// does not change x's shape.
+struct SimplifyPowByConstant : OpRewritePattern<PowOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PowOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getLhs().getType() != op.getType())
+      return failure();
+    DenseElementsAttr exponent;
+    if (!matchPattern(op.getRhs(), m_Constant(&exponent)) ||
+        !exponent.isSplat() || !isa<FloatType>(exponent.getElementType()))
+      return failure();
+    double e = exponent.getSplatValue<APFloat>().convertToDouble();
+    Value x = op.getLhs();
+    if (e == 1.0) {
+      rewriter.replaceOp(op, x);
+      return success();
+    }
+    if (e == 2.0) {
+      rewriter.replaceOpWithNewOp<MulOp>(op, x, x);
+      return success();
+    }
+    if (e == 0.5) {
+      rewriter.replaceOpWithNewOp<SqrtOp>(op, x);
+      return success();
+    }
+    return failure();
+  }
+};
+} // namespace
+
+void PowOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<SimplifyPowByConstant>(context);
 }

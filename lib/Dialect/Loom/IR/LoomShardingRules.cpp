@@ -226,6 +226,7 @@ static ShardingRule poolRule(Operation *op) {
 
 ShardingRule MaxPoolOp::getShardingRule() { return poolRule(*this); }
 ShardingRule AvgPoolOp::getShardingRule() { return poolRule(*this); }
+ShardingRule MaxPoolIndicesOp::getShardingRule() { return poolRule(*this); }
 
 //===----------------------------------------------------------------------===//
 // Shape ops

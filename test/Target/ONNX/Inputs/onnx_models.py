@@ -372,11 +372,26 @@ def _():
                  inits=[init("pads", np.array([0, 1, 0, 1], np.int64))])
 
 
-@model("uint8_input")
+@model("uint8_add")
 def _():
     U8 = TensorProto.UINT8
+    return graph([helper.make_node("Add", ["x", "y"], ["z"])],
+                 [vi("x", U8, [3]), vi("y", U8, [3])], [vi("z", U8, [3])])
+
+
+@model("string_input")
+def _():
+    S = TensorProto.STRING
     return graph([helper.make_node("Identity", ["x"], ["y"])],
-                 [vi("x", U8, [3])], [vi("y", U8, [3])])
+                 [vi("x", S, [3])], [vi("y", S, [3])])
+
+
+@model("maxpool_indices")
+def _():
+    return graph([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2],
+                                   strides=[2, 2], storage_order=1)],
+                 [vi("x", F, [1, 1, 4, 4])],
+                 [vi("y", F, [1, 1, 2, 2]), vi("i", I64, [1, 1, 2, 2])])
 
 
 @model("missing_initializer")

@@ -97,7 +97,11 @@ def Loom_MulOp : Loom_BinaryOp<"mul", Loom_NumericTensor, "lhs * rhs", [Commutat
 def Loom_DivOp : Loom_BinaryOp<"div", Loom_NumericTensor,
     "lhs / rhs (integer division truncates toward zero)">;
 def Loom_PowOp : Loom_BinaryOp<"pow", Loom_NumericTensor,
-    "lhs ^ rhs (for integers, a negative exponent gives 0 unless |lhs| = 1)">;
+    "lhs ^ rhs (for integers, a negative exponent gives 0 unless |lhs| = 1)"> {
+  // x^2 (LayerNorm as exported by PyTorch), x^1 and x^0.5 by constants
+  // become mul, identity and sqrt.
+  let hasCanonicalizer = 1;
+}
 def Loom_MaxOp : Loom_BinaryOp<"max", Loom_NumericTensor, "max(lhs, rhs)", [Commutative]>;
 def Loom_MinOp : Loom_BinaryOp<"min", Loom_NumericTensor, "min(lhs, rhs)", [Commutative]>;
 

@@ -119,20 +119,22 @@ def Loom_ConvOp : Loom_InferredOp<"conv",
   }];
 }
 
-class Loom_PoolOp<string mnemonic, string what, dag extraArgs, string extraFormat>
+class Loom_PoolOp<string mnemonic, string what, dag extraArgs, string extraFormat,
+                  Type tensorType = Loom_FloatTensor>
     : Loom_InferredOp<mnemonic, [AllElementTypesMatch<["input", "result"]>]> {
   let summary = "N-d " # what # " pooling, channels first, 1 to 3 spatial dims";
-  let arguments = !con((ins Loom_FloatTensor:$input,
+  let arguments = !con((ins tensorType:$input,
       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
       DenseI64ArrayAttr:$padding), extraArgs);
-  let results = (outs Loom_FloatTensor:$result);
+  let results = (outs tensorType:$result);
   let assemblyFormat = "$input `kernel` `=` $kernel `strides` `=` $strides "
     # "`padding` `=` $padding " # extraFormat
     # " attr-dict `:` functional-type(operands, results)";
 }
 
 def Loom_MaxPoolOp : Loom_PoolOp<"max_pool", "maximum",
-    (ins DenseI64ArrayAttr:$dilations), "`dilations` `=` $dilations"> {
+    (ins DenseI64ArrayAttr:$dilations), "`dilations` `=` $dilations",
+    Loom_NumericTensor> {
   let description = [{
     Slides a `kernel` window (with `dilations`) with `strides` over the
     spatial dimensions of an `[N, C, D1, ..., Dk]` input, padded by
@@ -147,6 +149,34 @@ def Loom_MaxPoolOp : Loom_PoolOp<"max_pool", "maximum",
     %y = loom.max_pool %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
         : (tensor<8x16x32x32xf32>) -> tensor<8x16x16x16xf32>
     ```
+  }];
+}
+
+def Loom_MaxPoolIndicesOp : Loom_InferredOp<"max_pool_indices"> {
+  let summary = "where each window of a max pool takes its maximum";
+  let description = [{
+    For the windows of `loom.max_pool` with the same attributes, the flat
+    index into the input of the element each window takes (the first one
+    on ties, in window order): `(n * C + c) * D1 * ... * Dk + offset`, where
+    the offset within the spatial block is row-major, or column-major with
+    `column_major` (ONNX MaxPool's `Indices` with `storage_order`). Max pool
+    backward scatters gradients to these positions.
+
+    Example:
+
+    ```mlir
+    %i = loom.max_pool_indices %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
+        : (tensor<8x16x32x32xf32>) -> tensor<8x16x16x16xi64>
+    ```
+  }];
+  let arguments = (ins Loom_NumericTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilations, UnitAttr:$column_major);
+  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let assemblyFormat = [{
+    $input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding
+    `dilations` `=` $dilations (`column_major` $column_major^)? attr-dict
+    `:` functional-type(operands, results)
   }];
 }
 

@@ -1,0 +1,123 @@
+//===- ExecutionTest.cpp - HostTensor, tensor files, the JIT executor -----===//
+
+#include "TestUtils.h"
+
+#include "loom/Execution/Executor.h"
+#include "loom/Execution/TensorIO.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+class ExecutionTest : public loom_test::LoomTest {
+protected:
+  HostTensor tensor(ArrayRef<int64_t> shape, Type element,
+                    ArrayRef<double> values) {
+    HostTensor t(RankedTensorType::get(shape, element));
+    for (auto [i, v] : llvm::enumerate(values))
+      t.setFromDouble(i, v);
+    return t;
+  }
+  std::string tempPath(StringRef name) {
+    SmallString<128> dir;
+    llvm::sys::fs::createUniqueDirectory("loom-unit", dir);
+    llvm::sys::path::append(dir, name);
+    return std::string(dir);
+  }
+  Builder b{&context};
+};
+
+TEST_F(ExecutionTest, NpyAndPbRoundTripEveryElementType) {
+  SmallVector<Type> types = {b.getF32Type(), b.getF64Type(), b.getF16Type(),
+                             b.getI64Type(), b.getI32Type(), b.getI8Type(),
+                             b.getI1Type(),
+                             IntegerType::get(&context, 8, IntegerType::Unsigned)};
+  for (Type t : types) {
+    HostTensor original = tensor({2, 3}, t, {1, 0, 1, 1, 0, 1});
+    for (StringRef ext : {"t.npy", "t.pb"}) {
+      std::string path = tempPath(ext), error;
+      ASSERT_TRUE(writeTensorFile(path, original, error)) << error;
+      std::optional<HostTensor> back = readTensorFile(path, &context, error);
+      ASSERT_TRUE(back) << error;
+      EXPECT_EQ(back->getType(), original.getType()) << ext.str();
+      EXPECT_TRUE(compareTensors(*back, original, 0, 0).match);
+    }
+  }
+}
+
+TEST_F(ExecutionTest, Bf16IsWrittenToNpyAsF32) {
+  HostTensor original = tensor({3}, b.getBF16Type(), {1.5, -2, 0.25});
+  std::string path = tempPath("bf16.npy"), error;
+  ASSERT_TRUE(writeTensorFile(path, original, error)) << error;
+  std::optional<HostTensor> back = readTensorFile(path, &context, error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_TRUE(back->getElementType().isF32());
+  EXPECT_EQ(back->getAsDouble(2), 0.25);
+}
+
+TEST_F(ExecutionTest, CompareIsAllclose) {
+  HostTensor e = tensor({3}, b.getF32Type(), {1, 100, NAN});
+  HostTensor close = tensor({3}, b.getF32Type(), {1 + 1e-8, 100.05, NAN});
+  HostTensor far = tensor({3}, b.getF32Type(), {1, 100.5, NAN});
+  EXPECT_TRUE(compareTensors(close, e, 1e-3, 1e-7).match);
+  Comparison c = compareTensors(far, e, 1e-3, 1e-7);
+  EXPECT_FALSE(c.match);
+  EXPECT_EQ(c.firstMismatch, 1);
+  EXPECT_NEAR(c.maxAbsError, 0.5, 1e-5);
+  EXPECT_FALSE(compareTensors(tensor({2}, b.getF32Type(), {1, 1}), e, 1, 1).match);
+}
+
+TEST_F(ExecutionTest, RunsAFunctionAndBindsParameters) {
+  parse(R"mlir(
+    loom.parameter @b : tensor<3xf32> = dense<[1.0, 2.0, 3.0]> : tensor<3xf32> trainable
+    func.func @f(%x: tensor<2x3xf32> {loom.name = "x"}, %b: tensor<3xf32> {loom.param = @b})
+        -> (tensor<2x3xf32> {loom.name = "y"}) {
+      %0 = loom.add %x, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+      %1 = loom.exp %0 : tensor<2x3xf32>
+      return %1 : tensor<2x3xf32>
+    }
+  )mlir");
+  std::string error;
+  auto executor = Executor::create(*module, "f", {}, error);
+  ASSERT_TRUE(executor) << error;
+  ASSERT_EQ(executor->getArguments().size(), 2u);
+  EXPECT_EQ(executor->getArguments()[0].name, "x");
+  EXPECT_EQ(executor->getArguments()[1].parameter, "b");
+  EXPECT_EQ(executor->getResults()[0].name, "y");
+  std::optional<HostTensor> bias = executor->parameterValue(1, ".", error);
+  ASSERT_TRUE(bias) << error;
+  HostTensor x = tensor({2, 3}, b.getF32Type(), {0, 0, 0, -1, -2, -3});
+  SmallVector<HostTensor> results;
+  ASSERT_TRUE(executor->run({&x, &*bias}, results, error)) << error;
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FLOAT_EQ(results[0].getAsDouble(2), std::exp(3.0f));
+  EXPECT_FLOAT_EQ(results[0].getAsDouble(5), 1.0f);
+
+  // Wrong argument types are reported, not run.
+  HostTensor wrong = tensor({3}, b.getF32Type(), {0, 0, 0});
+  EXPECT_FALSE(executor->run({&wrong, &*bias}, results, error));
+  EXPECT_NE(error.find("argument #0 ('x') must be tensor<2x3xf32>"), std::string::npos)
+      << error;
+}
+
+TEST_F(ExecutionTest, CompileErrorsAreReported) {
+  parse(R"mlir(
+    func.func @f(%x: tensor<3x3xf32>) -> tensor<f32> {
+      %0 = loom.opaque "Det"(%x) {} : (tensor<3x3xf32>) -> tensor<f32>
+      return %0 : tensor<f32>
+    }
+  )mlir");
+  std::string error;
+  EXPECT_FALSE(Executor::create(*module, "f", {}, error));
+  EXPECT_NE(error.find("'Det' cannot be compiled"), std::string::npos) << error;
+  EXPECT_FALSE(Executor::create(*module, "g", {}, error));
+  EXPECT_NE(error.find("no function @g"), std::string::npos) << error;
+}
+
+} // namespace
