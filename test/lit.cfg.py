@@ -29,7 +29,7 @@ llvm_config.with_environment("PYTHONPATH", os.path.join(config.loom_src_root, "p
 llvm_config.with_environment("LOOM_BUILD_DIR", config.loom_obj_root)
 
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
-tools = ["loom-opt", "loom-translate", "loom-run"]
+tools = ["loom-opt", "loom-translate", "loom-run", "loomc"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.add_tool_substitutions(["mlir-translate"], [config.llvm_tools_dir])
 

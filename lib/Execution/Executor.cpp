@@ -98,10 +98,15 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
             fn.getArgAttrOfType<FlatSymbolRefAttr>(i, LoomDialect::kParamAttrName)) {
       info.parameter = param.getValue().str();
       info.name = info.parameter;
-      if (auto decl = module.lookupSymbol<ParameterOp>(param))
+      if (auto decl = module.lookupSymbol<ParameterOp>(param)) {
         if (decl.getInitialValue())
           info.initialValue = *decl.getInitialValue();
+        info.trainable = decl.getTrainable();
+      }
     }
+    if (auto bound = fn.getArgAttrOfType<IntegerAttr>(
+            i, LoomDialect::kIndexBoundAttrName))
+      info.indexBound = bound.getInt();
     executor->arguments.push_back(info);
   }
   for (unsigned i = 0; i < fn.getNumResults(); ++i) {
@@ -117,6 +122,12 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
     if (auto name =
             fn.getResultAttrOfType<StringAttr>(i, LoomDialect::kNameAttrName))
       info.name = name.str();
+    if (auto param = fn.getResultAttrOfType<FlatSymbolRefAttr>(
+            i, LoomDialect::kParamAttrName)) {
+      info.parameter = param.getValue().str();
+      if (!fn.getResultAttrOfType<StringAttr>(i, LoomDialect::kNameAttrName))
+        info.name = info.parameter;
+    }
     executor->results.push_back(info);
   }
 
@@ -128,6 +139,10 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
   ctx->appendDialectRegistry(registry);
 
   OwningOpRef<ModuleOp> lowered = module.clone();
+  // Compile only the entry function (loom functions do not call each other).
+  for (auto other : llvm::make_early_inc_range(lowered->getOps<func::FuncOp>()))
+    if (other.getName() != function)
+      other.erase();
   {
     DiagnosticCollector collect(ctx, error);
     PassManager pm(ctx);
@@ -185,39 +200,58 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
     add("memrefCopy", reinterpret_cast<void *>(&memrefCopy));
     return symbols;
   });
+  // Generate machine code now (ORC would do it at the first call), so that
+  // compile errors surface here and run times measure running.
+  if (auto fnPtr = executor->engine->lookupPacked("_mlir_ciface_" + executor->entry);
+      !fnPtr) {
+    error = "JIT compilation failed: " + llvm::toString(fnPtr.takeError());
+    return nullptr;
+  }
   return executor;
 }
 
-std::optional<HostTensor> Executor::parameterValue(unsigned index,
-                                                   StringRef baseDir,
-                                                   std::string &error) const {
-  const ValueInfo &info = arguments[index];
-  if (!info.initialValue) {
-    error = "parameter @" + info.parameter + " has no initial value";
+std::optional<HostTensor> mlir::loom::readInitialValue(Attribute value,
+                                                       RankedTensorType type,
+                                                       StringRef name,
+                                                       StringRef baseDir,
+                                                       std::string &error) {
+  if (!value) {
+    error = "parameter @" + name.str() + " has no initial value";
     return std::nullopt;
   }
-  if (auto elements = dyn_cast<ElementsAttr>(info.initialValue))
+  if (auto elements = dyn_cast<ElementsAttr>(value))
     return HostTensor::fromAttr(elements, error);
-  auto external = cast<ExternalDataAttr>(info.initialValue);
+  auto external = dyn_cast<ExternalDataAttr>(value);
+  if (!external) {
+    error = "parameter @" + name.str() + " has an unsupported initial value";
+    return std::nullopt;
+  }
   SmallString<256> path(external.getPath().getValue());
   if (llvm::sys::path::is_relative(path)) {
     SmallString<256> full(baseDir);
     llvm::sys::path::append(full, path);
     path = full;
   }
-  HostTensor tensor(info.type);
+  HostTensor tensor(type);
   auto buffer = llvm::MemoryBuffer::getFileSlice(path, tensor.byteSize(),
                                                  external.getOffset());
   if (!buffer || (*buffer)->getBufferSize() != tensor.byteSize()) {
     error = llvm::formatv("cannot read {0} bytes of parameter @{1} at offset "
                           "{2} of {3}",
-                          tensor.byteSize(), info.parameter,
-                          external.getOffset(), path)
+                          tensor.byteSize(), name, external.getOffset(), path)
                 .str();
     return std::nullopt;
   }
   std::memcpy(tensor.data(), (*buffer)->getBufferStart(), tensor.byteSize());
   return tensor;
+}
+
+std::optional<HostTensor> Executor::parameterValue(unsigned index,
+                                                   StringRef baseDir,
+                                                   std::string &error) const {
+  const ValueInfo &info = arguments[index];
+  return readInitialValue(info.initialValue, info.type, info.parameter,
+                          baseDir, error);
 }
 
 namespace {

@@ -119,6 +119,9 @@ func.func @shapes(%x: tensor<2x3x4xf32>, %b: tensor<4xf32>, %t: tensor<10x4xf32>
   %4 = loom.slice %x [0:2, 1:3, 0:4:3] : (tensor<2x3x4xf32>) -> tensor<2x2x2xf32>
   // expected-remark @+1 {{sharding rule: ([i, l], [j, k]) -> ([j, k, l]) {i=10, j=2, k=3, l=4} replicated={i}}}
   %5 = loom.gather %t[%i] axis = 0 : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+  // Scatter-add: index dimensions are reductions (partial sums).
+  // expected-remark @+1 {{sharding rule: ([j, k, l], [j, k]) -> ([i, l]) {i=10, j=2, k=3, l=4} reduction={j:sum, k:sum} replicated={i}}}
+  %7 = loom.scatter_add %5[%i] axis = 0 : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<10x4xf32>
   // expected-remark @+1 {{sharding rule: ([i, j, l]) -> ([i, k, m]) {i=2, j=3, k=4, l=4, m=6} replicated={j, k, l, m}}}
   %6 = loom.pad %x low = [0, 1, 0] high = [0, 0, 2] value = 0.0 : f32 : (tensor<2x3x4xf32>) -> tensor<2x4x6xf32>
   return

@@ -106,6 +106,28 @@ TEST_F(ExecutionTest, RunsAFunctionAndBindsParameters) {
       << error;
 }
 
+// Two reductions share one zero-filled initial tensor after CSE; each result
+// must still start from zeros (empty-tensor elimination used to make the
+// second read the first's output buffer).
+TEST_F(ExecutionTest, ResultsWithSharedInitialValuesAreIndependent) {
+  parse(R"mlir(
+    func.func @f(%a: tensor<2x3xf64>, %b: tensor<2x3xf64>) -> (tensor<f64>, tensor<f64>) {
+      %0 = loom.reduce_sum %a dims = [0, 1] : (tensor<2x3xf64>) -> tensor<f64>
+      %1 = loom.reduce_sum %b dims = [0, 1] : (tensor<2x3xf64>) -> tensor<f64>
+      return %0, %1 : tensor<f64>, tensor<f64>
+    }
+  )mlir");
+  std::string error;
+  auto executor = Executor::create(*module, "f", {}, error);
+  ASSERT_TRUE(executor) << error;
+  HostTensor a = tensor({2, 3}, b.getF64Type(), {0, 1, 2, 3, 4, 5});
+  HostTensor ones = tensor({2, 3}, b.getF64Type(), {1, 1, 1, 1, 1, 1});
+  SmallVector<HostTensor> results;
+  ASSERT_TRUE(executor->run({&a, &ones}, results, error)) << error;
+  EXPECT_EQ(results[0].getAsDouble(0), 15.0);
+  EXPECT_EQ(results[1].getAsDouble(0), 6.0);
+}
+
 TEST_F(ExecutionTest, CompileErrorsAreReported) {
   parse(R"mlir(
     func.func @f(%x: tensor<3x3xf32>) -> tensor<f32> {

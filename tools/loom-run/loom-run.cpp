@@ -2,6 +2,7 @@
 //
 //   loom-run MODEL [--input-dir D] [--output-dir O]
 //                  [--expected-dir E --rtol R --atol A]
+//   loom-run ARTIFACT_DIR --steps N [--data D|synthetic]
 //
 // MODEL is loom IR (.mlir) or an ONNX model (.onnx). Inputs are read from
 // D/input_<i>.pb or D/input_<i>.npy in graph-input order (the layout of
@@ -10,12 +11,18 @@
 // semantics; exit status 1 on any mismatch). Parameters are bound from
 // their loom.parameter initial values.
 //
+// Given a training artifact directory (loomc --train), trains instead: runs
+// @train_step N times, printing `step K loss L`, and writes the final
+// trainable parameters to ARTIFACT_DIR/params-final/<name>.npy (see
+// loom/Execution/Training.h for the data contract).
+//
 //===----------------------------------------------------------------------===//
 
 #include "loom/Conversion/Passes.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/Executor.h"
 #include "loom/Execution/TensorIO.h"
+#include "loom/Execution/Training.h"
 #include "loom/Target/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -69,9 +76,20 @@ static cl::opt<bool> specialize("specialize-inputs",
              "(needed when they are shapes, axes or bounds)"),
     cl::init(false), cl::cat(category));
 static cl::opt<bool> noBlas("no-blas", cl::desc("Do not call OpenBLAS for matmuls"), cl::cat(category));
+static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3, default 2)"), cl::init(2),
+                                  cl::Prefix, cl::cat(category));
 static cl::opt<int> repeat("repeat", cl::desc("Run this many times and report the time per run"),
                            cl::init(1), cl::cat(category));
 static cl::opt<bool> printOutputs("print", cl::desc("Print outputs (first elements)"), cl::cat(category));
+static cl::opt<int64_t> steps("steps", cl::desc("Training: number of steps"), cl::init(1),
+                              cl::cat(category));
+static cl::opt<std::string> dataDir("data",
+    cl::desc("Training: directory with <input>.npy and labels.npy (leading step axis), "
+             "or 'synthetic'"),
+    cl::init("synthetic"), cl::cat(category));
+static cl::opt<std::string> paramsOut("params-out",
+    cl::desc("Training: where to write the final parameters (default ARTIFACT/params-final)"),
+    cl::cat(category));
 
 namespace {
 
@@ -111,6 +129,47 @@ void printTensor(StringRef name, const HostTensor &t) {
   llvm::outs() << "]\n";
 }
 
+int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
+  SmallString<256> irPath(modelPath);
+  llvm::sys::path::append(irPath, "train.mlir");
+  auto buffer = llvm::MemoryBuffer::getFile(irPath);
+  if (!buffer)
+    return fail(modelPath + " is not a training artifact: cannot read " +
+                std::string(irPath) + " (create one with loomc --train)");
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!module)
+    return 2;
+  if (steps < 1)
+    return fail("--steps must be at least 1");
+  TrainOptions options;
+  options.steps = steps;
+  options.data = dataDir;
+  options.seed = seed;
+  options.executor.useBlas = !noBlas;
+  options.executor.optLevel = optLevel;
+  SmallString<256> out(modelPath);
+  llvm::sys::path::append(out, "params-final");
+  options.paramsOut = paramsOut.empty() ? std::string(out) : paramsOut.getValue();
+  SmallString<256> state(modelPath);
+  llvm::sys::path::append(state, "optimizer-final");
+  options.stateOut = std::string(state);
+  options.onStep = [](int64_t step, double loss) {
+    llvm::outs() << llvm::formatv("step {0} loss {1:e8}\n", step, loss);
+    llvm::outs().flush();
+  };
+  TrainResult result;
+  std::string error;
+  if (!runTraining(*module, modelPath, options, result, error))
+    return fail(error);
+  llvm::outs() << llvm::formatv(
+      "trained {0} steps in {1:f3} s ({2:f4} s/step, compile {3:f3} s); "
+      "parameters in {4}\n",
+      steps, result.trainSeconds, result.trainSeconds / steps,
+      result.compileSeconds, options.paramsOut);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -126,6 +185,9 @@ int main(int argc, char **argv) {
   ctx.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
+
+  if (llvm::sys::fs::is_directory(modelPath))
+    return train(ctx, sourceMgr);
 
   bool isOnnx = StringRef(modelPath).ends_with(".onnx");
   std::string error;
@@ -212,6 +274,7 @@ int main(int argc, char **argv) {
 
   ExecutorOptions options;
   options.useBlas = !noBlas;
+  options.optLevel = optLevel;
   auto compileStart = std::chrono::steady_clock::now();
   std::unique_ptr<Executor> executor =
       Executor::create(*module, function, options, error);

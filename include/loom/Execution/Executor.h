@@ -24,8 +24,10 @@ namespace mlir::loom {
 struct ExecutorOptions {
   /// Call OpenBLAS for f32/f64 matrix products.
   bool useBlas = true;
-  /// LLVM optimization level (0-3).
-  unsigned optLevel = 3;
+  /// LLVM optimization level (0-3). 3 adds aggressive unrolling that costs
+  /// 2-4x the code-generation time of 2 on training steps and measured no
+  /// faster on bench/forward.py's models.
+  unsigned optLevel = 2;
 };
 
 /// One argument or result of the compiled function.
@@ -33,11 +35,24 @@ struct ValueInfo {
   RankedTensorType type;
   /// `loom.name` when present, else "arg<i>" / "result<i>".
   std::string name;
-  /// The loom.parameter the argument is bound to, if any.
+  /// The loom.parameter an argument is bound to, or whose next value a
+  /// result is (a training step's updates), if any.
   std::string parameter;
+  /// For arguments: `loom.index_bound` (integer data lies in [0, bound)), or 0.
+  int64_t indexBound = 0;
+  /// Whether `parameter` is a trainable loom.parameter.
+  bool trainable = false;
   /// Its initial value (dense, dense_resource or #loom.external), if any.
   Attribute initialValue;
 };
+
+/// The value of a loom.parameter initial value (dense, dense_resource or
+/// #loom.external, whose relative paths resolve against `baseDir`).
+std::optional<HostTensor> readInitialValue(Attribute value,
+                                           RankedTensorType type,
+                                           llvm::StringRef name,
+                                           llvm::StringRef baseDir,
+                                           std::string &error);
 
 class Executor {
 public:

@@ -18,6 +18,42 @@ using namespace mlir;
 using namespace mlir::loom;
 
 namespace {
+/// Gives every use of a `tensor.empty` or of a `linalg.fill` of one its own
+/// copy. CSE merges identical initial values of different ops; empty-tensor
+/// elimination would then rewrite the shared value into one result's
+/// output buffer while another op still reads it as zeros.
+static void unshareDestinations(func::FuncOp fn) {
+  OpBuilder b(fn.getContext());
+  auto unshare = [&](Operation *op) {
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : op->getResult(0).getUses())
+      uses.push_back(&use);
+    for (OpOperand *use : llvm::drop_begin(uses)) {
+      b.setInsertionPoint(use->getOwner());
+      Operation *copy = b.clone(*op);
+      if (auto fill = dyn_cast<linalg::FillOp>(copy))
+        if (Operation *init = fill.getOutputs()[0].getDefiningOp();
+            init && isa<tensor::EmptyOp>(init)) {
+          b.setInsertionPoint(copy);
+          copy->setOperand(1, b.clone(*init)->getResult(0));
+        }
+      use->set(copy->getResult(0));
+    }
+  };
+  SmallVector<Operation *> fills, empties;
+  fn.walk([&](Operation *op) {
+    if (auto fill = dyn_cast<linalg::FillOp>(op);
+        fill && fill.hasPureTensorSemantics())
+      fills.push_back(op);
+    else if (isa<tensor::EmptyOp>(op))
+      empties.push_back(op);
+  });
+  for (Operation *op : fills)
+    unshare(op);
+  for (Operation *op : empties)
+    unshare(op);
+}
+
 
 /// Drops attributes in the loom namespace from a dictionary.
 DictionaryAttr withoutLoomAttrs(DictionaryAttr dict, MLIRContext *ctx) {
@@ -45,6 +81,7 @@ struct PrepareForExecutionPass
       if (fn.isExternal() || !fn.isPublic())
         continue;
       OpBuilder b(ctx);
+      unshareDestinations(fn);
       Block &entry = fn.getBody().front();
       unsigned numInputs = fn.getNumArguments();
       SmallVector<DictionaryAttr> argAttrs;

@@ -36,7 +36,8 @@ struct ConvertLoomToLinalgPass
 
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect, tensor::TensorDialect>();
+                           math::MathDialect, scf::SCFDialect,
+                           tensor::TensorDialect>();
     target.addLegalOp<ModuleOp, MeshOp, ParameterOp,
                       UnrealizedConversionCastOp>();
     target.addIllegalDialect<LoomDialect>();

@@ -164,6 +164,66 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
   }
 };
 
+/// Scatter-add accumulates into a zero tensor with a loop nest over the
+/// updates (tensor.extract/insert on an iter_arg, which bufferizes in place):
+/// repeated indices must add up, which no parallel linalg op expresses.
+struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScatterAddOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> out = op.getType().getShape();
+    ArrayRef<int64_t> upd = shapeOf(op.getUpdates());
+    int64_t axis = op.getAxis();
+    int64_t idxRank = shapeOf(op.getIndices()).size();
+    Scalar s{rewriter, loc, op.getType().getElementType()};
+    Value init = filledTensor(rewriter, loc, out, s.constant(0));
+    Value updates = adaptor.getUpdates(), indices = adaptor.getIndices();
+
+    SmallVector<Value> ivs;
+    std::function<Value(OpBuilder &, Location, Value, size_t)> nest =
+        [&](OpBuilder &b, Location l, Value acc, size_t d) -> Value {
+      if (d == upd.size()) {
+        SmallVector<Value> idxCoords(ivs.begin() + axis,
+                                     ivs.begin() + axis + idxRank);
+        Value i = tensor::ExtractOp::create(b, l, indices, idxCoords);
+        i = arith::IndexCastOp::create(b, l, b.getIndexType(), i);
+        Value zero = arith::ConstantIndexOp::create(b, l, 0);
+        Value n = arith::ConstantIndexOp::create(b, l, out[axis]);
+        Value neg =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+        i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, n),
+                                    i);
+        i = arith::MaxSIOp::create(b, l, i, zero);
+        i = arith::MinSIOp::create(
+            b, l, i, arith::ConstantIndexOp::create(b, l, out[axis] - 1));
+        SmallVector<Value> coords(ivs.begin(), ivs.begin() + axis);
+        coords.push_back(i);
+        coords.append(ivs.begin() + axis + idxRank, ivs.end());
+        Value u = tensor::ExtractOp::create(b, l, updates, ivs);
+        Value old = tensor::ExtractOp::create(b, l, acc, coords);
+        Scalar sb{b, l, op.getType().getElementType()};
+        return tensor::InsertOp::create(b, l, sb.add(old, u), acc, coords);
+      }
+      Value lb = arith::ConstantIndexOp::create(b, l, 0);
+      Value ub = arith::ConstantIndexOp::create(b, l, upd[d]);
+      Value step = arith::ConstantIndexOp::create(b, l, 1);
+      auto loop = scf::ForOp::create(
+          b, l, lb, ub, step, ValueRange{acc},
+          [&](OpBuilder &nb, Location nl, Value iv, ValueRange iter) {
+            ivs.push_back(iv);
+            Value next = nest(nb, nl, iter[0], d + 1);
+            ivs.pop_back();
+            scf::YieldOp::create(nb, nl, next);
+          });
+      return loop.getResult(0);
+    };
+    rewriter.replaceOp(op, nest(rewriter, loc, init, 0));
+    return success();
+  }
+};
+
 struct PadLowering : OpConversionPattern<PadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -188,6 +248,7 @@ struct PadLowering : OpConversionPattern<PadOp> {
 void mlir::loom::lowering::populateShapePatterns(LoomTypeConverter &tc,
                                                  RewritePatternSet &patterns) {
   patterns.add<ReshapeLowering, TransposeLowering, BroadcastLowering,
-               ConcatLowering, SliceLowering, GatherLowering, PadLowering>(
+               ConcatLowering, SliceLowering, GatherLowering, ScatterAddLowering,
+               PadLowering>(
       tc, patterns.getContext());
 }

@@ -144,6 +144,25 @@ func.func @gather(%t: tensor<10x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
 
 // -----
 
+// Scatter-add: zeros, then a loop nest over the updates that adds each one at
+// its (wrapped, clamped) index; repeated indices accumulate.
+// CHECK-LABEL: func.func @scatter_add
+// CHECK: linalg.fill
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: tensor.extract %arg1
+// CHECK: arith.index_cast
+// CHECK: arith.minsi
+// CHECK: tensor.extract %arg0
+// CHECK: arith.addf
+// CHECK: tensor.insert
+func.func @scatter_add(%u: tensor<3x4xf32>, %i: tensor<3xi64>) -> tensor<10x4xf32> {
+  %0 = loom.scatter_add %u[%i] axis = 0 : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<10x4xf32>
+  return %0 : tensor<10x4xf32>
+}
+
+// -----
+
 // Dropout: a counter-based hash of the global element index.
 // CHECK-LABEL: func.func @dropout
 // CHECK: tensor.extract %arg1[]

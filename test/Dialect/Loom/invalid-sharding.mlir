@@ -138,9 +138,31 @@ func.func @arg_typo(%x: tensor<4xf32> {loom.shard = 1}) {
 
 // -----
 
-// expected-error @+1 {{has unknown loom result attribute 'loom.param'}}
+loom.parameter @w : tensor<8xf32> trainable
+// expected-error @+1 {{function result #0 has type 'tensor<4xf32>' but parameter @w has type 'tensor<8xf32>'}}
 func.func @result_param(%x: tensor<4xf32>) -> (tensor<4xf32> {loom.param = @w}) {
   return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{has unknown loom result attribute 'loom.bogus'}}
+func.func @result_unknown(%x: tensor<4xf32>) -> (tensor<4xf32> {loom.bogus = 1}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'loom.index_bound' on argument #0 must be a positive integer, got 0 : i64}}
+func.func @index_bound_zero(%x: tensor<4xi64> {loom.index_bound = 0}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'loom.index_bound' on argument #0 needs an integer tensor, got 'tensor<4xf32>'}}
+func.func @index_bound_float(%x: tensor<4xf32> {loom.index_bound = 10}) {
+  return
 }
 
 // -----

@@ -565,6 +565,22 @@ func.func @gather_float_indices(%t: tensor<10x4xf32>, %i: tensor<3xf32>) {
 
 // -----
 
+func.func @scatter_add_shape(%u: tensor<3x5xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{updates have shape [3, 5] but result and indices need [3, 4]}}
+  %0 = loom.scatter_add %u[%i] axis = 0 : (tensor<3x5xf32>, tensor<3xi64>) -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_add_axis(%u: tensor<3x4xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{axis 2 is out of range for result rank 2}}
+  %0 = loom.scatter_add %u[%i] axis = 2 : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
 func.func @pad_lengths(%x: tensor<4x4xf32>) {
   // expected-error @+3 {{needs 2 low and high padding amounts, got 1 and 2}}
   // expected-error @+2 {{inferred type(s) 'none'}}

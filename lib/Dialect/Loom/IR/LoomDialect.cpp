@@ -64,6 +64,13 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() == kShardingAttrName)
     return verifyOpShardings(op, attr.getValue());
+  if (attr.getName() == kMicroBatchesAttrName) {
+    auto count = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !count || count.getInt() < 1)
+      return op->emitOpError("'loom.micro_batches' must be a positive "
+                             "integer on a function");
+    return success();
+  }
   return op->emitOpError("has unknown loom attribute '")
          << attr.getName().getValue() << "'";
 }
@@ -86,6 +93,23 @@ static LogicalResult verifyName(Operation *op, Attribute attr,
   return success();
 }
 
+static LogicalResult verifyParamRef(Operation *op, Attribute attr, Type type,
+                                    const Twine &what) {
+  auto ref = dyn_cast<FlatSymbolRefAttr>(attr);
+  if (!ref)
+    return op->emitOpError("'loom.param' on ")
+           << what << " must be a symbol reference to a loom.parameter";
+  auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(op, ref);
+  if (!param)
+    return op->emitOpError("'loom.param' on ")
+           << what << " names " << ref << ", which is not a loom.parameter";
+  if (param.getType() != type)
+    return op->emitOpError() << what << " has type " << type
+                             << " but parameter " << ref << " has type "
+                             << param.getType();
+  return success();
+}
+
 LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
@@ -98,19 +122,17 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
     return verifyValueSharding(op, attr.getValue(), type, what);
   if (attr.getName() == kNameAttrName)
     return verifyName(op, attr.getValue(), what);
-  if (attr.getName() == kParamAttrName) {
-    auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
-    if (!ref)
-      return op->emitOpError("'loom.param' on ")
-             << what << " must be a symbol reference to a loom.parameter";
-    auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(op, ref);
-    if (!param)
-      return op->emitOpError("'loom.param' on ")
-             << what << " names " << ref << ", which is not a loom.parameter";
-    if (param.getType() != type)
-      return op->emitOpError() << what << " has type " << type
-                               << " but parameter " << ref << " has type "
-                               << param.getType();
+  if (attr.getName() == kParamAttrName)
+    return verifyParamRef(op, attr.getValue(), type, what);
+  if (attr.getName() == kIndexBoundAttrName) {
+    auto bound = dyn_cast<IntegerAttr>(attr.getValue());
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!bound || bound.getInt() <= 0)
+      return op->emitOpError("'loom.index_bound' on ")
+             << what << " must be a positive integer, got " << attr.getValue();
+    if (!tensor || !isa<IntegerType>(tensor.getElementType()))
+      return op->emitOpError("'loom.index_bound' on ")
+             << what << " needs an integer tensor, got " << type;
     return success();
   }
   return op->emitOpError("has unknown loom argument attribute '")
@@ -128,6 +150,9 @@ LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
                                fn.getResultTypes()[resultIndex], what);
   if (attr.getName() == kNameAttrName)
     return verifyName(op, attr.getValue(), what);
+  if (attr.getName() == kParamAttrName)
+    return verifyParamRef(op, attr.getValue(),
+                          fn.getResultTypes()[resultIndex], what);
   return op->emitOpError("has unknown loom result attribute '")
          << attr.getName().getValue() << "'";
 }

@@ -814,6 +814,23 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx,
   });
 }
 
+LogicalResult ScatterAddOp::verify() {
+  RankedTensorType updates = getUpdates().getType(), out = getType();
+  ArrayRef<int64_t> idx = getIndices().getType().getShape();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= out.getRank())
+    return emitOpError("axis ") << axis << " is out of range for result rank "
+                                << out.getRank();
+  SmallVector<int64_t> expected(out.getShape().take_front(axis));
+  llvm::append_range(expected, idx);
+  llvm::append_range(expected, out.getShape().drop_front(axis + 1));
+  if (updates.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("updates have shape [")
+           << updates.getShape() << "] but result and indices need ["
+           << ArrayRef<int64_t>(expected) << "]";
+  return success();
+}
+
 LogicalResult PadOp::inferReturnTypes(MLIRContext *ctx,
                                       std::optional<Location> loc,
                                       Adaptor adaptor,

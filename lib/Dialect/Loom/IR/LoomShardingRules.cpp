@@ -335,6 +335,32 @@ ShardingRule GatherOp::getShardingRule() {
   return b.rule;
 }
 
+ShardingRule ScatterAddOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> out = shapeOf(getResult()), idx = shapeOf(getIndices());
+  int64_t axis = getAxis();
+  SmallVector<int64_t> updF, idxF, outF;
+  for (int64_t d = 0; d < axis; ++d) {
+    outF.push_back(b.factor(out[d], FactorKind::Parallel));
+    updF.push_back(outF.back());
+  }
+  // Any row may be written: the scattered axis stays whole. Splitting the
+  // index dimensions leaves partial sums.
+  outF.push_back(b.factor(out[axis], FactorKind::Replicated));
+  for (int64_t size : idx) {
+    idxF.push_back(b.factor(size, FactorKind::Reduction));
+    updF.push_back(idxF.back());
+  }
+  for (int64_t d = axis + 1, e = out.size(); d < e; ++d) {
+    outF.push_back(b.factor(out[d], FactorKind::Parallel));
+    updF.push_back(outF.back());
+  }
+  b.operand(updF);
+  b.operand(idxF);
+  b.result(outF);
+  return b.rule;
+}
+
 //===----------------------------------------------------------------------===//
 // NN ops
 //===----------------------------------------------------------------------===//

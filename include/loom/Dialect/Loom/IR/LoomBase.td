@@ -37,6 +37,13 @@ class Loom_Op<string mnemonic, list<Trait> traits = []>
          !listconcat(traits,
                      [DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>])>;
 
+// An op with a gradient rule (LoomGradients.cpp).
+defvar Loom_Differentiable =
+    DeclareOpInterfaceMethods<Loom_DifferentiableOpInterface, ["buildGradients"]>;
+defvar Loom_DifferentiableSome =
+    DeclareOpInterfaceMethods<Loom_DifferentiableOpInterface,
+                              ["buildGradients", "isDifferentiableOperand"]>;
+
 // Pure tensor op whose result types follow from operands and attributes.
 class Loom_InferredOp<string mnemonic, list<Trait> traits = []>
     : Loom_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])>;

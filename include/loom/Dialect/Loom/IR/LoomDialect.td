@@ -52,8 +52,16 @@ def Loom_Dialect : Dialect {
     /// single-result ops, an array of them (one per result) on other ops.
     static constexpr ::llvm::StringLiteral kShardingAttrName = "loom.sharding";
     /// Function-argument attribute naming the `loom.parameter` an argument
-    /// is bound to.
+    /// is bound to; on a function result, the parameter whose next value the
+    /// result is (a training step's updated weights and optimizer state).
     static constexpr ::llvm::StringLiteral kParamAttrName = "loom.param";
+    /// Function-argument attribute on integer data (labels, token ids): the
+    /// values lie in `[0, bound)`. Used to draw synthetic data.
+    static constexpr ::llvm::StringLiteral kIndexBoundAttrName = "loom.index_bound";
+    /// Function attribute of a training step built with gradient
+    /// accumulation: data arguments carry a leading dimension of this many
+    /// micro-batches.
+    static constexpr ::llvm::StringLiteral kMicroBatchesAttrName = "loom.micro_batches";
     /// Function argument/result attribute: the value's name in the source
     /// model (ONNX graph input/output names), used to bind data by name.
     static constexpr ::llvm::StringLiteral kNameAttrName = "loom.name";

@@ -16,7 +16,7 @@ include "loom/Dialect/Loom/IR/LoomBase.td"
 class Loom_UnaryOp<string mnemonic, Type tensorType, string formula,
                    list<Trait> traits = []>
     : Loom_Op<mnemonic, !listconcat(traits,
-          [Pure, SameOperandsAndResultType, InferTypeOpInterface])> {
+          [Pure, SameOperandsAndResultType, InferTypeOpInterface, Loom_Differentiable])> {
   let summary = "elementwise " # formula;
   let description = "Computes `" # formula # "` for every element; the result "
     # "has the operand's type.\n\n"
@@ -45,7 +45,7 @@ def Loom_SinOp : Loom_UnaryOp<"sin", Loom_FloatTensor, "sin(x)">;
 def Loom_CosOp : Loom_UnaryOp<"cos", Loom_FloatTensor, "cos(x)">;
 
 def Loom_GeluOp : Loom_Op<"gelu",
-    [Pure, SameOperandsAndResultType, InferTypeOpInterface]> {
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface, Loom_Differentiable]> {
   let summary = "elementwise GELU";
   let description = [{
     `approximate = none` computes `x/2 * (1 + erf(x / sqrt(2)))`;
@@ -72,7 +72,7 @@ def Loom_GeluOp : Loom_Op<"gelu",
 
 class Loom_BinaryOp<string mnemonic, Type tensorType, string formula,
                     list<Trait> traits = []>
-    : Loom_InferredOp<mnemonic, !listconcat(traits, [AllElementTypesMatch<["lhs", "rhs", "result"]>])> {
+    : Loom_InferredOp<mnemonic, !listconcat(traits, [AllElementTypesMatch<["lhs", "rhs", "result"]>, Loom_Differentiable])> {
   let summary = "elementwise " # formula # " with numpy broadcasting";
   let description = "Computes `" # formula # "` elementwise. Shapes broadcast "
     # "as in numpy and ONNX: they are aligned at the trailing dimension and "
@@ -129,7 +129,7 @@ def Loom_CompareOp : Loom_InferredOp<"compare",
 }
 
 def Loom_SelectOp : Loom_InferredOp<"select",
-    [AllElementTypesMatch<["on_true", "on_false", "result"]>]> {
+    [AllElementTypesMatch<["on_true", "on_false", "result"]>, Loom_Differentiable]> {
   let summary = "elementwise choice (ONNX Where) with numpy broadcasting";
   let description = [{
     `result[i] = condition[i] ? on_true[i] : on_false[i]`, with all three
@@ -150,7 +150,7 @@ def Loom_SelectOp : Loom_InferredOp<"select",
   }];
 }
 
-def Loom_CastOp : Loom_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+def Loom_CastOp : Loom_Op<"cast", [Pure, SameOperandsAndResultShape, Loom_Differentiable]> {
   let summary = "elementwise element-type conversion";
   let description = [{
     Converts every element to the result's element type: float to float

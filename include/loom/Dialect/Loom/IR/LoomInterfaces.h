@@ -4,6 +4,7 @@
 #define LOOM_DIALECT_LOOM_IR_LOOMINTERFACES_H
 
 #include "loom/Dialect/Loom/IR/ShardingRule.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 
 #include "loom/Dialect/Loom/IR/LoomInterfaces.h.inc"

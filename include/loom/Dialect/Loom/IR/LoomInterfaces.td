@@ -34,4 +34,37 @@ def Loom_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   ];
 }
 
+def Loom_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
+  let cppNamespace = "::mlir::loom";
+  let description = [{
+    The op's reverse-mode gradient rule, used by `loom-autodiff`. Given the
+    gradients flowing into its results, the op builds (with loom ops, after
+    itself) the gradients of the operands that are asked for. Only float
+    operands have gradients; an op whose float operand has no gradient
+    (a loss's class weights, ...) says so with `isDifferentiableOperand`.
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/"Whether a gradient can flow to float operand `index`.",
+      /*retTy=*/"bool",
+      /*methodName=*/"isDifferentiableOperand",
+      /*args=*/(ins "unsigned":$index),
+      /*methodBody=*/"",
+      /*defaultImplementation=*/[{ return true; }]>,
+    InterfaceMethod<
+      /*desc=*/[{
+        Builds operand gradients. `resultGrads` has one entry per result
+        (null: no gradient flows into that result); `wanted` says which
+        operands need one. Fills `operandGrads` (one entry per operand,
+        null where not wanted) or fails with a diagnostic on the op.
+      }],
+      /*retTy=*/"::llvm::LogicalResult",
+      /*methodName=*/"buildGradients",
+      /*args=*/(ins "::mlir::OpBuilder &":$builder,
+                    "::mlir::ValueRange":$resultGrads,
+                    "::llvm::ArrayRef<bool>":$wanted,
+                    "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
 #endif // LOOM_DIALECT_LOOM_IR_LOOMINTERFACES_TD

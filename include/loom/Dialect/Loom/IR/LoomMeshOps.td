@@ -39,7 +39,7 @@ def Loom_MeshOp : Loom_Op<"mesh", [Symbol]> {
 }
 
 def Loom_ShardingConstraintOp : Loom_Op<"sharding_constraint",
-    [Pure, SameOperandsAndResultType, InferTypeOpInterface]> {
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface, Loom_Differentiable]> {
   let summary = "require a sharding at this point of the program";
   let description =
         "Returns its operand unchanged and pins its sharding, as Shardy's\n"

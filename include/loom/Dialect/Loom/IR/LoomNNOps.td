@@ -10,7 +10,8 @@ include "loom/Dialect/Loom/IR/LoomBase.td"
 //===----------------------------------------------------------------------===//
 
 class Loom_SoftmaxBase<string mnemonic, string formula>
-    : Loom_Op<mnemonic, [Pure, SameOperandsAndResultType, InferTypeOpInterface]> {
+    : Loom_Op<mnemonic, [Pure, SameOperandsAndResultType, InferTypeOpInterface,
+                         Loom_Differentiable]> {
   let summary = formula # " along one axis";
   let description = "Computes `" # formula # "` along dimension `axis` "
     # "(in `[0, rank)`; the importer normalizes ONNX's negative axes and "
@@ -31,7 +32,7 @@ def Loom_LogSoftmaxOp : Loom_SoftmaxBase<"log_softmax", "x - log(sum(exp(x)))">;
 //===----------------------------------------------------------------------===//
 
 def Loom_LayerNormOp : Loom_InferredOp<"layer_norm",
-    [AllElementTypesMatch<["input", "scale", "bias", "result"]>]> {
+    [AllElementTypesMatch<["input", "scale", "bias", "result"]>, Loom_Differentiable]> {
   let summary = "layer normalization over the trailing dimensions";
   let description = [{
     Normalizes `input` over dimensions `axis ..< rank` (`axis` in
@@ -58,7 +59,7 @@ def Loom_LayerNormOp : Loom_InferredOp<"layer_norm",
 }
 
 def Loom_BatchNormInferenceOp : Loom_InferredOp<"batch_norm_inference",
-    [AllElementTypesMatch<["input", "scale", "bias", "mean", "variance", "result"]>]> {
+    [AllElementTypesMatch<["input", "scale", "bias", "mean", "variance", "result"]>, Loom_Differentiable]> {
   let summary = "batch normalization with given statistics (NC... layout)";
   let description = [{
     `(x - mean[c]) / sqrt(variance[c] + epsilon) * scale[c] + bias[c]` where
@@ -85,7 +86,7 @@ def Loom_BatchNormInferenceOp : Loom_InferredOp<"batch_norm_inference",
 }
 
 def Loom_BatchNormTrainingOp : Loom_InferredOp<"batch_norm_training",
-    [AllElementTypesMatch<["input", "scale", "bias", "result"]>]> {
+    [AllElementTypesMatch<["input", "scale", "bias", "result"]>, Loom_Differentiable]> {
   let summary = "batch normalization with batch statistics (NC... layout)";
   let description = [{
     Computes per-channel `batch_mean` and biased `batch_variance` of an
@@ -117,7 +118,7 @@ def Loom_BatchNormTrainingOp : Loom_InferredOp<"batch_norm_training",
 //===----------------------------------------------------------------------===//
 
 def Loom_DropoutOp : Loom_InferredOp<"dropout",
-    [AllElementTypesMatch<["input", "result"]>]> {
+    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
   let summary = "inverted dropout with an explicit seed";
   let description = [{
     Zeroes each element with probability `ratio` and scales the others by
@@ -147,7 +148,7 @@ def Loom_DropoutOp : Loom_InferredOp<"dropout",
 //===----------------------------------------------------------------------===//
 
 class Loom_ClassLossOp<string mnemonic>
-    : Loom_InferredOp<mnemonic> {
+    : Loom_InferredOp<mnemonic, [Loom_DifferentiableSome]> {
   let arguments = (ins Loom_FloatTensor:$input, Loom_IndexTensor:$labels,
                        Optional<Loom_FloatTensor>:$weight,
                        DefaultValuedAttr<Loom_LossReductionAttr,
@@ -199,7 +200,7 @@ def Loom_NllLossOp : Loom_ClassLossOp<"nll_loss"> {
 }
 
 def Loom_MseLossOp : Loom_InferredOp<"mse_loss",
-    [AllTypesMatch<["input", "target"]>]> {
+    [AllTypesMatch<["input", "target"]>, Loom_Differentiable]> {
   let summary = "mean squared error";
   let description = [{
     `(input - target)^2` per element, summed, averaged (`mean`, the default)

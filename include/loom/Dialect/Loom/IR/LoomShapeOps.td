@@ -6,7 +6,7 @@
 include "loom/Dialect/Loom/IR/LoomBase.td"
 
 def Loom_ReshapeOp : Loom_Op<"reshape",
-    [Pure, AllElementTypesMatch<["input", "result"]>]> {
+    [Pure, AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
   let summary = "reinterpret a tensor with a new shape (row-major order)";
   let description = [{
     Returns the elements of `input`, in row-major order, with the result's
@@ -25,7 +25,7 @@ def Loom_ReshapeOp : Loom_Op<"reshape",
 }
 
 def Loom_TransposeOp : Loom_InferredOp<"transpose",
-    [AllElementTypesMatch<["input", "result"]>]> {
+    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
   let summary = "permute dimensions";
   let description = [{
     `result` dimension `i` is `input` dimension `permutation[i]`.
@@ -45,7 +45,7 @@ def Loom_TransposeOp : Loom_InferredOp<"transpose",
 }
 
 def Loom_BroadcastOp : Loom_Op<"broadcast",
-    [Pure, AllElementTypesMatch<["input", "result"]>]> {
+    [Pure, AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
   let summary = "broadcast into a larger shape (StableHLO broadcast_in_dim)";
   let description = [{
     Operand dimension `i` becomes result dimension `dims[i]` (`dims` strictly
@@ -67,7 +67,7 @@ def Loom_BroadcastOp : Loom_Op<"broadcast",
 }
 
 def Loom_ConcatOp : Loom_InferredOp<"concat",
-    [SameOperandsAndResultElementType]> {
+    [SameOperandsAndResultElementType, Loom_Differentiable]> {
   let summary = "concatenate tensors along one dimension";
   let description = [{
     All operands have the same rank and equal sizes except along `axis`.
@@ -87,7 +87,7 @@ def Loom_ConcatOp : Loom_InferredOp<"concat",
 }
 
 def Loom_SliceOp : Loom_InferredOp<"slice",
-    [AllElementTypesMatch<["input", "result"]>]> {
+    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
   let summary = "static strided slice";
   let description = [{
     For each dimension, takes elements `start, start + stride, ...` below
@@ -111,7 +111,7 @@ def Loom_SliceOp : Loom_InferredOp<"slice",
 }
 
 def Loom_GatherOp : Loom_InferredOp<"gather",
-    [AllElementTypesMatch<["input", "result"]>]> {
+    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
   let summary = "take slices along one axis by index (ONNX Gather, embedding lookup)";
   let description = [{
     `result.shape = input.shape[:axis] + indices.shape + input.shape[axis+1:]`
@@ -135,8 +135,37 @@ def Loom_GatherOp : Loom_InferredOp<"gather",
   }];
 }
 
+def Loom_ScatterAddOp : Loom_Op<"scatter_add",
+    [Pure, AllElementTypesMatch<["updates", "result"]>, Loom_Differentiable]> {
+  let summary = "sum slices into a zero tensor by index (the adjoint of loom.gather)";
+  let description = [{
+    Starts from zeros of the result type and adds
+    `updates[a..., i..., b...]` into `result[a..., indices[i...], b...]`,
+    summing where indices repeat: the gradient of `loom.gather` (an
+    embedding's weight gradient is `axis = 0`). `updates.shape` is
+    `result.shape[:axis] + indices.shape + result.shape[axis+1:]`; the result
+    type is given because the size of `axis` cannot be inferred. Negative
+    indices count from the end; an index outside `[-size, size)` is
+    undefined behaviour at run time (lowerings clamp), as for `loom.gather`.
+
+    Example:
+
+    ```mlir
+    %dwte = loom.scatter_add %dx[%tokens] axis = 0
+        : (tensor<8x128x768xf32>, tensor<8x128xi64>) -> tensor<50257x768xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$updates, Loom_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = [{
+    $updates `[` $indices `]` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Loom_PadOp : Loom_InferredOp<"pad",
-    [AllElementTypesMatch<["input", "result"]>]> {
+    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
   let summary = "pad with a constant value";
   let description = [{
     Adds `low[i]` elements before and `high[i]` after dimension `i`, filled

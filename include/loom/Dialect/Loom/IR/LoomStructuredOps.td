@@ -10,7 +10,7 @@ include "loom/Dialect/Loom/IR/LoomBase.td"
 //===----------------------------------------------------------------------===//
 
 def Loom_DotGeneralOp : Loom_InferredOp<"dot_general",
-    [AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+    [AllElementTypesMatch<["lhs", "rhs", "result"]>, Loom_Differentiable]> {
   let summary = "general matrix product with batch and contracting dimensions";
   let description = [{
     Contracts `lhs` and `rhs` over pairs of contracting dimensions, with
@@ -56,7 +56,7 @@ def Loom_DotGeneralOp : Loom_InferredOp<"dot_general",
 //===----------------------------------------------------------------------===//
 
 class Loom_ReduceOp<string mnemonic, string formula>
-    : Loom_InferredOp<mnemonic, [AllElementTypesMatch<["input", "result"]>]> {
+    : Loom_InferredOp<mnemonic, [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
   let summary = formula # " over dimensions";
   let description = "Reduces `input` with " # formula # " over `dims` (sorted, "
     # "unique). With `keepdims` the reduced dimensions stay as size 1; "
@@ -85,7 +85,7 @@ def Loom_ReduceProdOp : Loom_ReduceOp<"reduce_prod", "product">;
 //===----------------------------------------------------------------------===//
 
 def Loom_ConvOp : Loom_InferredOp<"conv",
-    [AllElementTypesMatch<["input", "filter", "result"]>]> {
+    [AllElementTypesMatch<["input", "filter", "result"]>, Loom_Differentiable]> {
   let summary = "N-d convolution, channels first (ONNX Conv), 1 to 3 spatial dims";
   let description = [{
     `input` is `[N, C, D1, ..., Dk]` (k = 1, 2 or 3), `filter` is
@@ -121,7 +121,7 @@ def Loom_ConvOp : Loom_InferredOp<"conv",
 
 class Loom_PoolOp<string mnemonic, string what, dag extraArgs, string extraFormat,
                   Type tensorType = Loom_FloatTensor>
-    : Loom_InferredOp<mnemonic, [AllElementTypesMatch<["input", "result"]>]> {
+    : Loom_InferredOp<mnemonic, [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
   let summary = "N-d " # what # " pooling, channels first, 1 to 3 spatial dims";
   let arguments = !con((ins tensorType:$input,
       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,

@@ -3,6 +3,8 @@
 #ifndef LOOM_DIALECT_LOOM_TRANSFORMS_PASSES_H
 #define LOOM_DIALECT_LOOM_TRANSFORMS_PASSES_H
 
+#include "loom/Dialect/Loom/IR/LoomDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::loom {

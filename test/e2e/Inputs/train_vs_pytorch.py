@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Trains a model with Loom (loomc + loom-run) and with PyTorch 1.13 from the
+same initial weights and data, and compares the loss of every step and the
+final parameters.
+
+    train_vs_pytorch.py WORK_DIR --model mlp|block|lm --optimizer adamw|sgd
+        [--steps 20] [--micro-batches K] [--grad-clip C]
+        [--lr-schedule warmup-cosine --warmup-steps W]
+
+Models: `mlp` (Linear-ReLU-Linear, cross-entropy), `block` (a pre-norm GPT
+block: causal attention + GELU MLP + layer norms, MSE against a target) and
+`lm` (token and position embeddings, that block, a final layer norm and a
+vocabulary head, next-token cross-entropy). The PyTorch model is exported to
+ONNX (opset 14, no constant folding so that weights keep their names) and
+Loom starts from its initializers. Prints one line per step and a verdict;
+exits 1 if a loss differs by more than --loss-rtol (relative) or a final
+parameter by more than --param-atol (absolute).
+"""
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "Target", "ONNX", "Inputs"))
+from export_torch_models import MLP, Block  # noqa: E402
+
+
+class TrainBlock(Block):
+    """The GPT block with a bias-free QKV projection (nanoGPT's bias=False).
+
+    With a bias on the keys, the key bias adds the same q.b_k to every score
+    of a query row, which softmax ignores: its gradient is exactly zero, and
+    what any implementation computes for it is rounding noise that Adam
+    normalises into +-lr steps. PyTorch disagrees with itself there across
+    thread counts, so such a parameter cannot be compared to 1e-4.
+    """
+
+    def __init__(self, d=64, heads=4, seq=16):
+        super().__init__(d, heads, seq)
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab=50, d=64, seq=16):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Parameter(torch.randn(seq, d) * 0.02)
+        self.block = TrainBlock(d=d, heads=4, seq=seq)
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, tokens):
+        T = tokens.shape[1]
+        x = self.wte(tokens) + self.wpe[:T]
+        return self.head(self.ln_f(self.block(x)))
+
+
+def make(model, rng, n):
+    """Model, example input, inputs [n, ...], labels [n, ...], loss name."""
+    if model == "mlp":
+        m = MLP()
+        x = rng.standard_normal((n, 8, 32)).astype(np.float32)
+        y = rng.integers(0, 10, size=(n, 8)).astype(np.int64)
+        return m, x, y, "cross_entropy"
+    if model == "block":
+        m = TrainBlock()
+        x = rng.standard_normal((n, 2, 16, 64)).astype(np.float32)
+        y = rng.standard_normal((n, 2, 16, 64)).astype(np.float32)
+        return m, x, y, "mse"
+    m = TinyLM()
+    x = rng.integers(0, 50, size=(n, 2, 16)).astype(np.int64)
+    y = rng.integers(0, 50, size=(n, 2, 16)).astype(np.int64)
+    return m, x, y, "cross_entropy"
+
+
+def torch_loss(name, out, y):
+    if name == "mse":
+        return F.mse_loss(out, y)
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+
+
+def hf_cosine(warmup, total):
+    def f(step):
+        if step < warmup:
+            return step / max(1, warmup)
+        progress = (step - warmup) / max(1, total - warmup)
+        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
+    return f
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("work")
+    p.add_argument("--model", default="mlp", choices=["mlp", "block", "lm"])
+    p.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd", "adam"])
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--micro-batches", type=int, default=1)
+    p.add_argument("--grad-clip", type=float, default=0.0)
+    p.add_argument("--lr-schedule", default="constant")
+    p.add_argument("--warmup-steps", type=int, default=0)
+    p.add_argument("--loss-rtol", type=float, default=1e-5)
+    p.add_argument("--param-atol", type=float, default=1e-4)
+    p.add_argument("--loomc", default="loomc")
+    p.add_argument("--loom-run", default="loom-run")
+    a = p.parse_args()
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    k = a.micro_batches
+    n = a.steps * k
+    model, xs, ys, loss_name = make(a.model, rng, n)
+    os.makedirs(a.work, exist_ok=True)
+    onnx_path = os.path.join(a.work, "model.onnx")
+    torch.onnx.export(model, torch.from_numpy(xs[0]), onnx_path, opset_version=14,
+                      input_names=["x"], output_names=["y"], do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING)
+    data = os.path.join(a.work, "data")
+    os.makedirs(data, exist_ok=True)
+    np.save(os.path.join(data, "x.npy"), xs)
+    np.save(os.path.join(data, "labels.npy"), ys)
+
+    if a.optimizer == "sgd":
+        hyper = dict(lr=0.05, momentum=0.9, weight_decay=1e-4)
+        opt = torch.optim.SGD(model.parameters(), **hyper)
+        flags = ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9", "--weight-decay=1e-4"]
+    else:
+        cls = torch.optim.AdamW if a.optimizer == "adamw" else torch.optim.Adam
+        opt = cls(model.parameters(), lr=3e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.05)
+        flags = ["--optimizer=" + a.optimizer, "--lr=3e-3", "--betas=0.9,0.95",
+                 "--eps=1e-8", "--weight-decay=0.05"]
+    sched = None
+    if a.lr_schedule == "warmup-cosine":
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, hf_cosine(a.warmup_steps, a.steps))
+        flags += ["--lr-schedule=warmup-cosine", f"--warmup-steps={a.warmup_steps}",
+                  f"--total-steps={a.steps}"]
+    if a.grad_clip:
+        flags.append(f"--grad-clip={a.grad_clip}")
+    if k > 1:
+        flags.append(f"--micro-batches={k}")
+
+    out = os.path.join(a.work, "out")
+    subprocess.run([a.loomc, onnx_path, "--train", "--loss=" + loss_name, *flags, "-o", out],
+                   check=True)
+    run = subprocess.run([a.loom_run, out, "--steps", str(a.steps), "--data", data],
+                         check=True, capture_output=True, text=True)
+    loom_losses = [float(line.split()[3]) for line in run.stdout.splitlines()
+                   if line.startswith("step ")]
+
+    # PyTorch, the same steps.
+    model.train()
+    torch_losses = []
+    for s in range(a.steps):
+        opt.zero_grad()
+        total = 0.0
+        for m in range(k):
+            i = s * k + m
+            loss = torch_loss(loss_name, model(torch.from_numpy(xs[i])), torch.from_numpy(ys[i]))
+            (loss / k).backward()
+            total += loss.item()
+        if a.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
+        opt.step()
+        if sched:
+            sched.step()
+        torch_losses.append(total / k)
+
+    ok = len(loom_losses) == a.steps
+    worst_loss = 0.0
+    for s, (l, t) in enumerate(zip(loom_losses, torch_losses)):
+        rel = abs(l - t) / max(abs(t), 1e-30)
+        worst_loss = max(worst_loss, rel)
+        print(f"step {s:2d}  loom {l:.8e}  torch {t:.8e}  rel {rel:.1e}")
+    ok &= worst_loss <= a.loss_rtol
+    worst_param, worst_name = 0.0, ""
+    for name, param in model.named_parameters():
+        path = os.path.join(out, "params-final", name + ".npy")
+        if not os.path.exists(path):
+            print(f"missing final parameter {path}")
+            ok = False
+            continue
+        got = np.load(path)
+        err = float(np.max(np.abs(got - param.detach().numpy())))
+        if err > worst_param:
+            worst_param, worst_name = err, name
+    ok &= worst_param <= a.param_atol
+    print(f"{'PASS' if ok else 'FAIL'}: {a.model} {a.optimizer} {a.steps} steps: "
+          f"max loss rel error {worst_loss:.1e} (limit {a.loss_rtol:.0e}), max parameter "
+          f"abs error {worst_param:.1e} in {worst_name or '-'} (limit {a.param_atol:.0e})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

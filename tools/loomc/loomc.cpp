@@ -1,0 +1,225 @@
+//===- loomc.cpp - Compile a model into a training artifact ---------------===//
+//
+//   loomc model.onnx --train --loss=cross_entropy|nll|mse
+//         --optimizer=adamw|adam|sgd --lr=R [--weight-decay=W --momentum=M
+//         --betas=B1,B2 --eps=E --grad-clip=C --micro-batches=K
+//         --lr-schedule=constant|warmup-cosine --warmup-steps=S
+//         --total-steps=T] [--init-from-onnx|--init=seeded --seed=N] -o out/
+//
+// Imports the model (ONNX, or loom IR with one function), turns output 0
+// into a loss, builds the training step (forward, backward, optimizer) and
+// writes out/train.mlir and out/params.bin, which `loom-run out/ --steps N`
+// trains. Defaults follow PyTorch's optimizers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Dialect/Loom/Transforms/Passes.h"
+#include "loom/Execution/Training.h"
+#include "loom/Target/ONNX/ImportONNX.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("loomc options");
+static cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx|model.mlir>"),
+                                  cl::Required, cl::cat(category));
+static cl::opt<std::string> outDir("o", cl::desc("Output directory"), cl::Required,
+                                   cl::value_desc("dir"), cl::cat(category));
+static cl::opt<bool> train("train", cl::desc("Build a training step (the only mode so far)"),
+                           cl::cat(category));
+static cl::opt<std::string> loss("loss",
+    cl::desc("cross_entropy, nll, mse, or none (output 0 already is the loss)"),
+                                 cl::init("cross_entropy"), cl::cat(category));
+static cl::opt<int64_t> classAxis("class-axis",
+    cl::desc("Output dimension holding the classes (default: last)"), cl::init(-1),
+    cl::cat(category));
+static cl::opt<std::string> optimizer("optimizer", cl::desc("adamw, adam or sgd"),
+                                      cl::init("adamw"), cl::cat(category));
+static cl::opt<double> lr("lr", cl::desc("Learning rate (default 1e-3 for Adam/AdamW)"),
+                          cl::init(-1.0), cl::cat(category));
+static cl::opt<double> weightDecay("weight-decay",
+    cl::desc("Weight decay (default 0.01 for AdamW, 0 otherwise)"), cl::init(-1.0),
+    cl::cat(category));
+static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
+                                cl::cat(category));
+static cl::opt<double> dampening("dampening", cl::desc("SGD dampening"), cl::init(0.0),
+                                 cl::cat(category));
+static cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
+                              cl::cat(category));
+static cl::opt<std::string> betas("betas", cl::desc("Adam betas B1,B2"),
+                                  cl::init("0.9,0.999"), cl::cat(category));
+static cl::opt<double> eps("eps", cl::desc("Adam epsilon"), cl::init(1e-8),
+                           cl::cat(category));
+static cl::opt<double> gradClip("grad-clip", cl::desc("Global gradient-norm clip (0: off)"),
+                                cl::init(0.0), cl::cat(category));
+static cl::opt<unsigned> microBatches("micro-batches",
+    cl::desc("Micro-batches per step (gradient accumulation)"), cl::init(1),
+    cl::cat(category));
+static cl::opt<std::string> lrSchedule("lr-schedule", cl::desc("constant or warmup-cosine"),
+                                       cl::init("constant"), cl::cat(category));
+static cl::opt<int64_t> warmupSteps("warmup-steps", cl::init(0), cl::cat(category),
+                                    cl::desc("warmup-cosine: warmup steps"));
+static cl::opt<int64_t> totalSteps("total-steps", cl::init(0), cl::cat(category),
+                                   cl::desc("warmup-cosine: steps to decay over"));
+static cl::opt<std::string> init("init",
+    cl::desc("onnx (the model's initializers, default) or seeded"), cl::init("onnx"),
+    cl::cat(category));
+static cl::opt<bool> initFromOnnx("init-from-onnx",
+    cl::desc("Start from the model's initializers (default)"), cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("Seed of --init=seeded"), cl::init(0),
+                              cl::cat(category));
+static cl::list<std::string> frozen("frozen", cl::CommaSeparated,
+    cl::desc("Parameters (initializer names) not to train"), cl::cat(category));
+static cl::opt<bool> noInferBuffers("no-infer-buffers",
+    cl::desc("Train every float initializer, even those no gradient reaches"),
+    cl::cat(category));
+static cl::list<std::string> inputShapes("input-shape",
+    cl::desc("ONNX: NAME=D0xD1x... binds an input's shape"), cl::cat(category));
+
+static int fail(const Twine &message) {
+  llvm::errs() << "loomc: error: " << message << "\n";
+  return 2;
+}
+
+/// Integer inputs used as gather indices (token ids) or class labels get
+/// loom.index_bound, so that synthetic data stays in range.
+static void annotateIndexBounds(func::FuncOp fn) {
+  for (BlockArgument arg : fn.getArguments()) {
+    if (fn.getArgAttr(arg.getArgNumber(), LoomDialect::kIndexBoundAttrName))
+      continue;
+    int64_t bound = 0;
+    auto limit = [&](int64_t size) {
+      bound = bound ? std::min(bound, size) : size;
+    };
+    for (Operation *user : arg.getUsers()) {
+      if (auto gather = dyn_cast<GatherOp>(user);
+          gather && gather.getIndices() == arg)
+        limit(gather.getInput().getType().getDimSize(gather.getAxis()));
+      if (auto ce = dyn_cast<CrossEntropyOp>(user); ce && ce.getLabels() == arg)
+        limit(ce.getInput().getType().getDimSize(1));
+      if (auto nll = dyn_cast<NllLossOp>(user); nll && nll.getLabels() == arg)
+        limit(nll.getInput().getType().getDimSize(1));
+    }
+    if (bound > 0)
+      fn.setArgAttr(arg.getArgNumber(), LoomDialect::kIndexBoundAttrName,
+                    IntegerAttr::get(IntegerType::get(fn.getContext(), 64), bound));
+  }
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "Loom compiler: build a training artifact\n");
+  if (!train)
+    return fail("only --train is implemented: say --train");
+  if (init != "onnx" && init != "seeded")
+    return fail("--init must be onnx or seeded, not '" + init + "'");
+  double beta1 = 0.9, beta2 = 0.999;
+  {
+    auto [b1, b2] = StringRef(betas).split(',');
+    if (b1.trim().getAsDouble(beta1) || b2.trim().getAsDouble(beta2))
+      return fail("--betas must be two numbers B1,B2, got '" + betas + "'");
+  }
+
+  MLIRContext ctx;
+  ctx.loadDialect<LoomDialect, func::FuncDialect>();
+  // Remarks (inferred buffers) and errors name ops already; no IR dumps.
+  ctx.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
+  OwningOpRef<ModuleOp> module;
+  if (StringRef(input).ends_with(".onnx")) {
+    OnnxImportOptions options;
+    for (const std::string &spec : inputShapes) {
+      std::string err = parseOnnxInputShape(spec, options);
+      if (!err.empty())
+        return fail(err);
+    }
+    module = importOnnxFile(input, &ctx, options);
+  } else {
+    std::string err;
+    auto buffer = mlir::openInputFile(input, &err);
+    if (!buffer)
+      return fail(err);
+    sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  }
+  if (!module)
+    return 2;
+  auto fns = llvm::to_vector(module->getOps<func::FuncOp>());
+  if (fns.size() != 1)
+    return fail(llvm::formatv("{0} has {1} functions; loomc needs exactly one "
+                              "(the model)",
+                              input, fns.size()));
+  annotateIndexBounds(fns.front());
+  for (const std::string &name : frozen) {
+    auto param = module->lookupSymbol<ParameterOp>(name);
+    if (!param)
+      return fail("--frozen names '" + name + "', which is not a parameter of " +
+                  input);
+    param.setTrainable(false);
+  }
+
+  PassManager pm(&ctx);
+  if (!noInferBuffers)
+    pm.addPass(createLoomInferBuffers());
+  LoomAddLossOptions lossOptions;
+  lossOptions.loss = loss;
+  lossOptions.classAxis = classAxis;
+  if (loss != "none")
+    pm.addPass(createLoomAddLoss(lossOptions));
+  LoomBuildTrainStepOptions stepOptions;
+  stepOptions.optimizer = optimizer;
+  stepOptions.lr = lr;
+  stepOptions.weightDecay = weightDecay;
+  stepOptions.momentum = momentum;
+  stepOptions.dampening = dampening;
+  stepOptions.nesterov = nesterov;
+  stepOptions.beta1 = beta1;
+  stepOptions.beta2 = beta2;
+  stepOptions.eps = eps;
+  stepOptions.gradClip = gradClip;
+  stepOptions.microBatches = microBatches;
+  stepOptions.lrSchedule = lrSchedule;
+  stepOptions.warmupSteps = warmupSteps;
+  stepOptions.totalSteps = totalSteps;
+  pm.addPass(createLoomBuildTrainStep(stepOptions));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (failed(pm.run(*module)))
+    return 2;
+
+  ArtifactOptions artifact;
+  artifact.initFromModel = init == "onnx";
+  artifact.seed = seed;
+  std::string error;
+  if (!writeTrainingArtifact(*module, outDir, artifact, error))
+    return fail(error);
+
+  int64_t numParams = 0, numElements = 0;
+  for (ParameterOp p : module->getOps<ParameterOp>())
+    if (p.getTrainable()) {
+      ++numParams;
+      numElements += p.getType().getNumElements();
+    }
+  llvm::outs() << llvm::formatv(
+      "loomc: {0} trainable parameters ({1} values), loss {2}, optimizer {3}; "
+      "wrote {4}/train.mlir and {4}/params.bin\n",
+      numParams, numElements, loss, optimizer, outDir);
+  return 0;
+}
