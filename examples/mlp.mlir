@@ -5,6 +5,8 @@
 //
 //   loom-opt examples/mlp.mlir
 //   loom-opt examples/mlp.mlir --loom-print-sharding-rules
+//   loomc examples/mlp.mlir --train --loss=none --optimizer=sgd --lr=0.005 \
+//       --momentum=0.9 -o out && loom-run out --steps 20 --data synthetic
 
 loom.mesh @cluster ["dp"=2 {bandwidth = 2.5e10, latency = 5.0e-6},
                     "tp"=2 {bandwidth = 4.5e11, latency = 1.0e-6}]
@@ -15,8 +17,9 @@ loom.parameter @"fc2.weight" : tensor<512x10xf32> trainable
 loom.parameter @"fc2.bias" : tensor<10xf32> = dense<0.0> : tensor<10xf32> trainable
 
 func.func @forward(
-    %x: tensor<32x784xf32> {loom.sharding = #loom.sharding<@cluster, [{"dp"}, {}]>},
-    %labels: tensor<32xi64> {loom.sharding = #loom.sharding<@cluster, [{"dp"}]>},
+    %x: tensor<32x784xf32> {loom.name = "x", loom.sharding = #loom.sharding<@cluster, [{"dp"}, {}]>},
+    %labels: tensor<32xi64> {loom.name = "labels", loom.index_bound = 10,
+                             loom.sharding = #loom.sharding<@cluster, [{"dp"}]>},
     %w1: tensor<784x512xf32> {loom.param = @"fc1.weight",
                               loom.sharding = #loom.sharding<@cluster, [{}, {"tp"}]>},
     %b1: tensor<512xf32> {loom.param = @"fc1.bias",
@@ -25,7 +28,7 @@ func.func @forward(
                              loom.sharding = #loom.sharding<@cluster, [{"tp"}, {}]>},
     %b2: tensor<10xf32> {loom.param = @"fc2.bias",
                          loom.sharding = #loom.sharding<@cluster, [{}]>})
-    -> (tensor<f32> {loom.sharding = #loom.sharding<@cluster, []>}) {
+    -> (tensor<f32> {loom.name = "loss", loom.sharding = #loom.sharding<@cluster, []>}) {
   %h = loom.dot_general %x, %w1 contracting_dims = [1] x [0]
       {loom.sharding = #loom.sharding<@cluster, [{"dp"}, {"tp"}]>}
       : (tensor<32x784xf32>, tensor<784x512xf32>) -> tensor<32x512xf32>

@@ -24,10 +24,10 @@ loom.parameter @"mlp.fc1" : tensor<256x1024xf32> trainable
 loom.parameter @"mlp.fc2" : tensor<1024x256xf32> trainable
 
 func.func @forward(
-    %x: tensor<4x64x256xf32> {loom.sharding = #loom.sharding<@cluster, [{"dp"}, {}, {}]>},
-    %target: tensor<4x64x256xf32> {loom.sharding = #loom.sharding<@cluster, [{"dp"}, {}, {}]>},
+    %x: tensor<4x64x256xf32> {loom.name = "x", loom.sharding = #loom.sharding<@cluster, [{"dp"}, {}, {}]>},
+    %target: tensor<4x64x256xf32> {loom.name = "target", loom.sharding = #loom.sharding<@cluster, [{"dp"}, {}, {}]>},
     // Additive causal mask: 0 on and below the diagonal, -1e9 above.
-    %mask: tensor<64x64xf32> {loom.sharding = #loom.sharding<@cluster, [{}, {}]>},
+    %mask: tensor<64x64xf32> {loom.name = "mask", loom.sharding = #loom.sharding<@cluster, [{}, {}]>},
     %g1: tensor<256xf32> {loom.param = @"ln1.weight"},
     %b1: tensor<256xf32> {loom.param = @"ln1.bias"},
     %wq: tensor<256x256xf32> {loom.param = @"attn.wq", loom.sharding = #loom.sharding<@cluster, [{}, {"tp"}]>},

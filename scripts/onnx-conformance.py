@@ -34,6 +34,11 @@ EXPLAINED = {
     "node/test_cast_FLOAT_to_BFLOAT16":
         "ONNX 1.12's reference truncates float to bfloat16; Loom rounds to nearest "
         "even, like PyTorch and later ONNX versions (a 1-ulp bfloat16 difference)",
+    "node/test_adam_multiple":
+        "ONNX 1.12's generator computes the expected outputs with epsilon=1e-2 but "
+        "does not put epsilon on the node, whose default is 1e-6 (onnx/backend/test/"
+        "case/node/adam.py); Loom follows the node. With epsilon=1e-2 set on the node "
+        "Loom matches to 8e-8",
 }
 
 
@@ -151,18 +156,21 @@ def main():
     if args.required_ops:
         import onnx
         required = set(args.required_ops.split(","))
-        count, missing = 0, []
+        count, missing, explained = 0, [], 0
         for (cat, name), (st, reason, _) in sorted(results.items()):
             if cat != "node":
                 continue
             model = onnx.load(str(DATA / "node" / name / "model.onnx"), load_external_data=False)
             if required & {n.op_type for n in model.graph.node}:
                 count += 1
-                if st != "pass":
+                if st != "pass" and f"node/{name}" in EXPLAINED:
+                    explained += 1
+                elif st != "pass":
                     missing.append(f"REQUIRED: node/{name} does not pass: {st}: {reason[:160]}")
         for m in missing:
             print(m)
-        print(f"{count - len(missing)} of {count} node tests of the required ops pass")
+        print(f"{count - len(missing) - explained} of {count} node tests of the required ops "
+              f"pass, {explained} fail for reasons explained in docs/conformance.md")
         if missing:
             status = 1
     if args.expected:

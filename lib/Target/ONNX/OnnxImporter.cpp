@@ -356,7 +356,8 @@ bool mlir::loom::writeTensorProtoFile(StringRef path,
 Importer::Importer(MLIRContext *ctx, const onnx::ModelProto &model,
                    const OnnxImportOptions &options, StringRef modelPath)
     : ctx(ctx), model(model), graph(model.graph()), options(options),
-      modelPath(modelPath.str()), defaultOpset(onnx_import::defaultOpset(model)),
+      modelPath(modelPath.str()),
+      defaultOpset(std::max(onnx_import::defaultOpset(model), options.minimumOpset)),
       b(ctx), currentLoc(UnknownLoc::get(ctx)) {
   modelDir = llvm::sys::path::parent_path(modelPath).str();
   if (modelDir.empty())
@@ -364,6 +365,7 @@ Importer::Importer(MLIRContext *ctx, const onnx::ModelProto &model,
   registerElementwiseOps(ops);
   registerNNOps(ops);
   registerShapeOps(ops);
+  registerTrainingOps(ops);
   for (const auto &init : graph.initializer())
     initializers[init.name()] = &init;
   for (const auto &vi : graph.input())
@@ -846,7 +848,10 @@ LogicalResult Importer::importNode(const Node &node, int index) {
   currentName = name;
 
   bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-  auto it = defaultDomain ? ops.find(node.op_type()) : ops.end();
+  auto it = defaultDomain ? ops.find(node.op_type())
+            : node.domain() == kTrainingDomain
+                ? ops.find(node.domain() + "." + node.op_type())
+                : ops.end();
   if (it == ops.end()) {
     if (options.allowUnsupported)
       return importOpaque(node);

@@ -18,6 +18,7 @@
 #define LOOM_LIB_TARGET_ONNX_ONNXIMPORTER_H
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "OnnxLoader.h"
 #include "loom/Target/ONNX/ImportONNX.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -57,6 +58,8 @@ using OpTable = llvm::StringMap<OpEntry>;
 void registerElementwiseOps(OpTable &table);
 void registerNNOps(OpTable &table);
 void registerShapeOps(OpTable &table);
+/// ai.onnx.preview.training ops, keyed "ai.onnx.preview.training.<op>".
+void registerTrainingOps(OpTable &table);
 
 /// ONNX Reshape's target shape: 0 copies the input dimension (unless
 /// `allowZero`), -1 is inferred. Fails with a message.
@@ -106,6 +109,11 @@ public:
   }
   /// Input `i` as an SSA value (materializing constants and parameters).
   FailureOr<Value> operand(const Node &node, int i);
+  /// The value of tensor `name` (an attribute naming a tensor, as
+  /// Gradient's `y`).
+  FailureOr<Value> valueNamed(const Node &node, StringRef name) {
+    return materialize(name, &node);
+  }
   /// Input `i` if present, else a null Value.
   FailureOr<Value> optionalOperand(const Node &node, int i);
   /// Optional input `i` that configures the op (Clip bounds, ...): a known

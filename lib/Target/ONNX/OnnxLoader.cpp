@@ -111,9 +111,17 @@ bool mlir::loom::onnx_import::loadOnnxModel(llvm::StringRef bytes,
   }
   int64_t opset = defaultOpset(model);
   if (opset < 0) {
-    error = "the model imports no version of the default ONNX opset "
-            "(opset_import has no entry for domain \"\" or \"ai.onnx\")";
-    return false;
+    // Graphs of training ops only (ONNX's Adam/Momentum tests) need no
+    // default-domain opset.
+    bool trainingOnly = model.graph().node_size() > 0;
+    for (const auto &node : model.graph().node())
+      trainingOnly &= node.domain() == kTrainingDomain;
+    if (!trainingOnly) {
+      error = "the model imports no version of the default ONNX opset "
+              "(opset_import has no entry for domain \"\" or \"ai.onnx\")";
+      return false;
+    }
+    opset = options.minimumOpset;
   }
   int64_t maxOpset = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
                          .Map()

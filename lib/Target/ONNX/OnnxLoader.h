@@ -16,6 +16,9 @@
 
 namespace mlir::loom::onnx_import {
 
+/// The domain of ONNX's training ops (Gradient, Adam, Adagrad, Momentum).
+inline constexpr const char *kTrainingDomain = "ai.onnx.preview.training";
+
 /// The default-domain ("" or "ai.onnx") opset the model imports, or -1.
 int64_t defaultOpset(const onnx::ModelProto &model);
 

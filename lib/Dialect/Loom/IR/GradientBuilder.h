@@ -85,6 +85,35 @@ private:
   ImplicitLocOpBuilder b;
 };
 
+/// The common shape of a rule: one GradientBuilder at the op, operand
+/// gradients reset to null.
+struct Rule {
+  Operation *op;
+  GradientBuilder g;
+  SmallVectorImpl<Value> &grads;
+  Rule(Operation *op, OpBuilder &builder, SmallVectorImpl<Value> &grads)
+      : op(op), g(builder, op->getLoc()), grads(grads) {
+    grads.assign(op->getNumOperands(), Value());
+  }
+  Value operand(unsigned i) { return op->getOperand(i); }
+  /// Sets operand i's gradient from a possibly broadcast-shaped value.
+  void set(unsigned i, Value grad) {
+    grads[i] = g.unbroadcast(grad, GradientBuilder::typeOf(operand(i)));
+  }
+};
+
+/// For ops with one differentiable operand (#0): `body(g, dy)` builds its
+/// gradient when one flows into result #0 and operand 0 wants one.
+template <typename Fn>
+LogicalResult inputGradient(Operation *op, OpBuilder &builder,
+                            ValueRange resultGrads, ArrayRef<bool> wanted,
+                            SmallVectorImpl<Value> &grads, Fn &&body) {
+  Rule r(op, builder, grads);
+  if (wanted[0] && resultGrads[0])
+    grads[0] = body(r.g, resultGrads[0]);
+  return success();
+}
+
 /// Gradient of `loom.conv` with respect to its input: a transposed
 /// convolution of `grad` with `filter`.
 Value convInputGradient(GradientBuilder &g, Value grad, Value filter,

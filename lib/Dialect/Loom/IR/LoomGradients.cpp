@@ -226,40 +226,23 @@ Value mlir::loom::detail::convInputGradient(
                         dilations, groups);
 }
 
-namespace {
-/// Shorthand for the common shape of a rule.
-struct Rule {
-  Operation *op;
-  GradientBuilder g;
-  SmallVectorImpl<Value> &grads;
-  Rule(Operation *op, OpBuilder &builder, SmallVectorImpl<Value> &grads)
-      : op(op), g(builder, op->getLoc()), grads(grads) {
-    grads.assign(op->getNumOperands(), Value());
-  }
-  Value operand(unsigned i) { return op->getOperand(i); }
-  /// Sets operand i's gradient from a possibly broadcast-shaped value.
-  void set(unsigned i, Value grad) {
-    grads[i] = g.unbroadcast(grad, GradientBuilder::typeOf(operand(i)));
-  }
-};
-} // namespace
+using mlir::loom::detail::Rule;
+using mlir::loom::detail::inputGradient;
 
 //===----------------------------------------------------------------------===//
 // Unary
 //===----------------------------------------------------------------------===//
 
+/// `OP`'s gradient is `BODY`, with `x`, `y`, `dy` and `g` in scope.
 #define LOOM_UNARY_GRADIENT(OP, BODY)                                          \
   LogicalResult OP::buildGradients(OpBuilder &builder, ValueRange resultGrads, \
                                    ArrayRef<bool> wanted,                      \
                                    SmallVectorImpl<Value> &grads) {            \
-    Rule r(*this, builder, grads);                                             \
-    GradientBuilder &g = r.g;                                                  \
-    Value dy = resultGrads[0], x = getInput(), y = getResult();               \
+    Value x = getInput(), y = getResult();                                     \
     (void)x;                                                                   \
     (void)y;                                                                   \
-    if (wanted[0] && dy)                                                       \
-      grads[0] = (BODY);                                                       \
-    return success();                                                          \
+    return inputGradient(*this, builder, resultGrads, wanted, grads,           \
+                         [&](GradientBuilder &g, Value dy) { return (BODY); }); \
   }
 
 LOOM_UNARY_GRADIENT(NegOp, g.neg(dy))
@@ -299,101 +282,69 @@ LOOM_UNARY_GRADIENT(CosOp, g.neg(g.mul(dy, SinOp::create(g.builder(), x))))
 LogicalResult GeluOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
                                      ArrayRef<bool> wanted,
                                      SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  GradientBuilder &g = r.g;
-  Value dy = resultGrads[0], x = getInput();
-  if (!wanted[0] || !dy)
-    return success();
-  ImplicitLocOpBuilder &b = g.builder();
-  if (getApproximate() == GeluApproximation::none) {
-    // Phi(x) + x phi(x).
-    Value cdf = g.mul(g.add(g.scalarLike(x, 1),
-                            ErfOp::create(b, g.mul(x, M_SQRT1_2))),
-                      0.5);
-    Value pdf = g.mul(ExpOp::create(b, g.mul(g.mul(x, x), -0.5)),
-                      0.5 * M_2_SQRTPI * M_SQRT1_2);
-    grads[0] = g.mul(dy, g.add(cdf, g.mul(x, pdf)));
-    return success();
-  }
-  // PyTorch's GeluBackward for approximate = "tanh".
-  const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
-  Value x2 = g.mul(x, x);
-  Value inner = g.mul(g.add(x, g.mul(g.mul(x2, x), kappa)), beta);
-  Value t = TanhOp::create(b, inner);
-  Value one = g.scalarLike(x, 1);
-  Value left = g.mul(x, 0.5);
-  Value right = g.add(one, t);
-  Value leftDerivative = g.mul(right, 0.5);
-  Value tanhDerivative = g.sub(one, g.mul(t, t));
-  Value innerDerivative = g.mul(g.add(one, g.mul(x2, 3 * kappa)), beta);
-  Value rightDerivative = g.mul(left, tanhDerivative);
-  grads[0] = g.mul(dy, g.add(leftDerivative,
-                             g.mul(rightDerivative, innerDerivative)));
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        Value x = getInput();
+        ImplicitLocOpBuilder &b = g.builder();
+        if (getApproximate() == GeluApproximation::none) {
+          // Phi(x) + x phi(x).
+          Value cdf = g.mul(g.add(g.scalarLike(x, 1),
+                                  ErfOp::create(b, g.mul(x, M_SQRT1_2))),
+                            0.5);
+          Value pdf = g.mul(ExpOp::create(b, g.mul(g.mul(x, x), -0.5)),
+                            0.5 * M_2_SQRTPI * M_SQRT1_2);
+          return g.mul(dy, g.add(cdf, g.mul(x, pdf)));
+        }
+        // PyTorch's GeluBackward for approximate = "tanh".
+        const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
+        Value x2 = g.mul(x, x);
+        Value inner = g.mul(g.add(x, g.mul(g.mul(x2, x), kappa)), beta);
+        Value t = TanhOp::create(b, inner);
+        Value one = g.scalarLike(x, 1);
+        Value left = g.mul(x, 0.5);
+        Value right = g.add(one, t);
+        Value leftDerivative = g.mul(right, 0.5);
+        Value tanhDerivative = g.sub(one, g.mul(t, t));
+        Value innerDerivative = g.mul(g.add(one, g.mul(x2, 3 * kappa)), beta);
+        Value rightDerivative = g.mul(left, tanhDerivative);
+        return g.mul(dy, g.add(leftDerivative,
+                               g.mul(rightDerivative, innerDerivative)));
+      });
 }
 
 //===----------------------------------------------------------------------===//
 // Binary (numpy broadcasting: gradients are summed back to operand shapes)
 //===----------------------------------------------------------------------===//
 
-LogicalResult AddOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
-                                    ArrayRef<bool> wanted,
-                                    SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  Value dy = resultGrads[0];
-  if (!dy)
-    return success();
-  if (wanted[0])
-    r.set(0, dy);
-  if (wanted[1])
-    r.set(1, dy);
-  return success();
-}
+/// `OP`'s operand gradients are `LHS` and `RHS` (before un-broadcasting),
+/// with `a`, `b`, `dy` and `g` in scope.
+#define LOOM_BINARY_GRADIENT(OP, LHS, RHS)                                     \
+  LogicalResult OP::buildGradients(OpBuilder &builder, ValueRange resultGrads, \
+                                   ArrayRef<bool> wanted,                      \
+                                   SmallVectorImpl<Value> &grads) {            \
+    Rule r(*this, builder, grads);                                             \
+    GradientBuilder &g = r.g;                                                  \
+    Value dy = resultGrads[0], a = getLhs(), b = getRhs();                     \
+    (void)g;                                                                   \
+    (void)a;                                                                   \
+    (void)b;                                                                   \
+    if (!dy)                                                                   \
+      return success();                                                        \
+    if (wanted[0])                                                             \
+      r.set(0, (LHS));                                                         \
+    if (wanted[1])                                                             \
+      r.set(1, (RHS));                                                         \
+    return success();                                                          \
+  }
 
-LogicalResult SubOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
-                                    ArrayRef<bool> wanted,
-                                    SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  Value dy = resultGrads[0];
-  if (!dy)
-    return success();
-  if (wanted[0])
-    r.set(0, dy);
-  if (wanted[1])
-    r.set(1, r.g.neg(dy));
-  return success();
-}
+LOOM_BINARY_GRADIENT(AddOp, dy, dy)
+LOOM_BINARY_GRADIENT(SubOp, dy, g.neg(dy))
+LOOM_BINARY_GRADIENT(MulOp, g.mul(dy, b), g.mul(dy, a))
+// -dy * a / b^2 for the divisor.
+LOOM_BINARY_GRADIENT(DivOp, g.div(dy, b), g.neg(g.div(g.mul(dy, a), g.mul(b, b))))
 
-LogicalResult MulOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
-                                    ArrayRef<bool> wanted,
-                                    SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  Value dy = resultGrads[0];
-  if (!dy)
-    return success();
-  if (wanted[0])
-    r.set(0, r.g.mul(dy, getRhs()));
-  if (wanted[1])
-    r.set(1, r.g.mul(dy, getLhs()));
-  return success();
-}
-
-LogicalResult DivOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
-                                    ArrayRef<bool> wanted,
-                                    SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  GradientBuilder &g = r.g;
-  Value dy = resultGrads[0];
-  if (!dy)
-    return success();
-  if (wanted[0])
-    r.set(0, g.div(dy, getRhs()));
-  // -dy * a / b^2
-  if (wanted[1])
-    r.set(1, g.neg(g.div(g.mul(dy, getLhs()),
-                         g.mul(getRhs(), getRhs()))));
-  return success();
-}
+#undef LOOM_BINARY_GRADIENT
 
 LogicalResult PowOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
                                     ArrayRef<bool> wanted,
@@ -587,25 +538,24 @@ LogicalResult ReduceSumOp::buildGradients(OpBuilder &builder,
                                           ValueRange resultGrads,
                                           ArrayRef<bool> wanted,
                                           SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  if (wanted[0] && resultGrads[0])
-    grads[0] = expandReduced(r.g, resultGrads[0], getInput(), getDims(),
-                             getKeepdims());
-  return success();
+  return inputGradient(*this, builder, resultGrads, wanted, grads,
+                       [&](GradientBuilder &g, Value dy) {
+                         return expandReduced(g, dy, getInput(), getDims(),
+                                              getKeepdims());
+                       });
 }
 
 LogicalResult ReduceMeanOp::buildGradients(OpBuilder &builder,
                                            ValueRange resultGrads,
                                            ArrayRef<bool> wanted,
                                            SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  if (!wanted[0] || !resultGrads[0])
-    return success();
-  Value scaled = r.g.mul(resultGrads[0],
-                         1.0 / static_cast<double>(
-                                   reducedCount(getInput(), getDims())));
-  grads[0] = expandReduced(r.g, scaled, getInput(), getDims(), getKeepdims());
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        double n = static_cast<double>(reducedCount(getInput(), getDims()));
+        return expandReduced(g, g.mul(dy, 1.0 / n), getInput(), getDims(),
+                             getKeepdims());
+      });
 }
 
 /// Max/min reductions: the gradient is shared evenly by the elements equal
@@ -625,52 +575,54 @@ LogicalResult ReduceMaxOp::buildGradients(OpBuilder &builder,
                                           ValueRange resultGrads,
                                           ArrayRef<bool> wanted,
                                           SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  if (wanted[0] && resultGrads[0])
-    grads[0] = extremumGradient(r.g, resultGrads[0], getInput(), getResult(),
-                                getDims(), getKeepdims());
-  return success();
+  return inputGradient(*this, builder, resultGrads, wanted, grads,
+                       [&](GradientBuilder &g, Value dy) {
+                         return extremumGradient(g, dy, getInput(),
+                                                 getResult(), getDims(),
+                                                 getKeepdims());
+                       });
 }
 
 LogicalResult ReduceMinOp::buildGradients(OpBuilder &builder,
                                           ValueRange resultGrads,
                                           ArrayRef<bool> wanted,
                                           SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  if (wanted[0] && resultGrads[0])
-    grads[0] = extremumGradient(r.g, resultGrads[0], getInput(), getResult(),
-                                getDims(), getKeepdims());
-  return success();
+  return inputGradient(*this, builder, resultGrads, wanted, grads,
+                       [&](GradientBuilder &g, Value dy) {
+                         return extremumGradient(g, dy, getInput(),
+                                                 getResult(), getDims(),
+                                                 getKeepdims());
+                       });
 }
 
 LogicalResult ReduceProdOp::buildGradients(OpBuilder &builder,
                                            ValueRange resultGrads,
                                            ArrayRef<bool> wanted,
                                            SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  GradientBuilder &g = r.g;
-  if (!wanted[0] || !resultGrads[0])
-    return success();
-  // d prod / d x_i is the product of the others. Without zeros that is
-  // prod / x_i; a lone zero gets the product of the nonzeros; with two or
-  // more zeros every derivative is 0.
-  Value x = getInput();
-  ArrayRef<int64_t> dims = getDims();
-  bool keep = getKeepdims();
-  Value zero = g.scalarLike(x, 0), one = g.scalarLike(x, 1);
-  Value isZero = g.compare(CompareDirection::eq, x, zero);
-  Value nonzero = g.select(isZero, one, x);
-  Value prodNonzero = expandReduced(
-      g, ReduceProdOp::create(g.builder(), nonzero, dims, keep), x, dims, keep);
-  Value zeros = expandReduced(
-      g, g.reduceSum(g.castTo(isZero, GradientBuilder::elementOf(x)), dims, keep),
-      x, dims, keep);
-  Value prod = expandReduced(g, getResult(), x, dims, keep);
-  Value lone = g.compare(CompareDirection::eq, zeros, one);
-  Value d = g.select(isZero, g.where(lone, prodNonzero), g.div(prod, nonzero));
-  grads[0] =
-      g.mul(expandReduced(g, resultGrads[0], x, dims, keep), d);
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        // d prod / d x_i is the product of the others. Without zeros that is
+        // prod / x_i; a lone zero gets the product of the nonzeros; with two
+        // or more zeros every derivative is 0.
+        Value x = getInput();
+        ArrayRef<int64_t> dims = getDims();
+        bool keep = getKeepdims();
+        auto expand = [&](Value v) {
+          return expandReduced(g, v, x, dims, keep);
+        };
+        Value zero = g.scalarLike(x, 0), one = g.scalarLike(x, 1);
+        Value isZero = g.compare(CompareDirection::eq, x, zero);
+        Value nonzero = g.select(isZero, one, x);
+        Value prodNonzero =
+            expand(ReduceProdOp::create(g.builder(), nonzero, dims, keep));
+        Value zeros = expand(g.reduceSum(
+            g.castTo(isZero, GradientBuilder::elementOf(x)), dims, keep));
+        Value lone = g.compare(CompareDirection::eq, zeros, one);
+        Value d = g.select(isZero, g.where(lone, prodNonzero),
+                           g.div(expand(getResult()), nonzero));
+        return g.mul(expand(dy), d);
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -681,45 +633,44 @@ LogicalResult ReshapeOp::buildGradients(OpBuilder &builder,
                                         ValueRange resultGrads,
                                         ArrayRef<bool> wanted,
                                         SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  if (wanted[0] && resultGrads[0])
-    grads[0] = r.g.reshape(resultGrads[0], getInput().getType().getShape());
-  return success();
+  return inputGradient(*this, builder, resultGrads, wanted, grads,
+                       [&](GradientBuilder &g, Value dy) {
+                         return g.reshape(dy, getInput().getType().getShape());
+                       });
 }
 
 LogicalResult TransposeOp::buildGradients(OpBuilder &builder,
                                           ValueRange resultGrads,
                                           ArrayRef<bool> wanted,
                                           SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  if (!wanted[0] || !resultGrads[0])
-    return success();
-  ArrayRef<int64_t> perm = getPermutation();
-  SmallVector<int64_t> inverse(perm.size());
-  for (auto [i, p] : llvm::enumerate(perm))
-    inverse[p] = i;
-  grads[0] = r.g.transpose(resultGrads[0], inverse);
-  return success();
+  return inputGradient(*this, builder, resultGrads, wanted, grads,
+                       [&](GradientBuilder &g, Value dy) {
+                         ArrayRef<int64_t> perm = getPermutation();
+                         SmallVector<int64_t> inverse(perm.size());
+                         for (auto [i, p] : llvm::enumerate(perm))
+                           inverse[p] = i;
+                         return g.transpose(dy, inverse);
+                       });
 }
 
 LogicalResult BroadcastOp::buildGradients(OpBuilder &builder,
                                           ValueRange resultGrads,
                                           ArrayRef<bool> wanted,
                                           SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  if (!wanted[0] || !resultGrads[0])
-    return success();
-  ArrayRef<int64_t> in = getInput().getType().getShape();
-  ArrayRef<int64_t> out = getType().getShape();
-  ArrayRef<int64_t> dims = getDims();
-  SmallVector<int64_t> summed;
-  for (int64_t d = 0, e = out.size(); d < e; ++d) {
-    const int64_t *it = llvm::find(dims, d);
-    if (it == dims.end() || (in[it - dims.begin()] == 1 && out[d] != 1))
-      summed.push_back(d);
-  }
-  grads[0] = r.g.reshape(r.g.reduceSum(resultGrads[0], summed), in);
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        ArrayRef<int64_t> in = getInput().getType().getShape();
+        ArrayRef<int64_t> out = getType().getShape();
+        ArrayRef<int64_t> dims = getDims();
+        SmallVector<int64_t> summed;
+        for (int64_t d = 0, e = out.size(); d < e; ++d) {
+          const int64_t *it = llvm::find(dims, d);
+          if (it == dims.end() || (in[it - dims.begin()] == 1 && out[d] != 1))
+            summed.push_back(d);
+        }
+        return g.reshape(g.reduceSum(dy, summed), in);
+      });
 }
 
 LogicalResult ConcatOp::buildGradients(OpBuilder &builder,
@@ -749,53 +700,54 @@ LogicalResult SliceOp::buildGradients(OpBuilder &builder,
                                       ValueRange resultGrads,
                                       ArrayRef<bool> wanted,
                                       SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  if (!wanted[0] || !resultGrads[0])
-    return success();
-  ArrayRef<int64_t> in = getInput().getType().getShape();
-  ArrayRef<int64_t> out = getType().getShape();
-  Value d = r.g.dilate(resultGrads[0], getStride());
-  SmallVector<int64_t> low(getStart()), high;
-  for (auto [i, size] : llvm::enumerate(in))
-    high.push_back(out[i] == 0 ? size - low[i]
-                               : size - low[i] -
-                                     ((out[i] - 1) * getStride()[i] + 1));
-  grads[0] = r.g.pad(d, low, high);
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        ArrayRef<int64_t> in = getInput().getType().getShape();
+        ArrayRef<int64_t> out = getType().getShape();
+        Value d = g.dilate(dy, getStride());
+        SmallVector<int64_t> low(getStart()), high;
+        for (auto [i, size] : llvm::enumerate(in))
+          high.push_back(out[i] == 0 ? size - low[i]
+                                     : size - low[i] -
+                                           ((out[i] - 1) * getStride()[i] + 1));
+        return g.pad(d, low, high);
+      });
 }
 
 LogicalResult GatherOp::buildGradients(OpBuilder &builder,
                                        ValueRange resultGrads,
                                        ArrayRef<bool> wanted,
                                        SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  if (wanted[0] && resultGrads[0])
-    grads[0] = ScatterAddOp::create(r.g.builder(), getInput().getType(),
-                                    resultGrads[0], getIndices(), getAxis());
-  return success();
+  return inputGradient(*this, builder, resultGrads, wanted, grads,
+                       [&](GradientBuilder &g, Value dy) {
+                         return ScatterAddOp::create(
+                             g.builder(), getInput().getType(), dy,
+                             getIndices(), getAxis());
+                       });
 }
 
 LogicalResult ScatterAddOp::buildGradients(OpBuilder &builder,
                                            ValueRange resultGrads,
                                            ArrayRef<bool> wanted,
                                            SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  if (wanted[0] && resultGrads[0])
-    grads[0] = GatherOp::create(r.g.builder(), resultGrads[0], getIndices(),
-                                getAxis());
-  return success();
+  return inputGradient(*this, builder, resultGrads, wanted, grads,
+                       [&](GradientBuilder &g, Value dy) {
+                         return GatherOp::create(g.builder(), dy,
+                                                 getIndices(), getAxis());
+                       });
 }
 
 LogicalResult PadOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
                                     ArrayRef<bool> wanted,
                                     SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  if (!wanted[0] || !resultGrads[0])
-    return success();
-  ArrayRef<int64_t> in = getInput().getType().getShape();
-  SmallVector<int64_t> limit;
-  for (auto [i, size] : llvm::enumerate(in))
-    limit.push_back(getLow()[i] + size);
-  grads[0] = r.g.slice(resultGrads[0], getLow(), limit);
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        ArrayRef<int64_t> in = getInput().getType().getShape();
+        SmallVector<int64_t> limit;
+        for (auto [i, size] : llvm::enumerate(in))
+          limit.push_back(getLow()[i] + size);
+        return g.slice(dy, getLow(), limit);
+      });
 }

@@ -17,15 +17,8 @@ using namespace mlir;
 using namespace mlir::loom;
 using mlir::loom::detail::GradientBuilder;
 
-namespace {
-struct Rule {
-  GradientBuilder g;
-  Rule(Operation *op, OpBuilder &builder, SmallVectorImpl<Value> &grads)
-      : g(builder, op->getLoc()) {
-    grads.assign(op->getNumOperands(), Value());
-  }
-};
-} // namespace
+using mlir::loom::detail::inputGradient;
+using mlir::loom::detail::Rule;
 
 static int64_t numElements(ArrayRef<int64_t> shape) {
   int64_t n = 1;
@@ -88,58 +81,56 @@ LogicalResult MaxPoolOp::buildGradients(OpBuilder &builder,
                                         ValueRange resultGrads,
                                         ArrayRef<bool> wanted,
                                         SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  GradientBuilder &g = r.g;
-  Value dy = resultGrads[0];
-  if (!wanted[0] || !dy)
-    return success();
-  // Each window's gradient goes to the element it took (the first maximum,
-  // as PyTorch), summed where windows overlap.
-  RankedTensorType inType = getInput().getType();
-  Value indices =
-      MaxPoolIndicesOp::create(g.builder(), getInput(), getKernel(),
-                               getStrides(), getPadding(), getDilations());
-  int64_t m = numElements(getType().getShape());
-  int64_t total = numElements(inType.getShape());
-  Value flatDy = g.reshape(dy, {m});
-  Value flatIdx = g.reshape(indices, {m});
-  Value dx = ScatterAddOp::create(
-      g.builder(), RankedTensorType::get({total}, inType.getElementType()),
-      flatDy, flatIdx, 0);
-  grads[0] = g.reshape(dx, inType.getShape());
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        // Each window's gradient goes to the element it took (the first maximum,
+        // as PyTorch), summed where windows overlap.
+        RankedTensorType inType = getInput().getType();
+        Value indices =
+            MaxPoolIndicesOp::create(g.builder(), getInput(), getKernel(),
+                                     getStrides(), getPadding(), getDilations());
+        int64_t m = numElements(getType().getShape());
+        int64_t total = numElements(inType.getShape());
+        Value flatDy = g.reshape(dy, {m});
+        Value flatIdx = g.reshape(indices, {m});
+        Value dx = ScatterAddOp::create(
+            g.builder(), RankedTensorType::get({total}, inType.getElementType()),
+            flatDy, flatIdx, 0);
+        return g.reshape(dx, inType.getShape());
+      });
 }
 
 LogicalResult AvgPoolOp::buildGradients(OpBuilder &builder,
                                         ValueRange resultGrads,
                                         ArrayRef<bool> wanted,
                                         SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  GradientBuilder &g = r.g;
-  Value dy = resultGrads[0];
-  if (!wanted[0] || !dy)
-    return success();
-  RankedTensorType inType = getInput().getType();
-  ArrayRef<int64_t> kernel = getKernel();
-  int64_t window = numElements(kernel), c = inType.getDimSize(1);
-  // Divide by each window's divisor, then spread over the window: a
-  // depthwise transposed convolution with an all-ones filter.
-  Value scaled;
-  if (getCountIncludePad()) {
-    scaled = g.mul(dy, 1.0 / static_cast<double>(window));
-  } else {
-    Value ones = g.splat(inType, 1.0);
-    Value fraction = AvgPoolOp::create(g.builder(), ones, kernel, getStrides(),
-                                       getPadding(), /*count_include_pad=*/true);
-    scaled = g.div(dy, g.mul(fraction, static_cast<double>(window)));
-  }
-  SmallVector<int64_t> filterShape = {c, 1};
-  llvm::append_range(filterShape, kernel);
-  Value filter = g.splat(inType.clone(filterShape), 1.0);
-  SmallVector<int64_t> dilations(kernel.size(), 1);
-  grads[0] = detail::convInputGradient(g, scaled, filter, inType, getStrides(),
-                                       getPadding(), dilations, c);
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        RankedTensorType inType = getInput().getType();
+        ArrayRef<int64_t> kernel = getKernel();
+        int64_t window = numElements(kernel), c = inType.getDimSize(1);
+        // Divide by each window's divisor, then spread over the window: a
+        // depthwise transposed convolution with an all-ones filter.
+        Value scaled;
+        if (getCountIncludePad()) {
+          scaled = g.mul(dy, 1.0 / static_cast<double>(window));
+        } else {
+          Value ones = g.splat(inType, 1.0);
+          Value fraction =
+              AvgPoolOp::create(g.builder(), ones, kernel, getStrides(),
+                                getPadding(), /*count_include_pad=*/true);
+          scaled = g.div(dy, g.mul(fraction, static_cast<double>(window)));
+        }
+        SmallVector<int64_t> filterShape = {c, 1};
+        llvm::append_range(filterShape, kernel);
+        Value filter = g.splat(inType.clone(filterShape), 1.0);
+        SmallVector<int64_t> dilations(kernel.size(), 1);
+        return detail::convInputGradient(g, scaled, filter, inType,
+                                         getStrides(), getPadding(), dilations,
+                                         c);
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -150,30 +141,28 @@ LogicalResult SoftmaxOp::buildGradients(OpBuilder &builder,
                                         ValueRange resultGrads,
                                         ArrayRef<bool> wanted,
                                         SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  GradientBuilder &g = r.g;
-  Value dy = resultGrads[0], y = getResult();
-  if (!wanted[0] || !dy)
-    return success();
-  int64_t axis = getAxis();
-  Value dot = g.reduceSum(g.mul(dy, y), {axis}, /*keepdims=*/true);
-  grads[0] = g.mul(y, g.sub(dy, dot));
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        Value y = getResult();
+        int64_t axis = getAxis();
+        Value dot = g.reduceSum(g.mul(dy, y), {axis}, /*keepdims=*/true);
+        return g.mul(y, g.sub(dy, dot));
+      });
 }
 
 LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &builder,
                                            ValueRange resultGrads,
                                            ArrayRef<bool> wanted,
                                            SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  GradientBuilder &g = r.g;
-  Value dy = resultGrads[0], y = getResult();
-  if (!wanted[0] || !dy)
-    return success();
-  int64_t axis = getAxis();
-  Value sum = g.reduceSum(dy, {axis}, /*keepdims=*/true);
-  grads[0] = g.sub(dy, g.mul(ExpOp::create(g.builder(), y), sum));
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        Value y = getResult();
+        int64_t axis = getAxis();
+        Value sum = g.reduceSum(dy, {axis}, /*keepdims=*/true);
+        return g.sub(dy, g.mul(ExpOp::create(g.builder(), y), sum));
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -322,14 +311,12 @@ LogicalResult DropoutOp::buildGradients(OpBuilder &builder,
                                         ValueRange resultGrads,
                                         ArrayRef<bool> wanted,
                                         SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  GradientBuilder &g = r.g;
-  Value dy = resultGrads[0];
-  if (!wanted[0] || !dy)
-    return success();
-  double scale = 1.0 / (1.0 - getRatio().convertToDouble());
-  grads[0] = g.where(getMask(), g.mul(dy, scale));
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        double scale = 1.0 / (1.0 - getRatio().convertToDouble());
+        return g.where(getMask(), g.mul(dy, scale));
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -404,18 +391,18 @@ LogicalResult CrossEntropyOp::buildGradients(OpBuilder &builder,
                                              ValueRange resultGrads,
                                              ArrayRef<bool> wanted,
                                              SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  GradientBuilder &g = r.g;
-  if (!wanted[0] || !resultGrads[0])
-    return success();
-  // d/dx (-log_softmax(x)[label]) = softmax(x) - onehot(label).
-  grads[0] = classLossGradient(
-      g, *this, resultGrads[0], [&](Value c, Value onehot) {
-        Value p = SoftmaxOp::create(g.builder(), getInput(), 1);
-        Value t = g.castTo(onehot, GradientBuilder::elementOf(getInput()));
-        return g.mul(c, g.sub(p, t));
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        // d/dx (-log_softmax(x)[label]) = softmax(x) - onehot(label).
+        return classLossGradient(
+            g, *this, dy, [&](Value c, Value onehot) {
+              Value p = SoftmaxOp::create(g.builder(), getInput(), 1);
+              Value t =
+                  g.castTo(onehot, GradientBuilder::elementOf(getInput()));
+              return g.mul(c, g.sub(p, t));
+            });
       });
-  return success();
 }
 
 bool CrossEntropyOp::isDifferentiableOperand(unsigned index) {
@@ -426,15 +413,13 @@ LogicalResult NllLossOp::buildGradients(OpBuilder &builder,
                                         ValueRange resultGrads,
                                         ArrayRef<bool> wanted,
                                         SmallVectorImpl<Value> &grads) {
-  Rule r(*this, builder, grads);
-  GradientBuilder &g = r.g;
-  if (!wanted[0] || !resultGrads[0])
-    return success();
-  grads[0] = classLossGradient(g, *this, resultGrads[0],
-                               [&](Value c, Value onehot) {
-                                 return g.where(onehot, g.neg(c));
-                               });
-  return success();
+  return inputGradient(
+      *this, builder, resultGrads, wanted, grads,
+      [&](GradientBuilder &g, Value dy) {
+        return classLossGradient(g, *this, dy, [&](Value c, Value onehot) {
+          return g.where(onehot, g.neg(c));
+        });
+      });
 }
 
 bool NllLossOp::isDifferentiableOperand(unsigned index) { return index == 0; }

@@ -23,10 +23,13 @@ static bool hasRuleFor(Operation *op, unsigned operand) {
   return rule && rule.isDifferentiableOperand(operand);
 }
 
+/// "'loom.cast'", with the imported op and model node it came from.
 static std::string describeOp(Operation *op) {
   std::string s = "'" + op->getName().getStringRef().str() + "'";
   if (auto opaque = dyn_cast<OpaqueOp>(op))
     s += " (imported " + opaque.getOpName().str() + ")";
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    s += " (model node '" + name.getName().str() + "')";
   return s;
 }
 
@@ -129,12 +132,12 @@ mlir::loom::buildGradients(OpBuilder &builder, Value output,
       auto it = varied.find(v);
       if (it == varied.end() || hasRuleFor(op, i))
         continue;
-      InFlightDiagnostic diag = op->emitOpError();
+      InFlightDiagnostic diag = op->emitError() << describeOp(op);
       if (!isa<DifferentiableOpInterface>(op))
-        diag << "has no gradient rule, but the gradient with respect to "
+        diag << " has no gradient rule, but the gradient with respect to "
              << describe(it->second.find_first()) << " flows through it";
       else
-        diag << "has no gradient for operand #" << i << ", but "
+        diag << " has no gradient for operand #" << i << ", but "
              << describe(it->second.find_first()) << " reaches it";
       failedRule = true;
       break;
@@ -165,8 +168,8 @@ mlir::loom::buildGradients(OpBuilder &builder, Value output,
       bool reachesOutput = llvm::any_of(
           op->getResults(), [&](Value r) { return useful.contains(r); });
       if (takesVaried && !passesOn && reachesOutput) {
-        return op->emitOpError()
-               << "is not differentiable: the result depends on "
+        return op->emitError()
+               << "not differentiable: the result depends on "
                << describe(i) << " only through " << describeOp(op)
                << ", which produces " << op->getResult(0).getType()
                << ", so no gradient reaches " << describe(i);

@@ -321,8 +321,19 @@ LogicalResult BuildTrainStepPass::build(ModuleOp module, func::FuncOp fn) {
       }
       map.map(fn.getArgument(i), arg);
     }
-    for (Operation &op : body.without_terminator())
-      b.clone(op, map);
+    Value stepArg = entry->getArguments().back();
+    for (Operation &op : body.without_terminator()) {
+      Operation *copy = b.clone(op, map);
+      // A fresh dropout mask for every step and micro-batch: offset the
+      // model's seed by the global micro-batch index step * K + m.
+      if (auto dropout = dyn_cast<DropoutOp>(copy)) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(dropout);
+        Type i64 = b.getI64Type();
+        Value index = a.add(a.mul(stepArg, a.scalar(i64, k)), a.scalar(i64, m));
+        dropout.getSeedMutable().assign(a.add(dropout.getSeed(), index));
+      }
+    }
     Value loss = map.lookup(fnRet.getOperand(0));
     SmallVector<Value> wrt;
     for (unsigned i : params)

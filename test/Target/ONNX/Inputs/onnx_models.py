@@ -418,6 +418,65 @@ def _():
     return graph([helper.make_node("MatMul", ["x", "w"], ["y"])],
                  [vi("x", F, [2, 8])], [vi("y", F, [2, 8])], inits=[init("w", w)])
 
+# --- training (ai.onnx.preview.training) ------------------------------------
+
+TRAINING = "ai.onnx.preview.training"
+
+
+def training_graph(nodes, inputs, outputs, default_opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs)
+    opsets = [helper.make_opsetid(TRAINING, 1)]
+    if default_opset:
+        opsets.insert(0, helper.make_opsetid("", default_opset))
+    m = helper.make_model(g, opset_imports=opsets, producer_name="loom-tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+@model("gradient_matmul")
+def _():
+    # loss = sum(tanh(x @ w)); d loss / d w and d loss / d h (an intermediate).
+    return training_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]),
+         helper.make_node("Tanh", ["h"], ["t"]),
+         helper.make_node("ReduceSum", ["t"], ["loss"], keepdims=0),
+         helper.make_node("Gradient", ["x", "w"], ["dw", "dh"], domain=TRAINING,
+                          xs=["w", "h"], y="loss")],
+        [vi("x", F, [2, 3]), vi("w", F, [3, 4])],
+        [vi("loss", F, []), vi("dw", F, [3, 4]), vi("dh", F, [2, 4])])
+
+
+@model("gradient_through_cast")
+def _():
+    return training_graph(
+        [helper.make_node("Cast", ["x"], ["i"], to=TensorProto.INT64),
+         helper.make_node("Cast", ["i"], ["f"], to=F),
+         helper.make_node("ReduceSum", ["f"], ["y"], keepdims=0),
+         helper.make_node("Gradient", ["x"], ["dx"], domain=TRAINING, xs=["x"], y="y")],
+        [vi("x", F, [3])], [vi("y", F, []), vi("dx", F, [3])])
+
+
+@model("momentum_nesterov")
+def _():
+    return training_graph(
+        [helper.make_node("Momentum", ["R", "T", "X", "G", "V"], ["X_new", "V_new"],
+                          domain=TRAINING, alpha=0.9, beta=1.0, mode="nesterov",
+                          norm_coefficient=0.01)],
+        [vi("R", F, []), vi("T", I64, []), vi("X", F, [4]), vi("G", F, [4]), vi("V", F, [4])],
+        [vi("X_new", F, [4]), vi("V_new", F, [4])], default_opset=0)
+
+
+@model("momentum_bad_mode")
+def _():
+    return training_graph(
+        [helper.make_node("Momentum", ["R", "T", "X", "G", "V"], ["X_new", "V_new"],
+                          domain=TRAINING, alpha=0.9, beta=1.0, mode="heavy",
+                          norm_coefficient=0.0)],
+        [vi("R", F, []), vi("T", I64, []), vi("X", F, [4]), vi("G", F, [4]), vi("V", F, [4])],
+        [vi("X_new", F, [4]), vi("V_new", F, [4])], default_opset=0)
+
+
 
 def main():
     out = sys.argv[1]
