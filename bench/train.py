@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Training-step benchmark: Loom's compiled @train_step vs PyTorch eager, same run.
+
+    bench/train.py [--build build] [--threads N] [--steps S]
+
+Models (the ones of bench/forward.py, trained with AdamW):
+  mlp:   4 Linear layers of width 1024 with ReLU, batch 256, MSE loss
+  block: a GPT-style pre-norm transformer block, d=512, 8 heads, seq 128,
+         batch 8, MSE loss
+
+Loom: loomc builds the artifact, `loom-run DIR --steps S --data D` trains;
+its own timer gives seconds per step after compilation. PyTorch: the usual
+zero_grad / forward / backward / step loop, timed after 2 warm-up steps.
+Both single process with the same thread setting. Prints seconds per step,
+Loom's compile time and the ratio Loom / PyTorch (lower is better).
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(__file__))
+from forward import MLP, Block  # noqa: E402
+
+
+def torch_step_seconds(model, xs, ys, steps):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    def step(i):
+        opt.zero_grad()
+        F.mse_loss(model(torch.from_numpy(xs[i])), torch.from_numpy(ys[i])).backward()
+        opt.step()
+    for i in range(2):
+        step(i)
+    start = time.perf_counter()
+    for i in range(steps):
+        step(i)
+    return (time.perf_counter() - start) / steps
+
+
+def loom_step_seconds(tools, onnx_path, work, steps, threads):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+    out = os.path.join(work, "out")
+    subprocess.run([os.path.join(tools, "loomc"), onnx_path, "--train", "--loss=mse",
+                    "--optimizer=adamw", "--lr=1e-4", "-o", out],
+                   check=True, capture_output=True, env=env)
+    run = subprocess.run([os.path.join(tools, "loom-run"), out, "--steps", str(steps),
+                          "--data", os.path.join(work, "data")],
+                         check=True, capture_output=True, text=True, env=env).stdout
+    m = re.search(r"trained \d+ steps in ([\d.]+) s \(([\d.]+) s/step, compile ([\d.]+) s\)", run)
+    return float(m.group(2)), float(m.group(3))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default=os.environ.get("LOOM_BUILD_DIR", "build"))
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--steps", type=int, default=10)
+    a = p.parse_args()
+    tools = os.path.join(a.build, "bin")
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    models = {"mlp": (MLP(), (256, 1024)), "block": (Block(), (8, 128, 512))}
+    print(f"threads: {a.threads}, steps: {a.steps}")
+    print(f"{'model':8} {'torch s/step':>13} {'loom s/step':>12} {'loom compile s':>15} {'ratio':>7}")
+    for name, (model, shape) in models.items():
+        with tempfile.TemporaryDirectory() as work:
+            xs = rng.standard_normal((a.steps + 2, *shape)).astype(np.float32)
+            ys = rng.standard_normal((a.steps + 2, *shape)).astype(np.float32)
+            data = os.path.join(work, "data")
+            os.makedirs(data)
+            np.save(os.path.join(data, "x.npy"), xs)
+            np.save(os.path.join(data, "labels.npy"), ys)
+            path = os.path.join(work, "model.onnx")
+            torch.onnx.export(model, torch.from_numpy(xs[0]), path, opset_version=14,
+                              input_names=["x"], output_names=["y"],
+                              do_constant_folding=False,
+                              training=torch.onnx.TrainingMode.TRAINING)
+            loom, compile_s = loom_step_seconds(tools, path, work, a.steps, a.threads)
+            t = torch_step_seconds(model, xs, ys, a.steps)
+            print(f"{name:8} {t:13.4f} {loom:12.4f} {compile_s:15.2f} {loom / t:7.2f}")
+
+
+if __name__ == "__main__":
+    main()
