@@ -29,9 +29,13 @@ llvm_config.with_environment("PYTHONPATH", os.path.join(config.loom_src_root, "p
 llvm_config.with_environment("LOOM_BUILD_DIR", config.loom_obj_root)
 
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
-tools = ["loom-opt", "loom-translate", "loom-run", "loomc"]
+tools = ["loom-opt", "loom-translate", "loom-run", "loomc", "loom-collectives-test"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.add_tool_substitutions(["mlir-translate"], [config.llvm_tools_dir])
+
+# OpenMPI: tests may run as root (CI containers) and with more ranks than cores.
+config.substitutions.append(("%mpirun", "mpirun --allow-run-as-root --oversubscribe --mca btl self,tcp"))
+llvm_config.with_environment("OMPI_MCA_rmaps_base_oversubscribe", "1")
 
 if os.path.isdir("/usr/share/libonnx-testdata/data/node"):
     config.available_features.add("onnx-testdata")

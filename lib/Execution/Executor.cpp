@@ -189,8 +189,8 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
   executor->engine = std::move(*engine);
   executor->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
-    auto add = [&](StringRef name, void *fn) {
-      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+    auto add = [&](const Twine &name, void *fn) {
+      symbols[interner(name.str())] = {llvm::orc::ExecutorAddr::fromPtr(fn),
                                  llvm::JITSymbolFlags::Exported};
     };
     add("_mlir_ciface_loom_rt_batch_matmul_f32",
@@ -198,6 +198,22 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
     add("_mlir_ciface_loom_rt_batch_matmul_f64",
         reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_f64));
     add("memrefCopy", reinterpret_cast<void *>(&memrefCopy));
+    // Collectives: one declaration per element type in the IR (the symbol's
+    // type names it), one C function each (the element type is an argument).
+    static const char *elements[] = {"f16", "bf16", "f32", "f64", "i1",
+                                     "i8",  "i16",  "i32", "i64"};
+    for (const char *e : elements) {
+      std::string suffix = std::string("_") + e;
+      add("_mlir_ciface_loom_rt_all_reduce" + suffix,
+          reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_reduce));
+      add("_mlir_ciface_loom_rt_all_gather" + suffix,
+          reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_gather));
+      add("_mlir_ciface_loom_rt_reduce_scatter" + suffix,
+          reinterpret_cast<void *>(&_mlir_ciface_loom_rt_reduce_scatter));
+      add("_mlir_ciface_loom_rt_all_to_all" + suffix,
+          reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_to_all));
+    }
+    add("loom_rt_group_index", reinterpret_cast<void *>(&loom_rt_group_index));
     return symbols;
   });
   // Generate machine code now (ORC would do it at the first call), so that

@@ -20,6 +20,7 @@
 
 #include "loom/Conversion/Passes.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Execution/Distributed.h"
 #include "loom/Execution/Executor.h"
 #include "loom/Execution/TensorIO.h"
 #include "loom/Execution/Training.h"
@@ -87,6 +88,10 @@ static cl::opt<std::string> dataDir("data",
     cl::desc("Training: directory with <input>.npy and labels.npy (leading step axis), "
              "or 'synthetic'"),
     cl::init("synthetic"), cl::cat(category));
+static cl::opt<double> timeout("timeout",
+    cl::desc("Distributed runs: seconds a collective may take before the ranks are "
+             "diagnosed (default 60)"),
+    cl::init(60.0), cl::cat(category));
 static cl::opt<std::string> paramsOut("params-out",
     cl::desc("Training: where to write the final parameters (default ARTIFACT/params-final)"),
     cl::cat(category));
@@ -213,9 +218,24 @@ int main(int argc, char **argv) {
   }
   std::vector<HostTensor> byIndex;
   bool inputsArePb = true;
-  if (!inputDir.empty()) {
+  // Under a launcher, rank R reads D/rank<R>/ when it exists and writes
+  // O/rank<R>/.
+  loom_launch_info_t launch;
+  std::string rankDir;
+  if (loom_status_t s = loom_launch_info_from_env(&launch))
+    return fail(loom_status_message(s));
+  if (launch.world_size > 1)
+    rankDir = "rank" + std::to_string(launch.rank);
+  std::string inputs = inputDir;
+  if (!inputs.empty() && !rankDir.empty()) {
+    SmallString<256> perRank(inputs);
+    llvm::sys::path::append(perRank, rankDir);
+    if (llvm::sys::fs::is_directory(perRank))
+      inputs = std::string(perRank);
+  }
+  if (!inputs.empty()) {
     for (unsigned i = 0;; ++i) {
-      std::string path = findIndexed(inputDir, "input", i);
+      std::string path = findIndexed(inputs, "input", i);
       if (path.empty())
         break;
       inputsArePb &= StringRef(path).ends_with(".pb");
@@ -272,6 +292,28 @@ int main(int argc, char **argv) {
     }
   }
 
+  // A partitioned program (collectives in it) runs on the mesh it declares,
+  // one process per device, under mpirun/srun.
+  std::unique_ptr<DistributedContext> distributed;
+  if (auto fn = module->lookupSymbol<func::FuncOp>(function)) {
+    bool collectives = false;
+    fn.walk([&](Operation *op) {
+      collectives |= isa<AllReduceOp, AllGatherOp, ReduceScatterOp,
+                         AllToAllOp, AllSliceOp>(op);
+    });
+    if (collectives) {
+      DistributedOptions dopts;
+      dopts.timeoutSeconds = timeout;
+      distributed = DistributedContext::create(*module, nullptr, dopts, error);
+      if (!distributed)
+        return fail(error);
+    }
+  }
+  std::string rankPrefix =
+      distributed && distributed->size() > 1
+          ? "rank " + std::to_string(distributed->rank()) + ": "
+          : "";
+
   ExecutorOptions options;
   options.useBlas = !noBlas;
   options.optLevel = optLevel;
@@ -288,7 +330,8 @@ int main(int argc, char **argv) {
   // or, for .mlir models, by position among the non-parameter arguments.
   std::string baseDir = llvm::sys::path::parent_path(modelPath).str();
   std::vector<HostTensor> argValues;
-  std::mt19937_64 gen(seed);
+  // Distributed runs draw different random inputs on every rank.
+  std::mt19937_64 gen(seed + (distributed ? distributed->rank() : 0));
   unsigned inputIndex = 0;
   for (auto [i, info] : llvm::enumerate(executor->getArguments())) {
     if (!info.parameter.empty()) {
@@ -351,12 +394,15 @@ int main(int argc, char **argv) {
         compileSeconds, runSeconds, int(repeat), cpuPerCall);
 
   if (!outputDir.empty()) {
-    (void)llvm::sys::fs::create_directories(outputDir);
+    SmallString<256> outDir(outputDir);
+    if (!rankDir.empty())
+      llvm::sys::path::append(outDir, rankDir);
+    (void)llvm::sys::fs::create_directories(outDir);
     std::string ext = outputFormat.empty()
                           ? (inputsArePb ? ".pb" : ".npy")
                           : "." + outputFormat;
     for (auto [i, t] : llvm::enumerate(results)) {
-      SmallString<256> path(outputDir);
+      SmallString<256> path(outDir);
       llvm::sys::path::append(path, "output_" + std::to_string(i) + ext);
       if (!writeTensorFile(path, t, error, executor->getResults()[i].name))
         return fail(error);
@@ -364,7 +410,7 @@ int main(int argc, char **argv) {
   }
   if (printOutputs)
     for (auto [i, t] : llvm::enumerate(results))
-      printTensor(executor->getResults()[i].name, t);
+      printTensor(rankPrefix + executor->getResults()[i].name, t);
 
   int status = 0;
   if (!expectedDir.empty()) {

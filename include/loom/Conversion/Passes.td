@@ -19,6 +19,7 @@ def ConvertLoomToLinalg : Pass<"loom-convert-to-linalg", "mlir::ModuleOp"> {
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
     "mlir::math::MathDialect", "mlir::scf::SCFDialect",
+    "mlir::bufferization::BufferizationDialect", "mlir::memref::MemRefDialect",
     "mlir::tensor::TensorDialect",
     "mlir::func::FuncDialect"
   ];

@@ -102,6 +102,8 @@ void populateShapePatterns(LoomTypeConverter &converter,
                            RewritePatternSet &patterns);
 void populateNNPatterns(LoomTypeConverter &converter,
                         RewritePatternSet &patterns);
+void populateCollectivePatterns(LoomTypeConverter &converter,
+                                RewritePatternSet &patterns);
 
 } // namespace mlir::loom::lowering
 

@@ -28,6 +28,7 @@ struct ConvertLoomToLinalgPass
     populateStructuredPatterns(converter, patterns);
     populateShapePatterns(converter, patterns);
     populateNNPatterns(converter, patterns);
+    populateCollectivePatterns(converter, patterns);
     // Unsigned types at function boundaries become signless too.
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
@@ -35,8 +36,9 @@ struct ConvertLoomToLinalgPass
     populateCallOpTypeConversionPattern(patterns, converter);
 
     ConversionTarget target(*ctx);
-    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect, scf::SCFDialect,
+    target.addLegalDialect<arith::ArithDialect, bufferization::BufferizationDialect,
+                           linalg::LinalgDialect, math::MathDialect,
+                           memref::MemRefDialect, scf::SCFDialect,
                            tensor::TensorDialect>();
     target.addLegalOp<ModuleOp, MeshOp, ParameterOp,
                       UnrealizedConversionCastOp>();

@@ -57,6 +57,41 @@ typedef struct loom_unranked_memref {
 void memrefCopy(int64_t elementSize, loom_unranked_memref *src,
                 loom_unranked_memref *dst);
 
+/*===----------------------------------------------------------------------===*
+ * Collectives (runtime/src/compiled.cpp)
+ *
+ * Buffers are contiguous 1-D memrefs of any element type (`dtype` says
+ * which, as loom_dtype_t); `axes` packs the mesh axes of the collective, one
+ * byte per axis (index + 1), least significant first, in group order (the
+ * first axis is the most significant). They run on the mesh set with
+ * loom_rt_set_mesh; on failure they print the runtime's message and end the
+ * process with status 1 (compiled code cannot handle errors).
+ *===----------------------------------------------------------------------===*/
+
+typedef struct loom_memref1 {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t size;
+  int64_t stride;
+} loom_memref1;
+
+struct loom_mesh_s;
+void loom_rt_set_mesh(struct loom_mesh_s *mesh);
+int64_t loom_rt_pack_axes(const int32_t *axes, int32_t num_axes);
+void _mlir_ciface_loom_rt_all_reduce(int64_t axes, int64_t dtype,
+                                     int64_t reduction, loom_memref1 *send,
+                                     loom_memref1 *recv);
+void _mlir_ciface_loom_rt_all_gather(int64_t axes, int64_t dtype,
+                                     loom_memref1 *send, loom_memref1 *recv);
+void _mlir_ciface_loom_rt_reduce_scatter(int64_t axes, int64_t dtype,
+                                         int64_t reduction, loom_memref1 *send,
+                                         loom_memref1 *recv);
+void _mlir_ciface_loom_rt_all_to_all(int64_t axes, int64_t dtype,
+                                     loom_memref1 *send, loom_memref1 *recv);
+/* This rank's index in the group of `axes` (row-major over them). */
+int64_t loom_rt_group_index(int64_t axes);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -5,9 +5,18 @@
  * objects instead of exceptions or raw MPI/CUDA codes, versioned options
  * structs with an initializer.
  *
- * This header grows with the distributed runtime; today it holds status
- * handling and launcher detection (which rank am I, how many are there),
- * which every backend needs first.
+ * Contents: status objects; launcher detection (which rank am I, how many
+ * are there); the runtime (one per process, over MPI on CPUs or NCCL on
+ * GPUs); device meshes (ranks arranged row-major over named axes, with a
+ * communicator for every ordered subset of axes, like Horovod's process
+ * sets); and collectives over mesh axes.
+ *
+ * Every collective has a deadline. When it passes, the runtime asks every
+ * rank whether it is alive and fails with LOOM_STATUS_DEADLINE_EXCEEDED and
+ * a message naming the collective and the ranks that did not answer, instead
+ * of hanging. Before each collective, ranks compare what they are about to
+ * do (operation, element type, count); a mismatch fails on every rank with
+ * LOOM_STATUS_INVALID_ARGUMENT instead of corrupting memory or hanging.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -93,6 +102,150 @@ loom_status_t loom_launch_info_from_env(loom_launch_info_t *out_info);
  * (for tests and for embedding). */
 loom_status_t loom_launch_info_from_environ(const char *const *environ_list,
                                             loom_launch_info_t *out_info);
+
+
+/*===----------------------------------------------------------------------===*
+ * Element types and reductions
+ *===----------------------------------------------------------------------===*/
+
+typedef enum loom_dtype_t {
+  LOOM_DTYPE_F32 = 0,
+  LOOM_DTYPE_F64 = 1,
+  LOOM_DTYPE_F16 = 2,
+  LOOM_DTYPE_BF16 = 3,
+  LOOM_DTYPE_I8 = 4,
+  LOOM_DTYPE_I16 = 5,
+  LOOM_DTYPE_I32 = 6,
+  LOOM_DTYPE_I64 = 7,
+  LOOM_DTYPE_U8 = 8,
+  LOOM_DTYPE_U16 = 9,
+  LOOM_DTYPE_U32 = 10,
+  LOOM_DTYPE_U64 = 11,
+  LOOM_DTYPE_BOOL = 12, /* one byte per element */
+} loom_dtype_t;
+
+/* Bytes per element, or 0 for an unknown type. */
+size_t loom_dtype_size(loom_dtype_t dtype);
+const char *loom_dtype_name(loom_dtype_t dtype);
+
+typedef enum loom_reduction_t {
+  LOOM_REDUCTION_SUM = 0,
+  LOOM_REDUCTION_MAX = 1,
+  LOOM_REDUCTION_MIN = 2,
+  LOOM_REDUCTION_PROD = 3,
+} loom_reduction_t;
+
+/*===----------------------------------------------------------------------===*
+ * Runtime
+ *===----------------------------------------------------------------------===*/
+
+typedef enum loom_backend_t {
+  /* MPI when the launcher started more than one process, else local. */
+  LOOM_BACKEND_AUTO = 0,
+  /* One process, no communication library. */
+  LOOM_BACKEND_LOCAL = 1,
+  /* OpenMPI (CPU buffers). */
+  LOOM_BACKEND_MPI = 2,
+  /* NCCL (buffers in GPU memory), bootstrapped over MPI. */
+  LOOM_BACKEND_NCCL = 3,
+} loom_backend_t;
+
+const char *loom_backend_name(loom_backend_t backend);
+
+/* Options; initialise with loom_runtime_options_init, then change fields.
+ * New fields are only ever appended (struct_size tells which exist). */
+typedef struct loom_runtime_options_t {
+  uint32_t struct_size;
+  loom_backend_t backend;
+  /* Seconds a collective may take before the runtime diagnoses the ranks
+   * (default 60). */
+  double timeout_seconds;
+  /* Seconds to wait for answers when diagnosing (default 3). */
+  double diagnosis_seconds;
+  /* Compare operation, type and count across ranks before each collective
+   * (default 1; one small extra all-reduce per collective). */
+  int32_t check_signatures;
+} loom_runtime_options_t;
+
+void loom_runtime_options_init(loom_runtime_options_t *options);
+
+typedef struct loom_runtime_s *loom_runtime_t;
+
+/* Initialises the backend from the launcher environment (MPI_Init for MPI
+ * and NCCL). Fails with UNAVAILABLE when the backend was not built in or
+ * cannot start (NCCL without a GPU). */
+loom_status_t loom_runtime_create(const loom_runtime_options_t *options,
+                                  loom_runtime_t *out_runtime);
+/* Finalises the backend. NULL is ignored. */
+void loom_runtime_destroy(loom_runtime_t runtime);
+int32_t loom_runtime_rank(loom_runtime_t runtime);
+int32_t loom_runtime_size(loom_runtime_t runtime);
+loom_backend_t loom_runtime_backend(loom_runtime_t runtime);
+
+/*===----------------------------------------------------------------------===*
+ * Meshes
+ *===----------------------------------------------------------------------===*/
+
+typedef struct loom_mesh_s *loom_mesh_t;
+
+/* Arranges the runtime's ranks row-major over `num_axes` named axes whose
+ * sizes multiply to the number of ranks (rank = ((i0 * n1) + i1) * n2 + i2
+ * ...). Fails with INVALID_ARGUMENT naming the sizes otherwise. */
+loom_status_t loom_mesh_create(loom_runtime_t runtime, int32_t num_axes,
+                               const int64_t *axis_sizes,
+                               const char *const *axis_names,
+                               loom_mesh_t *out_mesh);
+void loom_mesh_destroy(loom_mesh_t mesh);
+int32_t loom_mesh_num_axes(loom_mesh_t mesh);
+int64_t loom_mesh_axis_size(loom_mesh_t mesh, int32_t axis);
+const char *loom_mesh_axis_name(loom_mesh_t mesh, int32_t axis);
+/* This rank's coordinate along `axis`. */
+int64_t loom_mesh_coordinate(loom_mesh_t mesh, int32_t axis);
+/* The rank at the given coordinates (one per axis). */
+int32_t loom_mesh_rank_at(loom_mesh_t mesh, const int64_t *coordinates);
+
+/*===----------------------------------------------------------------------===*
+ * Collectives
+ *
+ * A collective runs among the ranks that share this rank's coordinates on
+ * every axis not in `axes` (a group of size = product of those axis sizes).
+ * Within the group, ranks are ordered row-major over `axes` in the order
+ * given (the first axis is the most significant). Buffers are host memory
+ * for LOCAL/MPI and device memory for NCCL; send and receive buffers must
+ * not overlap unless equal (in place) where noted.
+ *===----------------------------------------------------------------------===*/
+
+/* recv[i] = reduce over the group of send[i], for i < count. In place when
+ * send == recv. */
+loom_status_t loom_all_reduce(loom_mesh_t mesh, const int32_t *axes,
+                              int32_t num_axes, loom_dtype_t dtype,
+                              loom_reduction_t reduction, const void *send,
+                              void *recv, int64_t count);
+/* recv = the concatenation, in group order, of every rank's send
+ * (send_count elements each). */
+loom_status_t loom_all_gather(loom_mesh_t mesh, const int32_t *axes,
+                              int32_t num_axes, loom_dtype_t dtype,
+                              const void *send, void *recv, int64_t send_count);
+/* The reduction over the group of send (group size * recv_count elements),
+ * of which this rank keeps block number (its group index). */
+loom_status_t loom_reduce_scatter(loom_mesh_t mesh, const int32_t *axes,
+                                  int32_t num_axes, loom_dtype_t dtype,
+                                  loom_reduction_t reduction, const void *send,
+                                  void *recv, int64_t recv_count);
+/* Block j of send (count_per_rank elements) goes to group rank j; block j
+ * of recv comes from group rank j. */
+loom_status_t loom_all_to_all(loom_mesh_t mesh, const int32_t *axes,
+                              int32_t num_axes, loom_dtype_t dtype,
+                              const void *send, void *recv,
+                              int64_t count_per_rank);
+/* Sends `count` elements to mesh rank `to` and receives `count` from mesh
+ * rank `from` (either may be -1 for none), without deadlock. */
+loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,
+                             int32_t to, const void *send, int32_t from,
+                             void *recv, int64_t count);
+/* Blocks until every rank of the group arrives. */
+loom_status_t loom_barrier(loom_mesh_t mesh, const int32_t *axes,
+                           int32_t num_axes);
 
 #ifdef __cplusplus
 } /* extern "C" */

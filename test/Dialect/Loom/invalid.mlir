@@ -881,3 +881,65 @@ func.func @max_pool_indices_result(%x: tensor<1x1x4x4xf32>) {
       : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xi32>
   return
 }
+
+// -----
+
+loom.mesh @m ["dp"=2, "tp"=4]
+func.func @collective_unknown_axis(%x: tensor<8xf32>) {
+  // expected-error @+1 {{axis "pp" is not an axis of mesh @m}}
+  %0 = loom.all_reduce %x over @m ["pp"] reduction = sum : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @collective_no_mesh(%x: tensor<8xf32>) {
+  // expected-error @+1 {{names @nope, which is not a loom.mesh}}
+  %0 = loom.all_reduce %x over @nope ["dp"] reduction = sum : tensor<8xf32>
+  return
+}
+
+// -----
+
+loom.mesh @m ["dp"=2, "tp"=4]
+func.func @collective_repeated_axis(%x: tensor<8xf32>) {
+  // expected-error @+1 {{axis "dp" appears twice}}
+  %0 = loom.all_gather %x over @m ["dp", "dp"] dim = 0 : (tensor<8xf32>) -> tensor<32xf32>
+  return
+}
+
+// -----
+
+loom.mesh @m ["dp"=2, "tp"=4]
+func.func @all_gather_size(%x: tensor<8x3xf32>) {
+  // expected-error @+1 {{result dimension 0 should be 16, got 8}}
+  %0 = loom.all_gather %x over @m ["dp"] dim = 0 : (tensor<8x3xf32>) -> tensor<8x3xf32>
+  return
+}
+
+// -----
+
+loom.mesh @m ["dp"=2, "tp"=4]
+func.func @reduce_scatter_divides(%x: tensor<6x3xf32>) {
+  // expected-error @+1 {{dimension 0 (size 6) does not divide into 4 blocks}}
+  %0 = loom.reduce_scatter %x over @m ["tp"] dim = 0 reduction = sum : (tensor<6x3xf32>) -> tensor<1x3xf32>
+  return
+}
+
+// -----
+
+loom.mesh @m ["dp"=2, "tp"=4]
+func.func @all_slice_dim(%x: tensor<8xf32>) {
+  // expected-error @+1 {{dim 1 is out of range for rank 1}}
+  %0 = loom.all_slice %x over @m ["tp"] dim = 1 : (tensor<8xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+loom.mesh @m ["dp"=2, "tp"=4]
+func.func @all_to_all_split(%x: tensor<8x6xf32>) {
+  // expected-error @+1 {{split dimension 1 (size 6) does not divide into 4 blocks}}
+  %0 = loom.all_to_all %x over @m ["tp"] split_dim = 1 concat_dim = 0 : (tensor<8x6xf32>) -> tensor<32x1xf32>
+  return
+}

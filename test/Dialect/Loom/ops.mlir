@@ -291,3 +291,24 @@ func.func @opaque(%b: tensor<1x6x4xf32>, %s: tensor<1x1x6xf32>) -> tensor<3x3xi6
       : (tensor<1x6x4xf32>, tensor<1x1x6xf32>) -> tensor<3x3xi64>
   return %0 : tensor<3x3xi64>
 }
+
+// -----
+
+// Collectives of per-device programs.
+// CHECK-LABEL: func.func @collectives
+loom.mesh @m2 ["dp"=2, "tp"=4]
+func.func @collectives(%x: tensor<8x16xf32>, %y: tensor<16xbf16>) {
+  // CHECK: loom.all_reduce %{{.*}} over @m2 ["tp"] reduction = sum : tensor<8x16xf32>
+  %0 = loom.all_reduce %x over @m2 ["tp"] reduction = sum : tensor<8x16xf32>
+  // CHECK: loom.all_reduce %{{.*}}, %{{.*}} over @m2 ["dp", "tp"] reduction = max : tensor<8x16xf32>, tensor<16xbf16>
+  %1:2 = loom.all_reduce %x, %y over @m2 ["dp", "tp"] reduction = max : tensor<8x16xf32>, tensor<16xbf16>
+  // CHECK: loom.all_gather %{{.*}} over @m2 ["dp"] dim = 0 : (tensor<8x16xf32>) -> tensor<16x16xf32>
+  %2 = loom.all_gather %x over @m2 ["dp"] dim = 0 : (tensor<8x16xf32>) -> tensor<16x16xf32>
+  // CHECK: loom.reduce_scatter %{{.*}} over @m2 ["tp", "dp"] dim = 1 reduction = sum : (tensor<8x16xf32>) -> tensor<8x2xf32>
+  %3 = loom.reduce_scatter %x over @m2 ["tp", "dp"] dim = 1 reduction = sum : (tensor<8x16xf32>) -> tensor<8x2xf32>
+  // CHECK: loom.all_to_all %{{.*}} over @m2 ["tp"] split_dim = 1 concat_dim = 0 : (tensor<8x16xf32>) -> tensor<32x4xf32>
+  %4 = loom.all_to_all %x over @m2 ["tp"] split_dim = 1 concat_dim = 0 : (tensor<8x16xf32>) -> tensor<32x4xf32>
+  // CHECK: loom.all_slice %{{.*}} over @m2 ["tp"] dim = 1 : (tensor<8x16xf32>) -> tensor<8x4xf32>
+  %5 = loom.all_slice %x over @m2 ["tp"] dim = 1 : (tensor<8x16xf32>) -> tensor<8x4xf32>
+  return
+}

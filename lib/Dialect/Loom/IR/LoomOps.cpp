@@ -292,6 +292,14 @@ static ParseResult parseKeyword(OpAsmParser &parser,
   return parseEnumKeyword(parser, attr, symbolizeGeluApproximation,
                           "none, tanh");
 }
+static ParseResult parseKeyword(OpAsmParser &parser, ReductionKindAttr &attr) {
+  return parseEnumKeyword(parser, attr, symbolizeReductionKind,
+                          "sum, max, min, prod");
+}
+static void printKeyword(OpAsmPrinter &printer, Operation *,
+                         ReductionKindAttr attr) {
+  printer << stringifyReductionKind(attr.getValue());
+}
 static void printKeyword(OpAsmPrinter &printer, Operation *,
                          CompareDirectionAttr attr) {
   printer << stringifyCompareDirection(attr.getValue());

@@ -480,3 +480,39 @@ ShardingRule MseLossOp::getShardingRule() {
   b.result({});
   return b.rule;
 }
+
+//===----------------------------------------------------------------------===//
+// Collectives (per-device programs): the communicated dimensions stay whole
+//===----------------------------------------------------------------------===//
+
+ShardingRule AllReduceOp::getShardingRule() {
+  RuleBuilder b;
+  for (Value v : getInputs()) {
+    SmallVector<int64_t> f = b.factorsFor(shapeOf(v), FactorKind::Parallel);
+    b.operand(f);
+    b.result(f);
+  }
+  return b.rule;
+}
+
+static SmallVector<bool> allBut(Operation *op, ArrayRef<int64_t> dims) {
+  SmallVector<bool> keep(shapeOf(op->getOperand(0)).size(), true);
+  for (int64_t d : dims)
+    keep[d] = false;
+  return keep;
+}
+
+ShardingRule AllGatherOp::getShardingRule() {
+  return sameOrReplicated(*this, allBut(*this, {static_cast<int64_t>(getDim())}));
+}
+ShardingRule ReduceScatterOp::getShardingRule() {
+  return sameOrReplicated(*this, allBut(*this, {static_cast<int64_t>(getDim())}));
+}
+ShardingRule AllSliceOp::getShardingRule() {
+  return sameOrReplicated(*this, allBut(*this, {static_cast<int64_t>(getDim())}));
+}
+ShardingRule AllToAllOp::getShardingRule() {
+  return sameOrReplicated(*this,
+                          allBut(*this, {static_cast<int64_t>(getSplitDim()),
+                                         static_cast<int64_t>(getConcatDim())}));
+}

@@ -14,5 +14,6 @@ include "loom/Dialect/Loom/IR/LoomElementwiseOps.td"
 include "loom/Dialect/Loom/IR/LoomStructuredOps.td"
 include "loom/Dialect/Loom/IR/LoomShapeOps.td"
 include "loom/Dialect/Loom/IR/LoomNNOps.td"
+include "loom/Dialect/Loom/IR/LoomCollectiveOps.td"
 
 #endif // LOOM_DIALECT_LOOM_IR_LOOMOPS_TD

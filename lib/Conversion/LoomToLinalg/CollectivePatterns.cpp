@@ -1,0 +1,380 @@
+//===- CollectivePatterns.cpp - loom collectives -> runtime calls ---------===//
+//
+// A collective becomes a call to the runtime (runtime/include/loom/kernels.h)
+// on contiguous 1-D buffers: the operand is transposed so that the
+// communicated dimension is outermost (when it is not already), flattened
+// and handed over with bufferization.to_buffer; the result is a fresh buffer
+// the call fills, turned back into a tensor and reshaped/transposed into the
+// result type. all_slice needs no communication: an extract_slice at this
+// device's group index.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+#include "llvm/ADT/MapVector.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::lowering;
+
+namespace {
+
+/// loom_dtype_t of an element type (see runtime.h).
+int64_t dtypeCode(Type t) {
+  if (t.isF32())
+    return 0;
+  if (t.isF64())
+    return 1;
+  if (t.isF16())
+    return 2;
+  if (t.isBF16())
+    return 3;
+  if (t.isInteger(1))
+    return 12;
+  auto i = cast<IntegerType>(t);
+  bool u = i.isUnsigned();
+  switch (i.getWidth()) {
+  case 8:
+    return u ? 8 : 4;
+  case 16:
+    return u ? 9 : 5;
+  case 32:
+    return u ? 10 : 6;
+  default:
+    return u ? 11 : 7;
+  }
+}
+
+/// Axis indices packed as the runtime expects (a byte per axis, + 1).
+FailureOr<int64_t> axesCode(Operation *op, FlatSymbolRefAttr meshRef,
+                            ArrayAttr axes) {
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, meshRef);
+  if (!mesh || axes.size() > 8)
+    return failure();
+  uint64_t code = 0;
+  for (int64_t i = axes.size() - 1; i >= 0; --i) {
+    int64_t index = mesh.getAxisIndex(cast<StringAttr>(axes[i]).getValue());
+    if (index < 0)
+      return failure();
+    code = (code << 8) | static_cast<uint64_t>(index + 1);
+  }
+  return static_cast<int64_t>(code);
+}
+
+int64_t reductionCode(ReductionKind k) { return static_cast<int64_t>(k); }
+
+/// Declares `name(i64 x numInts, memref<?xT> x numBuffers)` with the C
+/// interface, once per module. Buffers are passed as memref<?xi8>-shaped
+/// descriptors of any element type: the runtime reads them by `dtype`.
+void declare(OpBuilder &b, Operation *anchor, StringRef name,
+             FunctionType type) {
+  auto module = anchor->getParentOfType<ModuleOp>();
+  if (module.lookupSymbol(name))
+    return;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto fn = func::FuncOp::create(b, anchor->getLoc(), name, type);
+  fn.setPrivate();
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+}
+
+/// Moves dimension `dim` to the front when the dimensions before it are not
+/// all of size 1 (then the data of each block is not contiguous).
+Value toFront(OpBuilder &b, Location loc, Value v, int64_t dim) {
+  ArrayRef<int64_t> shape = shapeOf(v);
+  int64_t before = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    before *= shape[d];
+  if (before == 1)
+    return v;
+  SmallVector<int64_t> perm = {dim}, out = {shape[dim]};
+  for (int64_t d = 0, e = shape.size(); d < e; ++d)
+    if (d != dim) {
+      perm.push_back(d);
+      out.push_back(shape[d]);
+    }
+  Value init = emptyTensor(b, loc, out, tensorType(v).getElementType());
+  return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
+}
+
+/// The inverse of toFront for a tensor whose front dimension is `dim` of
+/// `shape` (sizes as in the result).
+Value fromFront(OpBuilder &b, Location loc, Value flat,
+                ArrayRef<int64_t> shape, int64_t dim, Type element) {
+  int64_t before = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    before *= shape[d];
+  if (before == 1)
+    return reshape(b, loc, flat, shape);
+  SmallVector<int64_t> front = {shape[dim]};
+  for (int64_t d = 0, e = shape.size(); d < e; ++d)
+    if (d != dim)
+      front.push_back(shape[d]);
+  Value t = reshape(b, loc, flat, front);
+  // Front position 0 goes back to `dim`.
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0, e = shape.size(); d < e; ++d)
+    perm.push_back(d == dim ? 0 : (d < dim ? d + 1 : d));
+  Value init = emptyTensor(b, loc, shape, element);
+  return linalg::TransposeOp::create(b, loc, t, init, perm).getResult()[0];
+}
+
+/// Calls `name(ints..., send, recv)` where send is `input` flattened and
+/// recv a new buffer of `recvCount` elements; returns recv as a 1-D tensor.
+Value callRuntime(OpBuilder &b, Location loc, Operation *anchor,
+                  StringRef name, ArrayRef<int64_t> ints, Value input,
+                  int64_t recvCount) {
+  MLIRContext *ctx = b.getContext();
+  Type element = tensorType(input).getElementType();
+  int64_t n = tensorType(input).getNumElements();
+  Value flat = reshape(b, loc, input, {n});
+  auto sendType = MemRefType::get({n}, element);
+  auto recvType = MemRefType::get({recvCount}, element);
+  auto anyType = MemRefType::get({ShapedType::kDynamic}, element);
+  Value send = bufferization::ToBufferOp::create(b, loc, sendType, flat,
+                                                 /*read_only=*/true);
+  Value recv = memref::AllocOp::create(b, loc, recvType);
+  SmallVector<Type> argTypes(ints.size(), b.getI64Type());
+  argTypes.push_back(anyType);
+  argTypes.push_back(anyType);
+  // One declaration per element type: the symbol is shared, so name the
+  // element type in it.
+  std::string symbol;
+  llvm::raw_string_ostream os(symbol);
+  os << name << "_" << element;
+  declare(b, anchor, symbol, FunctionType::get(ctx, argTypes, {}));
+  SmallVector<Value> args;
+  for (int64_t v : ints)
+    args.push_back(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)));
+  args.push_back(memref::CastOp::create(b, loc, anyType, send));
+  args.push_back(memref::CastOp::create(b, loc, anyType, recv));
+  func::CallOp::create(b, loc, symbol, TypeRange{}, args);
+  return bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get({recvCount}, element), recv,
+      /*restrict=*/true, /*writable=*/true);
+}
+
+template <typename OpT>
+struct CollectiveLowering : OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
+  using OpAdaptor = typename OpConversionPattern<OpT>::OpAdaptor;
+};
+
+struct AllReduceLowering : CollectiveLowering<AllReduceOp> {
+  using CollectiveLowering::CollectiveLowering;
+  LogicalResult
+  matchAndRewrite(AllReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<int64_t> axes = axesCode(op, op.getMeshAttr(), op.getAxes());
+    if (failed(axes))
+      return rewriter.notifyMatchFailure(op, "unknown mesh axes");
+    Location loc = op.getLoc();
+    // One call per element type over the operands of that type, packed.
+    SmallVector<Value> results(op->getNumResults());
+    llvm::MapVector<Type, SmallVector<unsigned>> byType;
+    for (auto [i, v] : llvm::enumerate(op.getInputs()))
+      byType[cast<RankedTensorType>(v.getType()).getElementType()].push_back(
+          i);
+    for (auto &[element, indices] : byType) {
+      SmallVector<Value> flats;
+      int64_t total = 0;
+      for (unsigned i : indices) {
+        Value v = adaptor.getInputs()[i];
+        int64_t n = tensorType(v).getNumElements();
+        flats.push_back(reshape(rewriter, loc, v, {n}));
+        total += n;
+      }
+      Value packed = flats.size() == 1
+                         ? flats.front()
+                         : tensor::ConcatOp::create(rewriter, loc, 0, flats);
+      Value reduced = callRuntime(
+          rewriter, loc, op, "loom_rt_all_reduce",
+          {*axes, dtypeCode(element), reductionCode(op.getReduction())},
+          packed, total);
+      int64_t offset = 0;
+      for (unsigned i : indices) {
+        RankedTensorType type = tensorType(adaptor.getInputs()[i]);
+        int64_t n = type.getNumElements();
+        Value part = reduced;
+        if (indices.size() > 1)
+          part = tensor::ExtractSliceOp::create(
+              rewriter, loc, reduced, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(offset)},
+              ArrayRef<OpFoldResult>{rewriter.getIndexAttr(n)},
+              ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
+        results[i] = reshape(rewriter, loc, part, type.getShape());
+        offset += n;
+      }
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct AllGatherLowering : CollectiveLowering<AllGatherOp> {
+  using CollectiveLowering::CollectiveLowering;
+  LogicalResult
+  matchAndRewrite(AllGatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<int64_t> axes = axesCode(op, op.getMeshAttr(), op.getAxes());
+    if (failed(axes))
+      return rewriter.notifyMatchFailure(op, "unknown mesh axes");
+    Location loc = op.getLoc();
+    auto dim = static_cast<int64_t>(op.getDim());
+    Type element = tensorType(adaptor.getInput()).getElementType();
+    Value front = toFront(rewriter, loc, adaptor.getInput(), dim);
+    Value flat = callRuntime(rewriter, loc, op, "loom_rt_all_gather",
+                             {*axes, dtypeCode(op.getType().getElementType())},
+                             front, op.getType().getNumElements());
+    rewriter.replaceOp(op, fromFront(rewriter, loc, flat,
+                                     op.getType().getShape(), dim, element));
+    return success();
+  }
+};
+
+struct ReduceScatterLowering : CollectiveLowering<ReduceScatterOp> {
+  using CollectiveLowering::CollectiveLowering;
+  LogicalResult
+  matchAndRewrite(ReduceScatterOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<int64_t> axes = axesCode(op, op.getMeshAttr(), op.getAxes());
+    if (failed(axes))
+      return rewriter.notifyMatchFailure(op, "unknown mesh axes");
+    Location loc = op.getLoc();
+    auto dim = static_cast<int64_t>(op.getDim());
+    Type element = tensorType(adaptor.getInput()).getElementType();
+    Value front = toFront(rewriter, loc, adaptor.getInput(), dim);
+    Value flat = callRuntime(rewriter, loc, op, "loom_rt_reduce_scatter",
+                             {*axes, dtypeCode(op.getType().getElementType()),
+                              reductionCode(op.getReduction())},
+                             front, op.getType().getNumElements());
+    rewriter.replaceOp(op, fromFront(rewriter, loc, flat,
+                                     op.getType().getShape(), dim, element));
+    return success();
+  }
+};
+
+struct AllToAllLowering : CollectiveLowering<AllToAllOp> {
+  using CollectiveLowering::CollectiveLowering;
+  LogicalResult
+  matchAndRewrite(AllToAllOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<int64_t> axes = axesCode(op, op.getMeshAttr(), op.getAxes());
+    if (failed(axes))
+      return rewriter.notifyMatchFailure(op, "unknown mesh axes");
+    Location loc = op.getLoc();
+    auto split = static_cast<int64_t>(op.getSplitDim());
+    auto concat = static_cast<int64_t>(op.getConcatDim());
+    int64_t g = op.getGroupSize();
+    Value in = adaptor.getInput();
+    ArrayRef<int64_t> inShape = shapeOf(in);
+    Type element = tensorType(in).getElementType();
+    // Blocks along the split dimension, outermost.
+    Value front = toFront(rewriter, loc, in, split);
+    Value flat = callRuntime(rewriter, loc, op, "loom_rt_all_to_all",
+                             {*axes, dtypeCode(op.getType().getElementType())},
+                             front, tensorType(in).getNumElements());
+    // Received: [g, S/g, others...] in the order [split, others...]; put the
+    // group dimension in front of `concat`, merge them, and restore the
+    // dimension order.
+    SmallVector<int64_t> order = {split};
+    for (int64_t d = 0, e = inShape.size(); d < e; ++d)
+      if (d != split)
+        order.push_back(d);
+    SmallVector<int64_t> recvShape = {g};
+    for (int64_t d : order)
+      recvShape.push_back(d == split ? inShape[d] / g : inShape[d]);
+    Value r = reshape(rewriter, loc, flat, recvShape);
+    int64_t cPos = llvm::find(order, concat) - order.begin();
+    SmallVector<int64_t> perm, moved;
+    for (int64_t k = 0, e = order.size(); k < e; ++k) {
+      if (k == cPos)
+        perm.push_back(0);
+      perm.push_back(k + 1);
+    }
+    for (int64_t p : perm)
+      moved.push_back(recvShape[p]);
+    if (!llvm::equal(perm, llvm::seq<int64_t>(0, perm.size()))) {
+      Value init = emptyTensor(rewriter, loc, moved, element);
+      r = linalg::TransposeOp::create(rewriter, loc, r, init, perm)
+              .getResult()[0];
+    }
+    // The merged dimensions, in `order`, have the result's sizes.
+    SmallVector<int64_t> mergedShape;
+    for (int64_t k = 0, e = order.size(); k < e; ++k)
+      mergedShape.push_back(op.getType().getDimSize(order[k]));
+    r = reshape(rewriter, loc, r, mergedShape);
+    SmallVector<int64_t> back;
+    for (int64_t d = 0, e = inShape.size(); d < e; ++d)
+      back.push_back(llvm::find(order, d) - order.begin());
+    if (!llvm::equal(back, llvm::seq<int64_t>(0, back.size()))) {
+      Value init =
+          emptyTensor(rewriter, loc, op.getType().getShape(), element);
+      r = linalg::TransposeOp::create(rewriter, loc, r, init, back)
+              .getResult()[0];
+    }
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct AllSliceLowering : CollectiveLowering<AllSliceOp> {
+  using CollectiveLowering::CollectiveLowering;
+  LogicalResult
+  matchAndRewrite(AllSliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<int64_t> axes = axesCode(op, op.getMeshAttr(), op.getAxes());
+    if (failed(axes))
+      return rewriter.notifyMatchFailure(op, "unknown mesh axes");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto dim = static_cast<int64_t>(op.getDim());
+    StringRef name = "loom_rt_group_index";
+    auto i64 = rewriter.getI64Type();
+    auto module = op->getParentOfType<ModuleOp>();
+    if (!module.lookupSymbol(name)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      func::FuncOp::create(rewriter, loc, name,
+                           FunctionType::get(ctx, {i64}, {i64}))
+          .setPrivate();
+    }
+    Value code = arith::ConstantOp::create(rewriter, loc,
+                                           rewriter.getI64IntegerAttr(*axes));
+    Value index =
+        func::CallOp::create(rewriter, loc, name, TypeRange{i64}, code)
+            .getResult(0);
+    int64_t block = op.getType().getDimSize(dim);
+    Value offset = arith::MulIOp::create(
+        rewriter, loc,
+        arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
+                                   index),
+        arith::ConstantIndexOp::create(rewriter, loc, block));
+    ArrayRef<int64_t> in = shapeOf(adaptor.getInput());
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (int64_t d = 0, e = in.size(); d < e; ++d) {
+      offsets.push_back(d == dim ? OpFoldResult(offset)
+                                 : rewriter.getIndexAttr(0));
+      sizes.push_back(rewriter.getIndexAttr(d == dim ? block : in[d]));
+      strides.push_back(rewriter.getIndexAttr(1));
+    }
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, cast<RankedTensorType>(
+                getTypeConverter()->convertType(op.getType())),
+        adaptor.getInput(), offsets, sizes, strides);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::loom::lowering::populateCollectivePatterns(
+    LoomTypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<AllReduceLowering, AllGatherLowering, ReduceScatterLowering,
+               AllToAllLowering, AllSliceLowering>(converter,
+                                                   patterns.getContext());
+}

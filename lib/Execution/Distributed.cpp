@@ -1,0 +1,242 @@
+//===- Distributed.cpp - Running partitioned programs on a mesh -----------===//
+
+#include "loom/Execution/Distributed.h"
+
+#include "loom/kernels.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::loom;
+
+loom_dtype_t mlir::loom::runtimeType(Type t) {
+  if (t.isF32())
+    return LOOM_DTYPE_F32;
+  if (t.isF64())
+    return LOOM_DTYPE_F64;
+  if (t.isF16())
+    return LOOM_DTYPE_F16;
+  if (t.isBF16())
+    return LOOM_DTYPE_BF16;
+  if (t.isInteger(1))
+    return LOOM_DTYPE_BOOL;
+  auto i = cast<IntegerType>(t);
+  bool u = i.isUnsigned();
+  switch (i.getWidth()) {
+  case 8:
+    return u ? LOOM_DTYPE_U8 : LOOM_DTYPE_I8;
+  case 16:
+    return u ? LOOM_DTYPE_U16 : LOOM_DTYPE_I16;
+  case 32:
+    return u ? LOOM_DTYPE_U32 : LOOM_DTYPE_I32;
+  default:
+    return u ? LOOM_DTYPE_U64 : LOOM_DTYPE_I64;
+  }
+}
+
+DistributedContext::~DistributedContext() {
+  loom_rt_set_mesh(nullptr);
+  loom_mesh_destroy(mesh);
+  loom_runtime_destroy(runtime);
+}
+
+std::unique_ptr<DistributedContext>
+DistributedContext::create(ModuleOp module, MeshOp meshOp,
+                           const DistributedOptions &options,
+                           std::string &error) {
+  if (!meshOp) {
+    auto meshes = llvm::to_vector(module.getOps<MeshOp>());
+    if (meshes.size() != 1) {
+      error = llvm::formatv("the module declares {0} meshes; a distributed "
+                            "run needs exactly one",
+                            meshes.size())
+                  .str();
+      return nullptr;
+    }
+    meshOp = meshes.front();
+  }
+  std::unique_ptr<DistributedContext> ctx(new DistributedContext());
+  ctx->meshOp = meshOp;
+  loom_runtime_options_t opts;
+  loom_runtime_options_init(&opts);
+  opts.timeout_seconds = options.timeoutSeconds;
+  if (loom_status_t s = loom_runtime_create(&opts, &ctx->runtime)) {
+    error = std::string("cannot start the runtime: ") + loom_status_message(s);
+    loom_status_free(s);
+    return nullptr;
+  }
+  SmallVector<int64_t> sizes;
+  SmallVector<std::string> names;
+  for (Attribute a : meshOp.getAxes()) {
+    auto axis = cast<MeshAxisAttr>(a);
+    sizes.push_back(axis.getSize());
+    names.push_back(axis.getName().str());
+  }
+  SmallVector<const char *> namePtrs;
+  for (const std::string &n : names)
+    namePtrs.push_back(n.c_str());
+  if (loom_status_t s =
+          loom_mesh_create(ctx->runtime, static_cast<int32_t>(sizes.size()),
+                           sizes.data(), namePtrs.data(), &ctx->mesh)) {
+    error = "mesh @" + meshOp.getSymName().str() + ": " +
+            loom_status_message(s) +
+            " (launch as many ranks as the mesh has devices)";
+    loom_status_free(s);
+    return nullptr;
+  }
+  loom_rt_set_mesh(ctx->mesh);
+  return ctx;
+}
+
+int DistributedContext::rank() const { return loom_runtime_rank(runtime); }
+int DistributedContext::size() const { return loom_runtime_size(runtime); }
+
+SmallVector<int32_t>
+DistributedContext::axisIndices(ArrayRef<StringRef> names) const {
+  SmallVector<int32_t> out;
+  for (StringRef n : names)
+    out.push_back(static_cast<int32_t>(meshOp.getAxisIndex(n)));
+  return out;
+}
+
+RankedTensorType DistributedContext::globalType(RankedTensorType local,
+                                                ShardingAttr sharding) const {
+  if (!sharding)
+    return local;
+  SmallVector<int64_t> shape(local.getShape());
+  for (int64_t d = 0, e = shape.size(); d < e && d < sharding.getRank(); ++d)
+    for (StringRef axis : sharding.getDimAxes(d))
+      shape[d] *= meshOp.getAxis(axis).getSize();
+  return local.clone(shape);
+}
+
+/// Copies the block of `shape` at `srcOffset` in `src` (of `srcShape`) to
+/// `dstOffset` in `dst` (of `dstShape`); elements of `bytes` bytes.
+static void copyBlock(const char *src, ArrayRef<int64_t> srcShape,
+                      ArrayRef<int64_t> srcOffset, char *dst,
+                      ArrayRef<int64_t> dstShape, ArrayRef<int64_t> dstOffset,
+                      ArrayRef<int64_t> shape, int64_t bytes) {
+  int64_t rank = shape.size();
+  if (rank == 0) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  int64_t count = 1;
+  for (int64_t s : shape)
+    count *= s;
+  if (count == 0)
+    return;
+  SmallVector<int64_t> srcStride(rank, 1), dstStride(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d) {
+    srcStride[d] = srcStride[d + 1] * srcShape[d + 1];
+    dstStride[d] = dstStride[d + 1] * dstShape[d + 1];
+  }
+  int64_t row = shape[rank - 1];
+  SmallVector<int64_t> index(rank, 0);
+  for (int64_t done = 0; done < count; done += row) {
+    int64_t s = 0, t = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      s += (srcOffset[d] + index[d]) * srcStride[d];
+      t += (dstOffset[d] + index[d]) * dstStride[d];
+    }
+    std::memcpy(dst + t * bytes, src + s * bytes, row * bytes);
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+HostTensor DistributedContext::localShard(const HostTensor &global,
+                                          ShardingAttr sharding) const {
+  if (!sharding)
+    return global;
+  ArrayRef<int64_t> shape = global.getShape();
+  SmallVector<int64_t> local(shape), offset(shape.size(), 0);
+  for (int64_t d = 0, e = shape.size(); d < e; ++d) {
+    int64_t index = 0, parts = 1;
+    for (StringRef axis : sharding.getDimAxes(d)) {
+      int64_t a = meshOp.getAxisIndex(axis);
+      int64_t n = loom_mesh_axis_size(mesh, static_cast<int32_t>(a));
+      index = index * n + loom_mesh_coordinate(mesh, static_cast<int32_t>(a));
+      parts *= n;
+    }
+    local[d] = shape[d] / parts;
+    offset[d] = index * local[d];
+  }
+  HostTensor out(global.getType().clone(local));
+  SmallVector<int64_t> zeros(shape.size(), 0);
+  copyBlock(global.data(), shape, offset, out.data(), local, zeros, local,
+            HostTensor::elementBytes(global.getElementType()));
+  return out;
+}
+
+std::optional<HostTensor>
+DistributedContext::gatherGlobal(const HostTensor &local,
+                                 ShardingAttr sharding,
+                                 std::string &error) const {
+  if (!sharding)
+    return local;
+  loom_dtype_t dtype = runtimeType(local.getElementType());
+  HostTensor value = local.clone();
+  if (sharding.isPartial()) {
+    SmallVector<int32_t> axes = axisIndices(sharding.getPartialAxisNames());
+    loom_reduction_t kind =
+        static_cast<loom_reduction_t>(sharding.getPartialKind());
+    if (loom_status_t s = loom_all_reduce(
+            mesh, axes.data(), static_cast<int32_t>(axes.size()), dtype, kind,
+            value.data(), value.data(), value.getNumElements())) {
+      error = loom_status_message(s);
+      loom_status_free(s);
+      return std::nullopt;
+    }
+  }
+  SmallVector<StringRef> all;
+  for (int64_t d = 0; d < sharding.getRank(); ++d)
+    llvm::append_range(all, sharding.getDimAxes(d));
+  if (all.empty())
+    return value;
+  SmallVector<int32_t> axes = axisIndices(all);
+  int64_t group = 1;
+  for (int32_t a : axes)
+    group *= loom_mesh_axis_size(mesh, a);
+  int64_t bytes = HostTensor::elementBytes(local.getElementType());
+  std::vector<char> blocks(static_cast<size_t>(group * value.byteSize()));
+  if (loom_status_t s = loom_all_gather(
+          mesh, axes.data(), static_cast<int32_t>(axes.size()), dtype,
+          value.data(), blocks.data(), value.getNumElements())) {
+    error = loom_status_message(s);
+    loom_status_free(s);
+    return std::nullopt;
+  }
+  RankedTensorType globalT = globalType(local.getType(), sharding);
+  HostTensor global(globalT);
+  ArrayRef<int64_t> localShape = local.getShape();
+  SmallVector<int64_t> zeros(localShape.size(), 0);
+  for (int64_t k = 0; k < group; ++k) {
+    // Coordinates of member k on `all`, then its block per dimension.
+    SmallVector<int64_t> coord(all.size());
+    int64_t rest = k;
+    for (int64_t i = all.size() - 1; i >= 0; --i) {
+      int64_t n = loom_mesh_axis_size(mesh, axes[i]);
+      coord[i] = rest % n;
+      rest /= n;
+    }
+    SmallVector<int64_t> offset;
+    size_t next = 0;
+    for (int64_t d = 0; d < sharding.getRank(); ++d) {
+      int64_t index = 0;
+      for (StringRef axis : sharding.getDimAxes(d)) {
+        (void)axis;
+        index = index * loom_mesh_axis_size(mesh, axes[next]) + coord[next];
+        ++next;
+      }
+      offset.push_back(index * localShape[d]);
+    }
+    copyBlock(blocks.data() + k * value.byteSize(), localShape, zeros,
+              global.data(), globalT.getShape(), offset, localShape, bytes);
+  }
+  return global;
+}

@@ -1,0 +1,79 @@
+//===- backend.h - The interface every communication backend implements ---===//
+//
+// Internal to the runtime. A backend knows its world (rank, size), splits
+// communicators, and runs collectives on an opaque group handle; the mesh
+// layer (runtime.cpp) maps mesh axes to groups and validates arguments, so
+// backends only move bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_SRC_BACKEND_H
+#define LOOM_RUNTIME_SRC_BACKEND_H
+
+#include "loom/runtime.h"
+
+#include <memory>
+#include <string>
+
+namespace loom::rt {
+
+/// A communicator: ranks of a group, in group order.
+struct Group {
+  virtual ~Group() = default;
+  int rank = 0; // this process's index in the group
+  int size = 1;
+};
+
+/// What a collective does, for signature checks and error messages.
+struct CallInfo {
+  const char *op;          // "all_reduce", ...
+  std::string description; // "all_reduce (sum) of 1024 x f32 over [dp]"
+  loom_dtype_t dtype = LOOM_DTYPE_U8;
+  int64_t count = 0;
+  int32_t extra = 0; // reduction kind, peer, ...
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual loom_backend_t kind() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// Collective over the world, like MPI_Comm_split: ranks with the same
+  /// color form a group, ordered by key.
+  virtual loom_status_t split(int color, int key,
+                              std::unique_ptr<Group> &out) = 0;
+
+  virtual loom_status_t allReduce(Group &g, const CallInfo &info,
+                                  loom_reduction_t reduction,
+                                  const void *send, void *recv) = 0;
+  virtual loom_status_t allGather(Group &g, const CallInfo &info,
+                                  const void *send, void *recv) = 0;
+  virtual loom_status_t reduceScatter(Group &g, const CallInfo &info,
+                                      loom_reduction_t reduction,
+                                      const void *send, void *recv) = 0;
+  virtual loom_status_t allToAll(Group &g, const CallInfo &info,
+                                 const void *send, void *recv) = 0;
+  /// World ranks; -1 for none.
+  virtual loom_status_t sendRecv(const CallInfo &info, int to,
+                                 const void *send, int from, void *recv) = 0;
+  virtual loom_status_t barrier(Group &g, const CallInfo &info) = 0;
+};
+
+std::unique_ptr<Backend> makeLocalBackend();
+/// MPI (CPU). Calls MPI_Init_thread; its destructor MPI_Finalize.
+loom_status_t makeMpiBackend(const loom_runtime_options_t &options,
+                             std::unique_ptr<Backend> &out);
+/// NCCL (GPU); UNAVAILABLE when not built with CUDA or no GPU is present.
+loom_status_t makeNcclBackend(const loom_runtime_options_t &options,
+                              std::unique_ptr<Backend> &out);
+
+/// Element combination for reductions on host buffers (local backend and
+/// MPI's user-defined ops for 16-bit floats).
+void reduceInto(loom_dtype_t dtype, loom_reduction_t reduction,
+                const void *in, void *inout, int64_t count);
+
+} // namespace loom::rt
+
+#endif // LOOM_RUNTIME_SRC_BACKEND_H

@@ -1,0 +1,123 @@
+//===- compiled.cpp - Collectives as compiled Loom code calls them --------===//
+//
+// Compiled code passes buffers as integers (aligned pointers) and the mesh
+// axes of a collective packed into one integer; the mesh is the process's
+// current one (loom_rt_set_mesh). A failing collective cannot be reported
+// through compiled code, so it ends the process: the message names the rank,
+// the collective and the peers that did not answer, and the exit status is 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/kernels.h"
+#include "loom/runtime.h"
+
+#include <cstdio>
+#include <unistd.h>
+
+namespace {
+loom_mesh_t gMesh = nullptr;
+
+/// Unpacks axes: one byte per axis, least significant first, index + 1.
+int32_t unpackAxes(int64_t code, int32_t *axes) {
+  int32_t n = 0;
+  auto bits = static_cast<uint64_t>(code);
+  while (bits && n < 8) {
+    axes[n++] = static_cast<int32_t>((bits & 0xff) - 1);
+    bits >>= 8;
+  }
+  return n;
+}
+
+void check(loom_status_t status) {
+  if (!status)
+    return;
+  std::fprintf(stderr, "loom: %s\n", loom_status_message(status));
+  std::fflush(stderr);
+  std::fflush(stdout);
+  _exit(1);
+}
+
+loom_mesh_t mesh() {
+  if (!gMesh) {
+    std::fprintf(stderr, "loom: compiled code ran a collective but no mesh "
+                         "was set (loom_rt_set_mesh)\n");
+    _exit(1);
+  }
+  return gMesh;
+}
+
+} // namespace
+
+extern "C" void loom_rt_set_mesh(loom_mesh_t mesh) { gMesh = mesh; }
+
+extern "C" int64_t loom_rt_pack_axes(const int32_t *axes, int32_t n) {
+  uint64_t code = 0;
+  for (int32_t i = n - 1; i >= 0; --i)
+    code = (code << 8) | static_cast<uint64_t>(axes[i] + 1);
+  return static_cast<int64_t>(code);
+}
+
+static char *data(loom_memref1 *m, int64_t dtype) {
+  return static_cast<char *>(m->aligned) +
+         m->offset * static_cast<int64_t>(
+                         loom_dtype_size(static_cast<loom_dtype_t>(dtype)));
+}
+
+extern "C" void _mlir_ciface_loom_rt_all_reduce(int64_t axesCode,
+                                                int64_t dtype,
+                                                int64_t reduction,
+                                                loom_memref1 *send,
+                                                loom_memref1 *recv) {
+  int32_t axes[8];
+  int32_t n = unpackAxes(axesCode, axes);
+  check(loom_all_reduce(mesh(), axes, n, static_cast<loom_dtype_t>(dtype),
+                        static_cast<loom_reduction_t>(reduction),
+                        data(send, dtype), data(recv, dtype), recv->size));
+}
+
+extern "C" void _mlir_ciface_loom_rt_all_gather(int64_t axesCode,
+                                                int64_t dtype,
+                                                loom_memref1 *send,
+                                                loom_memref1 *recv) {
+  int32_t axes[8];
+  int32_t n = unpackAxes(axesCode, axes);
+  check(loom_all_gather(mesh(), axes, n, static_cast<loom_dtype_t>(dtype),
+                        data(send, dtype), data(recv, dtype), send->size));
+}
+
+extern "C" void _mlir_ciface_loom_rt_reduce_scatter(int64_t axesCode,
+                                                    int64_t dtype,
+                                                    int64_t reduction,
+                                                    loom_memref1 *send,
+                                                    loom_memref1 *recv) {
+  int32_t axes[8];
+  int32_t n = unpackAxes(axesCode, axes);
+  check(loom_reduce_scatter(mesh(), axes, n, static_cast<loom_dtype_t>(dtype),
+                            static_cast<loom_reduction_t>(reduction),
+                            data(send, dtype), data(recv, dtype),
+                            recv->size));
+}
+
+extern "C" void _mlir_ciface_loom_rt_all_to_all(int64_t axesCode,
+                                                int64_t dtype,
+                                                loom_memref1 *send,
+                                                loom_memref1 *recv) {
+  int32_t axes[8];
+  int32_t n = unpackAxes(axesCode, axes);
+  int64_t group = 1;
+  for (int32_t i = 0; i < n; ++i)
+    group *= loom_mesh_axis_size(mesh(), axes[i]);
+  check(loom_all_to_all(mesh(), axes, n, static_cast<loom_dtype_t>(dtype),
+                        data(send, dtype), data(recv, dtype),
+                        send->size / group));
+}
+
+extern "C" int64_t loom_rt_group_index(int64_t axesCode) {
+  int32_t axes[8];
+  int32_t n = unpackAxes(axesCode, axes);
+  int64_t index = 0;
+  for (int32_t i = 0; i < n; ++i)
+    index = index * loom_mesh_axis_size(mesh(), axes[i]) +
+            loom_mesh_coordinate(mesh(), axes[i]);
+  return index;
+}

@@ -1,0 +1,286 @@
+//===- nccl_backend.cpp - Collectives over NCCL on GPU buffers ------------===//
+//
+// Bootstrapped over MPI (rank 0's ncclUniqueId is broadcast), one device per
+// rank (local rank modulo the visible GPUs), one stream. Collectives are
+// enqueued on the stream and polled with a deadline; on timeout the
+// communicator is aborted (ncclCommAbort) so that no rank hangs. Built when
+// CUDA and NCCL are found (LOOM_HAVE_NCCL); otherwise creating this backend
+// fails with UNAVAILABLE.
+//
+//===----------------------------------------------------------------------===//
+
+#include "backend.h"
+
+#ifdef LOOM_HAVE_NCCL
+
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+using namespace loom::rt;
+
+namespace {
+
+struct NcclGroup final : Group {
+  ncclComm_t comm = nullptr;
+  ~NcclGroup() override {
+    if (comm)
+      ncclCommDestroy(comm);
+  }
+};
+
+bool ncclType(loom_dtype_t dtype, ncclDataType_t &out) {
+  switch (dtype) {
+  case LOOM_DTYPE_F32:
+    out = ncclFloat32;
+    return true;
+  case LOOM_DTYPE_F64:
+    out = ncclFloat64;
+    return true;
+  case LOOM_DTYPE_F16:
+    out = ncclFloat16;
+    return true;
+  case LOOM_DTYPE_BF16:
+    out = ncclBfloat16;
+    return true;
+  case LOOM_DTYPE_I8:
+    out = ncclInt8;
+    return true;
+  case LOOM_DTYPE_U8:
+  case LOOM_DTYPE_BOOL:
+    out = ncclUint8;
+    return true;
+  case LOOM_DTYPE_I32:
+    out = ncclInt32;
+    return true;
+  case LOOM_DTYPE_U32:
+    out = ncclUint32;
+    return true;
+  case LOOM_DTYPE_I64:
+    out = ncclInt64;
+    return true;
+  case LOOM_DTYPE_U64:
+    out = ncclUint64;
+    return true;
+  default:
+    return false;
+  }
+}
+
+ncclRedOp_t ncclOp(loom_reduction_t r) {
+  switch (r) {
+  case LOOM_REDUCTION_SUM:
+    return ncclSum;
+  case LOOM_REDUCTION_MAX:
+    return ncclMax;
+  case LOOM_REDUCTION_MIN:
+    return ncclMin;
+  case LOOM_REDUCTION_PROD:
+    return ncclProd;
+  }
+  return ncclSum;
+}
+
+class NcclBackend final : public Backend {
+public:
+  NcclBackend(const loom_runtime_options_t &options,
+              std::unique_ptr<Backend> bootstrap)
+      : options(options), mpi(std::move(bootstrap)) {}
+  ~NcclBackend() override {
+    if (world)
+      ncclCommDestroy(world);
+    if (stream)
+      cudaStreamDestroy(stream);
+  }
+
+  loom_status_t init() {
+    int devices = 0;
+    cudaError_t err = cudaGetDeviceCount(&devices);
+    if (err != cudaSuccess || devices == 0)
+      return loom_status_make(
+          LOOM_STATUS_UNAVAILABLE,
+          "the NCCL backend needs a GPU: cudaGetDeviceCount: %s",
+          err != cudaSuccess ? cudaGetErrorString(err) : "no devices");
+    loom_launch_info_t info;
+    if (loom_status_t s = loom_launch_info_from_env(&info))
+      return s;
+    cudaSetDevice(info.local_rank % devices);
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) !=
+        cudaSuccess)
+      return loom_status_make(LOOM_STATUS_UNAVAILABLE,
+                              "cannot create a CUDA stream");
+    ncclUniqueId id;
+    if (mpi->rank() == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+      return loom_status_make(LOOM_STATUS_UNAVAILABLE,
+                              "ncclGetUniqueId failed");
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    ncclResult_t r = ncclCommInitRank(&world, mpi->size(), id, mpi->rank());
+    if (r != ncclSuccess)
+      return loom_status_make(LOOM_STATUS_UNAVAILABLE,
+                              "ncclCommInitRank: %s", ncclGetErrorString(r));
+    return nullptr;
+  }
+
+  loom_backend_t kind() const override { return LOOM_BACKEND_NCCL; }
+  int rank() const override { return mpi->rank(); }
+  int size() const override { return mpi->size(); }
+
+  loom_status_t split(int color, int key,
+                      std::unique_ptr<Group> &out) override {
+    auto group = std::make_unique<NcclGroup>();
+    ncclResult_t r = ncclCommSplit(world, color, key, &group->comm, nullptr);
+    if (r != ncclSuccess)
+      return loom_status_make(LOOM_STATUS_INTERNAL, "ncclCommSplit: %s",
+                              ncclGetErrorString(r));
+    ncclCommCount(group->comm, &group->size);
+    ncclCommUserRank(group->comm, &group->rank);
+    out = std::move(group);
+    return nullptr;
+  }
+
+  loom_status_t allReduce(Group &g, const CallInfo &info,
+                          loom_reduction_t reduction, const void *send,
+                          void *recv) override {
+    ncclDataType_t t;
+    if (!ncclType(info.dtype, t))
+      return unsupported(info);
+    ncclComm_t comm = static_cast<NcclGroup &>(g).comm;
+    return finish(comm, info,
+                  ncclAllReduce(send, recv, info.count, t, ncclOp(reduction),
+                                comm, stream));
+  }
+  loom_status_t allGather(Group &g, const CallInfo &info, const void *send,
+                          void *recv) override {
+    ncclDataType_t t;
+    if (!ncclType(info.dtype, t))
+      return unsupported(info);
+    ncclComm_t comm = static_cast<NcclGroup &>(g).comm;
+    return finish(comm, info,
+                  ncclAllGather(send, recv, info.count, t, comm, stream));
+  }
+  loom_status_t reduceScatter(Group &g, const CallInfo &info,
+                              loom_reduction_t reduction, const void *send,
+                              void *recv) override {
+    ncclDataType_t t;
+    if (!ncclType(info.dtype, t))
+      return unsupported(info);
+    ncclComm_t comm = static_cast<NcclGroup &>(g).comm;
+    return finish(comm, info,
+                  ncclReduceScatter(send, recv, info.count, t,
+                                    ncclOp(reduction), comm, stream));
+  }
+  loom_status_t allToAll(Group &g, const CallInfo &info, const void *send,
+                         void *recv) override {
+    ncclDataType_t t;
+    if (!ncclType(info.dtype, t))
+      return unsupported(info);
+    auto &group = static_cast<NcclGroup &>(g);
+    size_t block = loom_dtype_size(info.dtype) * info.count;
+    ncclGroupStart();
+    for (int peer = 0; peer < group.size; ++peer) {
+      ncclSend(static_cast<const char *>(send) + peer * block, info.count, t,
+               peer, group.comm, stream);
+      ncclRecv(static_cast<char *>(recv) + peer * block, info.count, t, peer,
+               group.comm, stream);
+    }
+    return finish(group.comm, info, ncclGroupEnd());
+  }
+  loom_status_t sendRecv(const CallInfo &info, int to, const void *send,
+                         int from, void *recv) override {
+    ncclDataType_t t;
+    if (!ncclType(info.dtype, t))
+      return unsupported(info);
+    ncclGroupStart();
+    if (to >= 0)
+      ncclSend(send, info.count, t, to, world, stream);
+    if (from >= 0)
+      ncclRecv(recv, info.count, t, from, world, stream);
+    return finish(world, info, ncclGroupEnd());
+  }
+  loom_status_t barrier(Group &g, const CallInfo &info) override {
+    void *scratch = nullptr;
+    cudaMallocAsync(&scratch, sizeof(int), stream);
+    ncclComm_t comm = static_cast<NcclGroup &>(g).comm;
+    loom_status_t s = finish(
+        comm, info,
+        ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, comm, stream));
+    cudaFreeAsync(scratch, stream);
+    return s;
+  }
+
+private:
+  loom_status_t unsupported(const CallInfo &info) {
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "%s: NCCL has no %s", info.description.c_str(),
+                            loom_dtype_name(info.dtype));
+  }
+  /// Waits for the stream with the deadline; aborts the communicator on
+  /// timeout or asynchronous error so that no rank hangs.
+  loom_status_t finish(ncclComm_t comm, const CallInfo &info,
+                       ncclResult_t launched) {
+    if (launched != ncclSuccess && launched != ncclInProgress)
+      return loom_status_make(LOOM_STATUS_INTERNAL, "rank %d: %s: %s",
+                              rank(), info.description.c_str(),
+                              ncclGetErrorString(launched));
+    auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      cudaError_t q = cudaStreamQuery(stream);
+      if (q == cudaSuccess)
+        return nullptr;
+      if (q != cudaErrorNotReady)
+        return loom_status_make(LOOM_STATUS_INTERNAL, "rank %d: %s: %s",
+                                rank(), info.description.c_str(),
+                                cudaGetErrorString(q));
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(comm, &async);
+      double elapsed = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+      if (async != ncclSuccess || elapsed > options.timeout_seconds) {
+        ncclCommAbort(comm);
+        return loom_status_make(
+            async != ncclSuccess ? LOOM_STATUS_PEER_FAILED
+                                 : LOOM_STATUS_DEADLINE_EXCEEDED,
+            "rank %d of %d: %s %s; the NCCL communicator was aborted",
+            rank(), size(), info.description.c_str(),
+            async != ncclSuccess ? ncclGetErrorString(async)
+                                 : "did not complete in time");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  loom_runtime_options_t options;
+  std::unique_ptr<Backend> mpi;
+  ncclComm_t world = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+} // namespace
+
+loom_status_t loom::rt::makeNcclBackend(const loom_runtime_options_t &options,
+                                        std::unique_ptr<Backend> &out) {
+  std::unique_ptr<Backend> bootstrap;
+  if (loom_status_t s = makeMpiBackend(options, bootstrap))
+    return s;
+  auto backend = std::make_unique<NcclBackend>(options, std::move(bootstrap));
+  if (loom_status_t s = backend->init())
+    return s;
+  out = std::move(backend);
+  return nullptr;
+}
+
+#else
+
+loom_status_t loom::rt::makeNcclBackend(const loom_runtime_options_t &,
+                                        std::unique_ptr<loom::rt::Backend> &) {
+  return loom_status_make(LOOM_STATUS_UNAVAILABLE,
+                          "this build of Loom has no NCCL backend (CUDA and "
+                          "NCCL were not found at configure time)");
+}
+
+#endif

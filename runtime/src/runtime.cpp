@@ -1,0 +1,585 @@
+//===- runtime.cpp - Runtime, meshes and collectives over mesh axes -------===//
+
+#include "backend.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <new>
+#include <string>
+#include <vector>
+
+using namespace loom::rt;
+
+struct loom_runtime_s {
+  loom_runtime_options_t options;
+  std::unique_ptr<Backend> backend;
+};
+
+struct loom_mesh_s {
+  loom_runtime_t runtime;
+  std::vector<int64_t> sizes;
+  std::vector<std::string> names;
+  std::vector<int64_t> coordinates;
+  /// One group per ordered list of distinct axes, keyed by that list.
+  std::map<std::vector<int32_t>, std::unique_ptr<Group>> groups;
+};
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+extern "C" size_t loom_dtype_size(loom_dtype_t dtype) {
+  switch (dtype) {
+  case LOOM_DTYPE_F64:
+  case LOOM_DTYPE_I64:
+  case LOOM_DTYPE_U64:
+    return 8;
+  case LOOM_DTYPE_F32:
+  case LOOM_DTYPE_I32:
+  case LOOM_DTYPE_U32:
+    return 4;
+  case LOOM_DTYPE_F16:
+  case LOOM_DTYPE_BF16:
+  case LOOM_DTYPE_I16:
+  case LOOM_DTYPE_U16:
+    return 2;
+  case LOOM_DTYPE_I8:
+  case LOOM_DTYPE_U8:
+  case LOOM_DTYPE_BOOL:
+    return 1;
+  }
+  return 0;
+}
+
+extern "C" const char *loom_dtype_name(loom_dtype_t dtype) {
+  static const char *names[] = {"f32", "f64", "f16", "bf16", "i8",
+                                "i16", "i32", "i64", "ui8", "ui16",
+                                "ui32", "ui64", "i1"};
+  unsigned i = static_cast<unsigned>(dtype);
+  return i < sizeof(names) / sizeof(names[0]) ? names[i] : "?";
+}
+
+static const char *reductionName(loom_reduction_t r) {
+  switch (r) {
+  case LOOM_REDUCTION_SUM:
+    return "sum";
+  case LOOM_REDUCTION_MAX:
+    return "max";
+  case LOOM_REDUCTION_MIN:
+    return "min";
+  case LOOM_REDUCTION_PROD:
+    return "prod";
+  }
+  return "?";
+}
+
+extern "C" const char *loom_backend_name(loom_backend_t backend) {
+  switch (backend) {
+  case LOOM_BACKEND_AUTO:
+    return "auto";
+  case LOOM_BACKEND_LOCAL:
+    return "local";
+  case LOOM_BACKEND_MPI:
+    return "mpi";
+  case LOOM_BACKEND_NCCL:
+    return "nccl";
+  }
+  return "unknown";
+}
+
+//===----------------------------------------------------------------------===//
+// Runtime
+//===----------------------------------------------------------------------===//
+
+extern "C" void loom_runtime_options_init(loom_runtime_options_t *options) {
+  std::memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->backend = LOOM_BACKEND_AUTO;
+  options->timeout_seconds = 60.0;
+  options->diagnosis_seconds = 3.0;
+  options->check_signatures = 1;
+}
+
+extern "C" loom_status_t
+loom_runtime_create(const loom_runtime_options_t *options,
+                    loom_runtime_t *out_runtime) {
+  if (!options || !out_runtime)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "loom_runtime_create: NULL argument");
+  loom_runtime_options_t opts;
+  loom_runtime_options_init(&opts);
+  std::memcpy(&opts, options, std::min<size_t>(options->struct_size,
+                                                sizeof(opts)));
+  if (opts.timeout_seconds <= 0 || opts.diagnosis_seconds <= 0)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "loom_runtime_create: timeouts must be positive "
+                            "(timeout %g s, diagnosis %g s)",
+                            opts.timeout_seconds, opts.diagnosis_seconds);
+  loom_backend_t backend = opts.backend;
+  if (backend == LOOM_BACKEND_AUTO) {
+    loom_launch_info_t info;
+    if (loom_status_t s = loom_launch_info_from_env(&info))
+      return s;
+    backend = info.world_size > 1 ? LOOM_BACKEND_MPI : LOOM_BACKEND_LOCAL;
+  }
+  auto *runtime = new (std::nothrow) loom_runtime_s{opts, nullptr};
+  if (!runtime)
+    return loom_status_make(LOOM_STATUS_INTERNAL, "out of memory");
+  loom_status_t status = nullptr;
+  switch (backend) {
+  case LOOM_BACKEND_LOCAL:
+    runtime->backend = makeLocalBackend();
+    break;
+  case LOOM_BACKEND_MPI:
+    status = makeMpiBackend(opts, runtime->backend);
+    break;
+  case LOOM_BACKEND_NCCL:
+    status = makeNcclBackend(opts, runtime->backend);
+    break;
+  default:
+    status = loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                              "unknown backend %d", static_cast<int>(backend));
+  }
+  if (status) {
+    delete runtime;
+    return status;
+  }
+  *out_runtime = runtime;
+  return nullptr;
+}
+
+extern "C" void loom_runtime_destroy(loom_runtime_t runtime) {
+  delete runtime;
+}
+
+extern "C" int32_t loom_runtime_rank(loom_runtime_t runtime) {
+  return runtime->backend->rank();
+}
+
+extern "C" int32_t loom_runtime_size(loom_runtime_t runtime) {
+  return runtime->backend->size();
+}
+
+extern "C" loom_backend_t loom_runtime_backend(loom_runtime_t runtime) {
+  return runtime->backend->kind();
+}
+
+//===----------------------------------------------------------------------===//
+// Meshes
+//===----------------------------------------------------------------------===//
+
+/// Every ordered list of distinct axes (permutations of every subset).
+static void orderedSubsets(int n, std::vector<int32_t> &current,
+                           std::vector<bool> &used,
+                           std::vector<std::vector<int32_t>> &out) {
+  if (!current.empty())
+    out.push_back(current);
+  for (int a = 0; a < n; ++a) {
+    if (used[a])
+      continue;
+    used[a] = true;
+    current.push_back(a);
+    orderedSubsets(n, current, used, out);
+    current.pop_back();
+    used[a] = false;
+  }
+}
+
+extern "C" loom_status_t loom_mesh_create(loom_runtime_t runtime,
+                                          int32_t num_axes,
+                                          const int64_t *axis_sizes,
+                                          const char *const *axis_names,
+                                          loom_mesh_t *out_mesh) {
+  if (!runtime || !out_mesh || num_axes < 0 || (num_axes && !axis_sizes))
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "loom_mesh_create: invalid arguments");
+  if (num_axes > 6)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "loom_mesh_create: %d axes; at most 6 are "
+                            "supported",
+                            num_axes);
+  auto mesh = std::make_unique<loom_mesh_s>();
+  mesh->runtime = runtime;
+  int64_t product = 1;
+  std::string shape;
+  for (int32_t i = 0; i < num_axes; ++i) {
+    if (axis_sizes[i] < 1)
+      return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                              "loom_mesh_create: axis %d has size %lld", i,
+                              static_cast<long long>(axis_sizes[i]));
+    product *= axis_sizes[i];
+    mesh->sizes.push_back(axis_sizes[i]);
+    std::string name = axis_names && axis_names[i] ? axis_names[i]
+                                                   : "axis" + std::to_string(i);
+    for (const std::string &other : mesh->names)
+      if (other == name)
+        return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                                "loom_mesh_create: axis name '%s' repeats",
+                                name.c_str());
+    mesh->names.push_back(name);
+    shape += (i ? ", " : "") + name + "=" + std::to_string(axis_sizes[i]);
+  }
+  Backend &backend = *runtime->backend;
+  if (product != backend.size())
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "the mesh [%s] has %lld devices but %d ranks "
+                            "were launched",
+                            shape.c_str(), static_cast<long long>(product),
+                            backend.size());
+  int64_t rest = backend.rank();
+  mesh->coordinates.assign(num_axes, 0);
+  for (int32_t i = num_axes - 1; i >= 0; --i) {
+    mesh->coordinates[i] = rest % mesh->sizes[i];
+    rest /= mesh->sizes[i];
+  }
+  // Groups, created in the same order on every rank.
+  std::vector<std::vector<int32_t>> lists;
+  std::vector<int32_t> current;
+  std::vector<bool> used(num_axes, false);
+  orderedSubsets(num_axes, current, used, lists);
+  for (const std::vector<int32_t> &axes : lists) {
+    int64_t color = 0, key = 0;
+    for (int32_t a = 0; a < num_axes; ++a)
+      if (std::find(axes.begin(), axes.end(), a) == axes.end())
+        color = color * mesh->sizes[a] + mesh->coordinates[a];
+    for (int32_t a : axes)
+      key = key * mesh->sizes[a] + mesh->coordinates[a];
+    std::unique_ptr<Group> group;
+    if (loom_status_t s = backend.split(static_cast<int>(color),
+                                        static_cast<int>(key), group))
+      return s;
+    mesh->groups[axes] = std::move(group);
+  }
+  *out_mesh = mesh.release();
+  return nullptr;
+}
+
+extern "C" void loom_mesh_destroy(loom_mesh_t mesh) { delete mesh; }
+
+extern "C" int32_t loom_mesh_num_axes(loom_mesh_t mesh) {
+  return static_cast<int32_t>(mesh->sizes.size());
+}
+
+extern "C" int64_t loom_mesh_axis_size(loom_mesh_t mesh, int32_t axis) {
+  return axis >= 0 && axis < loom_mesh_num_axes(mesh) ? mesh->sizes[axis] : 0;
+}
+
+extern "C" const char *loom_mesh_axis_name(loom_mesh_t mesh, int32_t axis) {
+  return axis >= 0 && axis < loom_mesh_num_axes(mesh)
+             ? mesh->names[axis].c_str()
+             : "";
+}
+
+extern "C" int64_t loom_mesh_coordinate(loom_mesh_t mesh, int32_t axis) {
+  return axis >= 0 && axis < loom_mesh_num_axes(mesh)
+             ? mesh->coordinates[axis]
+             : -1;
+}
+
+extern "C" int32_t loom_mesh_rank_at(loom_mesh_t mesh,
+                                     const int64_t *coordinates) {
+  int64_t rank = 0;
+  for (int32_t a = 0; a < loom_mesh_num_axes(mesh); ++a) {
+    if (coordinates[a] < 0 || coordinates[a] >= mesh->sizes[a])
+      return -1;
+    rank = rank * mesh->sizes[a] + coordinates[a];
+  }
+  return static_cast<int32_t>(rank);
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Validates the common arguments and finds the group.
+loom_status_t prepare(loom_mesh_t mesh, const char *op, const int32_t *axes,
+                      int32_t num_axes, loom_dtype_t dtype, int64_t count,
+                      Group *&group, CallInfo &info, const char *detail = "") {
+  if (!mesh)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT, "%s: no mesh", op);
+  if (loom_dtype_size(dtype) == 0)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "%s: unknown element type %d", op,
+                            static_cast<int>(dtype));
+  if (count < 0)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "%s: negative count %lld", op,
+                            static_cast<long long>(count));
+  std::vector<int32_t> list(axes, axes + num_axes);
+  std::string names;
+  for (int32_t a : list) {
+    if (a < 0 || a >= loom_mesh_num_axes(mesh))
+      return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                              "%s: axis %d is not an axis of the mesh", op, a);
+    names += (names.empty() ? "" : ", ") + mesh->names[a];
+  }
+  info.op = op;
+  info.dtype = dtype;
+  info.count = count;
+  info.description = std::string(op) + detail + " of " +
+                     std::to_string(count) + " x " + loom_dtype_name(dtype) +
+                     " over [" + names + "]";
+  if (list.empty()) {
+    group = nullptr;
+    return nullptr;
+  }
+  auto it = mesh->groups.find(list);
+  if (it == mesh->groups.end())
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "%s: axes [%s] repeat an axis", op, names.c_str());
+  group = it->second.get();
+  return nullptr;
+}
+
+size_t bytes(loom_dtype_t dtype, int64_t count) {
+  return loom_dtype_size(dtype) * static_cast<size_t>(count);
+}
+
+void copyIfDistinct(const void *send, void *recv, size_t n) {
+  if (send != recv && n)
+    std::memmove(recv, send, n);
+}
+} // namespace
+
+extern "C" loom_status_t loom_all_reduce(loom_mesh_t mesh, const int32_t *axes,
+                                         int32_t num_axes, loom_dtype_t dtype,
+                                         loom_reduction_t reduction,
+                                         const void *send, void *recv,
+                                         int64_t count) {
+  Group *group;
+  CallInfo info;
+  std::string detail = std::string(" (") + reductionName(reduction) + ")";
+  if (loom_status_t s = prepare(mesh, "all_reduce", axes, num_axes, dtype,
+                                count, group, info, detail.c_str()))
+    return s;
+  info.extra = reduction;
+  if (!group || group->size == 1) {
+    copyIfDistinct(send, recv, bytes(dtype, count));
+    return nullptr;
+  }
+  return mesh->runtime->backend->allReduce(*group, info, reduction, send,
+                                           recv);
+}
+
+extern "C" loom_status_t loom_all_gather(loom_mesh_t mesh, const int32_t *axes,
+                                         int32_t num_axes, loom_dtype_t dtype,
+                                         const void *send, void *recv,
+                                         int64_t send_count) {
+  Group *group;
+  CallInfo info;
+  if (loom_status_t s = prepare(mesh, "all_gather", axes, num_axes, dtype,
+                                send_count, group, info))
+    return s;
+  if (!group || group->size == 1) {
+    copyIfDistinct(send, recv, bytes(dtype, send_count));
+    return nullptr;
+  }
+  return mesh->runtime->backend->allGather(*group, info, send, recv);
+}
+
+extern "C" loom_status_t
+loom_reduce_scatter(loom_mesh_t mesh, const int32_t *axes, int32_t num_axes,
+                    loom_dtype_t dtype, loom_reduction_t reduction,
+                    const void *send, void *recv, int64_t recv_count) {
+  Group *group;
+  CallInfo info;
+  std::string detail = std::string(" (") + reductionName(reduction) + ")";
+  if (loom_status_t s = prepare(mesh, "reduce_scatter", axes, num_axes, dtype,
+                                recv_count, group, info, detail.c_str()))
+    return s;
+  info.extra = reduction;
+  if (!group || group->size == 1) {
+    copyIfDistinct(send, recv, bytes(dtype, recv_count));
+    return nullptr;
+  }
+  return mesh->runtime->backend->reduceScatter(*group, info, reduction, send,
+                                               recv);
+}
+
+extern "C" loom_status_t loom_all_to_all(loom_mesh_t mesh, const int32_t *axes,
+                                         int32_t num_axes, loom_dtype_t dtype,
+                                         const void *send, void *recv,
+                                         int64_t count_per_rank) {
+  Group *group;
+  CallInfo info;
+  if (loom_status_t s = prepare(mesh, "all_to_all", axes, num_axes, dtype,
+                                count_per_rank, group, info))
+    return s;
+  if (!group || group->size == 1) {
+    copyIfDistinct(send, recv, bytes(dtype, count_per_rank));
+    return nullptr;
+  }
+  return mesh->runtime->backend->allToAll(*group, info, send, recv);
+}
+
+extern "C" loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,
+                                        int32_t to, const void *send,
+                                        int32_t from, void *recv,
+                                        int64_t count) {
+  Group *group;
+  CallInfo info;
+  if (loom_status_t s =
+          prepare(mesh, "send_recv", nullptr, 0, dtype, count, group, info))
+    return s;
+  int size = mesh->runtime->backend->size();
+  if (to >= size || from >= size || to < -1 || from < -1)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "send_recv: peer %d or %d is not a rank of %d", to,
+                            from, size);
+  info.description = "send_recv of " + std::to_string(count) + " x " +
+                     loom_dtype_name(dtype) + " (to rank " +
+                     std::to_string(to) + ", from rank " +
+                     std::to_string(from) + ")";
+  return mesh->runtime->backend->sendRecv(info, to, send, from, recv);
+}
+
+extern "C" loom_status_t loom_barrier(loom_mesh_t mesh, const int32_t *axes,
+                                      int32_t num_axes) {
+  Group *group;
+  CallInfo info;
+  if (loom_status_t s = prepare(mesh, "barrier", axes, num_axes,
+                                LOOM_DTYPE_U8, 0, group, info))
+    return s;
+  if (!group || group->size == 1)
+    return nullptr;
+  return mesh->runtime->backend->barrier(*group, info);
+}
+
+//===----------------------------------------------------------------------===//
+// Host reductions
+//===----------------------------------------------------------------------===//
+
+namespace {
+float halfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else { // subnormal
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (exp >= 0x1f)
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10)
+      return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    uint32_t shift = static_cast<uint32_t>(14 - exp);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1)))
+      ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1)))
+    ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+float bf16ToFloat(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t floatToBf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40); // quiet NaN
+  uint32_t rounding = 0x7fffu + ((x >> 16) & 1);
+  return static_cast<uint16_t>((x + rounding) >> 16);
+}
+
+template <typename T>
+T combine(loom_reduction_t r, T a, T b) {
+  switch (r) {
+  case LOOM_REDUCTION_SUM:
+    return static_cast<T>(a + b);
+  case LOOM_REDUCTION_MAX:
+    return a > b ? a : b;
+  case LOOM_REDUCTION_MIN:
+    return a < b ? a : b;
+  case LOOM_REDUCTION_PROD:
+    return static_cast<T>(a * b);
+  }
+  return a;
+}
+
+template <typename T>
+void reduceTyped(loom_reduction_t r, const void *in, void *inout, int64_t n) {
+  const T *a = static_cast<const T *>(in);
+  T *b = static_cast<T *>(inout);
+  for (int64_t i = 0; i < n; ++i)
+    b[i] = combine<T>(r, a[i], b[i]);
+}
+
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+void reduce16(loom_reduction_t r, const void *in, void *inout, int64_t n) {
+  const uint16_t *a = static_cast<const uint16_t *>(in);
+  uint16_t *b = static_cast<uint16_t *>(inout);
+  for (int64_t i = 0; i < n; ++i)
+    b[i] = FromFloat(combine<float>(r, ToFloat(a[i]), ToFloat(b[i])));
+}
+} // namespace
+
+void loom::rt::reduceInto(loom_dtype_t dtype, loom_reduction_t r,
+                          const void *in, void *inout, int64_t n) {
+  switch (dtype) {
+  case LOOM_DTYPE_F32:
+    return reduceTyped<float>(r, in, inout, n);
+  case LOOM_DTYPE_F64:
+    return reduceTyped<double>(r, in, inout, n);
+  case LOOM_DTYPE_F16:
+    return reduce16<halfToFloat, floatToHalf>(r, in, inout, n);
+  case LOOM_DTYPE_BF16:
+    return reduce16<bf16ToFloat, floatToBf16>(r, in, inout, n);
+  case LOOM_DTYPE_I8:
+    return reduceTyped<int8_t>(r, in, inout, n);
+  case LOOM_DTYPE_I16:
+    return reduceTyped<int16_t>(r, in, inout, n);
+  case LOOM_DTYPE_I32:
+    return reduceTyped<int32_t>(r, in, inout, n);
+  case LOOM_DTYPE_I64:
+    return reduceTyped<int64_t>(r, in, inout, n);
+  case LOOM_DTYPE_U8:
+  case LOOM_DTYPE_BOOL:
+    return reduceTyped<uint8_t>(r, in, inout, n);
+  case LOOM_DTYPE_U16:
+    return reduceTyped<uint16_t>(r, in, inout, n);
+  case LOOM_DTYPE_U32:
+    return reduceTyped<uint32_t>(r, in, inout, n);
+  case LOOM_DTYPE_U64:
+    return reduceTyped<uint64_t>(r, in, inout, n);
+  }
+}
