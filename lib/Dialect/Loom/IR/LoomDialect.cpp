@@ -64,6 +64,14 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() == kShardingAttrName)
     return verifyOpShardings(op, attr.getValue());
+  if (attr.getName() == kPartitionedAttrName) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !ref ||
+        !SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, ref))
+      return op->emitOpError("'loom.partitioned' must name a loom.mesh on a "
+                             "function");
+    return success();
+  }
   if (attr.getName() == kMicroBatchesAttrName) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !count || count.getInt() < 1)
@@ -75,13 +83,33 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
          << attr.getName().getValue() << "'";
 }
 
+/// A per-device program (loom.partitioned) declares local types; the
+/// global type of a value follows from its sharding.
+static Type globalTypeOf(Operation *fn, Type type, Attribute shardingAttr) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  auto sharding = dyn_cast_or_null<ShardingAttr>(shardingAttr);
+  if (!tensor || !sharding || !fn->hasAttr(LoomDialect::kPartitionedAttrName) ||
+      sharding.getRank() != tensor.getRank())
+    return type;
+  auto mesh =
+      SymbolTable::lookupNearestSymbolFrom<MeshOp>(fn, sharding.getMesh());
+  if (!mesh)
+    return type;
+  SmallVector<int64_t> shape(tensor.getShape());
+  for (int64_t d = 0, e = shape.size(); d < e; ++d)
+    for (StringRef axis : sharding.getDimAxes(d))
+      if (MeshAxisAttr a = mesh.getAxis(axis))
+        shape[d] *= a.getSize();
+  return tensor.clone(shape);
+}
+
 static LogicalResult verifyValueSharding(Operation *op, Attribute attr,
                                          Type type, const Twine &what) {
   auto sharding = dyn_cast<ShardingAttr>(attr);
   if (!sharding)
     return op->emitOpError("'loom.sharding' on ")
            << what << " must be a #loom.sharding, got " << attr;
-  return sharding.verifyFor(type, op, what.str());
+  return sharding.verifyFor(globalTypeOf(op, type, sharding), op, what.str());
 }
 
 static LogicalResult verifyName(Operation *op, Attribute attr,
@@ -123,7 +151,11 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
   if (attr.getName() == kNameAttrName)
     return verifyName(op, attr.getValue(), what);
   if (attr.getName() == kParamAttrName)
-    return verifyParamRef(op, attr.getValue(), type, what);
+    return verifyParamRef(
+        op, attr.getValue(),
+        globalTypeOf(op, type,
+                     fn.getArgAttr(argIndex, kShardingAttrName)),
+        what);
   if (attr.getName() == kIndexBoundAttrName) {
     auto bound = dyn_cast<IntegerAttr>(attr.getValue());
     auto tensor = dyn_cast<RankedTensorType>(type);
@@ -151,8 +183,11 @@ LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
   if (attr.getName() == kNameAttrName)
     return verifyName(op, attr.getValue(), what);
   if (attr.getName() == kParamAttrName)
-    return verifyParamRef(op, attr.getValue(),
-                          fn.getResultTypes()[resultIndex], what);
+    return verifyParamRef(
+        op, attr.getValue(),
+        globalTypeOf(op, fn.getResultTypes()[resultIndex],
+                     fn.getResultAttr(resultIndex, kShardingAttrName)),
+        what);
   return op->emitOpError("has unknown loom result attribute '")
          << attr.getName().getValue() << "'";
 }

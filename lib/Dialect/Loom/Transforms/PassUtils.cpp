@@ -55,3 +55,10 @@ LogicalResult loom::detail::verifyLossFunction(func::FuncOp fn, StringRef pass) 
                              "first)";
   return success();
 }
+
+LogicalResult loom::detail::verifySingleBlock(func::FuncOp fn, StringRef pass) {
+  if (fn.isExternal() || !fn.getBody().hasOneBlock())
+    return fn.emitError() << pass << ": @" << fn.getSymName()
+                          << " must have a body of one block";
+  return success();
+}

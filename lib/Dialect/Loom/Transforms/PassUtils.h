@@ -19,6 +19,9 @@ ParameterOp boundParameter(func::FuncOp fn, unsigned index);
 /// `loom.name` of argument `index`, or "arg<index>".
 std::string argumentName(func::FuncOp fn, unsigned index);
 
+/// Checks that `fn` has a body of one block.
+LogicalResult verifySingleBlock(func::FuncOp fn, StringRef pass);
+
 /// Checks that `fn` has one block ending in func.return and a first result
 /// that is a scalar float tensor (the loss).
 LogicalResult verifyLossFunction(func::FuncOp fn, StringRef pass);

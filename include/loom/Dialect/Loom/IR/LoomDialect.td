@@ -62,6 +62,10 @@ def Loom_Dialect : Dialect {
     /// accumulation: data arguments carry a leading dimension of this many
     /// micro-batches.
     static constexpr ::llvm::StringLiteral kMicroBatchesAttrName = "loom.micro_batches";
+    /// Function attribute naming the mesh of a per-device program
+    /// (loom-partition): its types are local, its argument and result
+    /// shardings say how the global values are split.
+    static constexpr ::llvm::StringLiteral kPartitionedAttrName = "loom.partitioned";
     /// Function argument/result attribute: the value's name in the source
     /// model (ONNX graph input/output names), used to bind data by name.
     static constexpr ::llvm::StringLiteral kNameAttrName = "loom.name";

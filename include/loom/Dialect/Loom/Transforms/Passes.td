@@ -148,4 +148,50 @@ def LoomBuildTrainStep : Pass<"loom-build-train-step", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::loom::LoomDialect"];
 }
 
+def LoomPropagateSharding : Pass<"loom-propagate-sharding", "mlir::ModuleOp"> {
+  let summary = "Complete user shardings to every value through the ops' rules";
+  let description = [{
+    Starts from the shardings in the IR — function arguments and results
+    (`loom.sharding`), op annotations, `loom.sharding_constraint` — and
+    propagates them through every op's `ShardingRuleOpInterface` rule,
+    forward and backward until nothing changes. User shardings win over
+    propagated ones; an op's split (parallel) factors are decided before its
+    reduction factors, so a contraction keeps its batch split and gathers a
+    split weight (ZeRO-3) rather than the reverse; a contraction over split
+    factors makes its result `partial`. Arguments without a sharding are
+    replicated, results that update a parameter (`loom.param`) take that
+    parameter's sharding, and values nothing decides are replicated.
+    Every op gets its results' shardings as `loom.sharding`; where operands
+    disagree, the op gets a remark naming both shardings.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Function to annotate (default: the module's only function)">,
+  ];
+}
+
+def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
+  let summary = "Rewrite a sharded program into the per-device (SPMD) program";
+  let description = [{
+    Propagates shardings (as loom-propagate-sharding) and rewrites the
+    function into the program every device runs: local shapes, and the
+    collectives between shardings — `reduce_scatter` where a partial value
+    becomes split (ZeRO gradients), `all_reduce` for the other partial axes,
+    `all_to_all` where a split moves between dimensions, `all_gather` where
+    axes go away, `all_slice` (no communication) where they appear. Ops
+    whose semantics depend on global positions (dropout, max-pool indices,
+    weighted or ignore-index class losses with split samples) see whole
+    tensors. Means over split dimensions are rescaled so that the partial
+    sums add up to the global mean. Dimensions that do not divide over
+    their axes are an error naming the value. The function gets
+    `loom.partitioned = @mesh`; its arguments and results keep their
+    shardings (of the global values).
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Function to partition (default: the module's only function)">,
+  ];
+  let dependentDialects = ["mlir::loom::LoomDialect"];
+}
+
 #endif // LOOM_DIALECT_LOOM_TRANSFORMS_PASSES_TD
