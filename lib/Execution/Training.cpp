@@ -2,6 +2,8 @@
 
 #include "loom/Execution/Training.h"
 
+#include "loom/Execution/Distributed.h"
+
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/TensorIO.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -199,6 +201,27 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
           LoomDialect::kMicroBatchesAttrName))
     micro = attr.getInt();
 
+  // A partitioned step runs on its mesh: one rank per device, each holding
+  // its shard of every argument (global values are read and written whole).
+  std::unique_ptr<DistributedContext> mesh;
+  SmallVector<ShardingAttr> argShardings(step.getNumArguments());
+  if (auto meshRef = step->getAttrOfType<FlatSymbolRefAttr>(
+          LoomDialect::kPartitionedAttrName)) {
+    DistributedOptions dopts;
+    dopts.timeoutSeconds = options.timeoutSeconds;
+    mesh = DistributedContext::create(
+        module, module.lookupSymbol<MeshOp>(meshRef), dopts, error);
+    if (!mesh)
+      return false;
+    for (unsigned i = 0; i < step.getNumArguments(); ++i)
+      argShardings[i] = step.getArgAttrOfType<ShardingAttr>(
+          i, LoomDialect::kShardingAttrName);
+  }
+  result.rank = mesh ? mesh->rank() : 0;
+  auto toLocal = [&](unsigned arg, const HostTensor &global) {
+    return mesh ? mesh->localShard(global, argShardings[arg]) : global;
+  };
+
   auto compileStart = std::chrono::steady_clock::now();
   std::unique_ptr<Executor> exec =
       Executor::create(module, "train_step", options.executor, error);
@@ -208,27 +231,33 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
                               std::chrono::steady_clock::now() - compileStart)
                               .count();
 
-  // Parameter store, keyed by symbol.
+  // Parameter store, keyed by symbol (local shards).
   std::map<std::string, HostTensor> store;
   ArrayRef<ValueInfo> args = exec->getArguments();
   ArrayRef<ValueInfo> results = exec->getResults();
+  SmallVector<RankedTensorType> globalTypes;
+  for (auto [i, info] : llvm::enumerate(args))
+    globalTypes.push_back(mesh ? mesh->globalType(info.type, argShardings[i])
+                               : info.type);
   std::vector<DataSource> data;
   for (auto [i, info] : llvm::enumerate(args)) {
     if (!info.parameter.empty()) {
-      std::optional<HostTensor> value = exec->parameterValue(i, dir, error);
+      std::optional<HostTensor> value = readInitialValue(
+          info.initialValue, globalTypes[i], info.parameter, dir, error);
       if (!value)
         return false;
-      store[info.parameter] = *value;
+      store[info.parameter] = toLocal(i, *value);
       continue;
     }
     DataSource source;
     source.arg = i;
     source.name = info.name;
-    source.type = info.type;
-    source.perEntry = info.type;
+    source.type = globalTypes[i];
+    source.perEntry = globalTypes[i];
     if (micro > 1)
-      source.perEntry = RankedTensorType::get(info.type.getShape().drop_front(),
-                                              info.type.getElementType());
+      source.perEntry =
+          RankedTensorType::get(globalTypes[i].getShape().drop_front(),
+                                globalTypes[i].getElementType());
     data.push_back(std::move(source));
   }
   if (results.empty() || !results[0].parameter.empty() ||
@@ -313,15 +342,17 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
   for (int64_t s = 0; s < options.steps; ++s) {
     std::vector<HostTensor> dataValues(args.size());
     for (DataSource &source : data) {
+      // Every rank draws or reads the whole batch and keeps its shard.
       if (!source.file) {
-        dataValues[source.arg] =
-            syntheticTensor(source.type, args[source.arg].indexBound, gen);
+        dataValues[source.arg] = toLocal(
+            source.arg,
+            syntheticTensor(source.type, args[source.arg].indexBound, gen));
         continue;
       }
       HostTensor t(source.type);
       size_t bytes = t.byteSize();
       std::memcpy(t.data(), source.file->data() + s * bytes, bytes);
-      dataValues[source.arg] = std::move(t);
+      dataValues[source.arg] = toLocal(source.arg, t);
     }
     std::vector<const HostTensor *> argPtrs;
     for (auto [i, info] : llvm::enumerate(args))
@@ -334,7 +365,7 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
     for (auto [i, r] : llvm::enumerate(results))
       if (i > 0)
         store[r.parameter] = std::move(outs[i]);
-    if (options.onStep)
+    if (options.onStep && result.rank == 0)
       options.onStep(s, loss);
     if (!std::isfinite(loss)) {
       error = llvm::formatv("the loss is {0} at step {1}; stopping", loss, s);
@@ -349,16 +380,28 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
   auto save = [&](StringRef outDir, bool trainable) {
     if (outDir.empty())
       return true;
-    if (std::error_code ec = llvm::sys::fs::create_directories(outDir)) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(outDir);
+        ec && (!mesh || mesh->rank() == 0)) {
       error = "cannot create " + outDir.str() + ": " + ec.message();
       return false;
     }
-    for (const ValueInfo &info : args) {
+    for (auto [i, info] : llvm::enumerate(args)) {
       if (info.parameter.empty() || info.trainable != trainable)
         continue;
+      HostTensor value = store[info.parameter];
+      if (mesh) {
+        // Every rank takes part; rank 0 writes the global tensor.
+        std::optional<HostTensor> global =
+            mesh->gatherGlobal(value, argShardings[i], error);
+        if (!global)
+          return false;
+        value = *global;
+        if (mesh->rank() != 0)
+          continue;
+      }
       SmallString<256> path(outDir);
       llvm::sys::path::append(path, info.parameter + ".npy");
-      if (!writeTensorFile(path, store[info.parameter], error))
+      if (!writeTensorFile(path, value, error))
         return false;
     }
     return true;

@@ -42,7 +42,10 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <random>
 
@@ -88,6 +91,9 @@ static cl::opt<std::string> dataDir("data",
     cl::desc("Training: directory with <input>.npy and labels.npy (leading step axis), "
              "or 'synthetic'"),
     cl::init("synthetic"), cl::cat(category));
+static cl::opt<int> numRanks("np",
+    cl::desc("Training: launch this many ranks with mpirun (one per mesh device)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<double> timeout("timeout",
     cl::desc("Distributed runs: seconds a collective may take before the ranks are "
              "diagnosed (default 60)"),
@@ -134,6 +140,36 @@ void printTensor(StringRef name, const HostTensor &t) {
   llvm::outs() << "]\n";
 }
 
+/// `loom-run -np N ARTIFACT ...`: re-runs this command under mpirun with N
+/// ranks (without -np), so that every rank runs the same loom-run.
+int launch(int argc, char **argv) {
+  std::vector<std::string> command = {"mpirun", "-np", std::to_string(numRanks)};
+  if (geteuid() == 0)
+    command.push_back("--allow-run-as-root");
+  // More ranks than cores is fine for CPU tests; MPI must not refuse it.
+  command.push_back("--oversubscribe");
+  std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&launch);
+  command.push_back(self.empty() ? argv[0] : self);
+  for (int i = 1; i < argc; ++i) {
+    StringRef a = argv[i];
+    if (a == "-np" || a == "--np") {
+      ++i; // skip the value
+      continue;
+    }
+    if (a.starts_with("-np=") || a.starts_with("--np="))
+      continue;
+    command.push_back(argv[i]);
+  }
+  std::vector<char *> cargv;
+  for (std::string &c : command)
+    cargv.push_back(c.data());
+  cargv.push_back(nullptr);
+  execvp("mpirun", cargv.data());
+  return fail(std::string("cannot run mpirun: ") + std::strerror(errno) +
+              " (install OpenMPI, or launch the ranks yourself: mpirun -np " +
+              std::to_string(numRanks) + " loom-run ...)");
+}
+
 int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   SmallString<256> irPath(modelPath);
   llvm::sys::path::append(irPath, "train.mlir");
@@ -163,10 +199,13 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     llvm::outs() << llvm::formatv("step {0} loss {1:e8}\n", step, loss);
     llvm::outs().flush();
   };
+  options.timeoutSeconds = timeout;
   TrainResult result;
   std::string error;
   if (!runTraining(*module, modelPath, options, result, error))
     return fail(error);
+  if (result.rank != 0)
+    return 0;
   llvm::outs() << llvm::formatv(
       "trained {0} steps in {1:f3} s ({2:f4} s/step, compile {3:f3} s); "
       "parameters in {4}\n",
@@ -191,6 +230,13 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
 
+  if (numRanks > 0) {
+    loom_launch_info_t info;
+    loom_status_t st = loom_launch_info_from_env(&info);
+    loom_status_free(st);
+    if (info.world_size <= 1)
+      return launch(argc, argv);
+  }
   if (llvm::sys::fs::is_directory(modelPath))
     return train(ctx, sourceMgr);
 

@@ -15,11 +15,15 @@
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Dialect/Loom/Transforms/Passes.h"
+#include "loom/Dialect/Loom/Transforms/PlanReport.h"
+#include "loom/Dialect/Loom/Transforms/Strategies.h"
 #include "loom/Execution/Training.h"
 #include "loom/Target/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -27,6 +31,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -87,6 +93,22 @@ static cl::list<std::string> frozen("frozen", cl::CommaSeparated,
 static cl::opt<bool> noInferBuffers("no-infer-buffers",
     cl::desc("Train every float initializer, even those no gradient reaches"),
     cl::cat(category));
+static cl::opt<std::string> meshSpec("mesh",
+    cl::desc("Device mesh, e.g. dp=2,tp=2 (axes major to minor; one rank per device)"),
+    cl::cat(category));
+static cl::opt<std::string> strategy("strategy",
+    cl::desc("dp, tp, dp-tp, zero1, zero2, zero3, replicated, or annotated (the "
+             "model's own shardings; the default when it declares a mesh)"),
+    cl::cat(category));
+static cl::opt<std::string> shardFile("shard",
+    cl::desc("File of per-tensor shardings, one `NAME [{\"dp\"}, {}]` per line "
+             "(parameters by initializer name, inputs by name); the rest is "
+             "propagated"),
+    cl::cat(category));
+static cl::opt<std::string> dpAxis("dp-axis", cl::desc("Data-parallel mesh axis"),
+                                   cl::init("dp"), cl::cat(category));
+static cl::opt<std::string> tpAxis("tp-axis", cl::desc("Tensor-parallel mesh axis"),
+                                   cl::init("tp"), cl::cat(category));
 static cl::list<std::string> inputShapes("input-shape",
     cl::desc("ONNX: NAME=D0xD1x... binds an input's shape"), cl::cat(category));
 
@@ -118,6 +140,64 @@ static void annotateIndexBounds(func::FuncOp fn) {
       fn.setArgAttr(arg.getArgNumber(), LoomDialect::kIndexBoundAttrName,
                     IntegerAttr::get(IntegerType::get(fn.getContext(), 64), bound));
   }
+}
+
+/// Applies a file of `NAME [sharding dims]` lines to the training step's
+/// arguments (by parameter symbol or input name); optimizer state follows
+/// its weight. Returns an error message or "".
+static std::string applyShardFile(func::FuncOp step, MeshOp mesh,
+                                  StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return "cannot read " + path.str();
+  MLIRContext *ctx = step.getContext();
+  llvm::StringMap<unsigned> byName;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    if (auto p = step.getArgAttrOfType<FlatSymbolRefAttr>(
+            i, LoomDialect::kParamAttrName))
+      byName[p.getValue()] = i;
+    if (auto n = step.getArgAttrOfType<StringAttr>(i,
+                                                   LoomDialect::kNameAttrName))
+      byName[n.getValue()] = i;
+  }
+  SmallVector<StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n');
+  llvm::StringMap<ShardingAttr> given;
+  for (auto [n, raw] : llvm::enumerate(lines)) {
+    StringRef line = raw.split('#').first.trim();
+    if (line.empty())
+      continue;
+    auto [name, dims] = line.split(' ');
+    std::string where = path.str() + ":" + std::to_string(n + 1) + ": ";
+    auto it = byName.find(name);
+    if (it == byName.end())
+      return where + "'" + name.str() +
+             "' is neither a parameter nor an input of the model";
+    std::string text = "#loom.sharding<@" + mesh.getSymName().str() + ", " +
+                       dims.trim().str() + ">";
+    auto attr = dyn_cast_or_null<ShardingAttr>(parseAttribute(text, ctx));
+    if (!attr)
+      return where + "cannot parse the sharding '" + dims.trim().str() +
+             "' (expected e.g. [{\"dp\"}, {}])";
+    if (failed(attr.verifyFor(step.getArgumentTypes()[it->second], step,
+                              name.str())))
+      return where + "the sharding does not fit '" + name.str() + "'";
+    step.setArgAttr(it->second, LoomDialect::kShardingAttrName, attr);
+    given[name] = attr;
+  }
+  // Optimizer state (<weight>.<suffix>) follows its weight unless given.
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    auto p = step.getArgAttrOfType<FlatSymbolRefAttr>(
+        i, LoomDialect::kParamAttrName);
+    if (!p || given.count(p.getValue()))
+      continue;
+    StringRef name = p.getValue();
+    for (StringRef suffix : {".exp_avg_sq", ".exp_avg", ".momentum_buffer"})
+      if (name.ends_with(suffix))
+        if (ShardingAttr s = given.lookup(name.drop_back(suffix.size())))
+          step.setArgAttr(i, LoomDialect::kShardingAttrName, s);
+  }
+  return "";
 }
 
 int main(int argc, char **argv) {
@@ -204,12 +284,87 @@ int main(int argc, char **argv) {
   if (failed(pm.run(*module)))
     return 2;
 
+  // Parallelism: a mesh (given or declared by the model) and shardings.
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  MeshOp mesh;
+  if (!meshSpec.empty()) {
+    if (!module->getOps<MeshOp>().empty())
+      return fail("the model already declares a mesh; drop --mesh to use it "
+                  "(and its shardings)");
+    SmallVector<Attribute> axes;
+    SmallVector<StringRef> specs;
+    StringRef(meshSpec).split(specs, ',');
+    for (StringRef spec : specs) {
+      auto [name, size] = spec.split('=');
+      int64_t n = 0;
+      if (name.trim().empty() || size.trim().getAsInteger(10, n) || n < 1)
+        return fail("--mesh: expected NAME=SIZE[,NAME=SIZE...], got '" +
+                    meshSpec + "'");
+      axes.push_back(MeshAxisAttr::get(&ctx, StringAttr::get(&ctx, name.trim()),
+                                       n, nullptr, nullptr));
+    }
+    OpBuilder b(&ctx);
+    b.setInsertionPointToStart(module->getBody());
+    mesh = MeshOp::create(b, module->getLoc(), "mesh", b.getArrayAttr(axes));
+    if (failed(mlir::verify(mesh)))
+      return 2;
+  } else {
+    auto meshes = llvm::to_vector(module->getOps<MeshOp>());
+    if (meshes.size() > 1)
+      return fail("the model declares several meshes; loomc needs one");
+    if (!meshes.empty())
+      mesh = meshes.front();
+  }
+  std::string chosen = strategy;
+  if (chosen.empty())
+    chosen = !shardFile.empty() ? "file" : mesh && meshSpec.empty() ? "annotated"
+                                                                    : mesh ? "dp" : "";
+  if (!chosen.empty() && chosen != "none") {
+    if (!mesh)
+      return fail("--strategy " + chosen + " needs a mesh: give --mesh, e.g. "
+                  "--mesh dp=4");
+    if (!shardFile.empty()) {
+      std::string err = applyShardFile(step, mesh, shardFile);
+      if (!err.empty())
+        return fail(err);
+    } else if (chosen != "annotated") {
+      StrategyOptions options;
+      options.strategy = chosen;
+      options.dpAxis = dpAxis;
+      options.tpAxis = tpAxis;
+      if (failed(applyStrategy(step, mesh, options)))
+        return 2;
+    }
+    PassManager spmd(&ctx);
+    spmd.addPass(createLoomPartition());
+    spmd.addPass(createCanonicalizerPass());
+    spmd.addPass(createCSEPass());
+    if (failed(spmd.run(*module)))
+      return 2;
+    step = module->lookupSymbol<func::FuncOp>("train_step");
+  }
+
   ArtifactOptions artifact;
   artifact.initFromModel = init == "onnx";
   artifact.seed = seed;
   std::string error;
   if (!writeTrainingArtifact(*module, outDir, artifact, error))
     return fail(error);
+
+  if (step->hasAttr(LoomDialect::kPartitionedAttrName)) {
+    std::string plan;
+    llvm::raw_string_ostream os(plan);
+    os << "strategy: " << chosen << "\n";
+    printPlanReport(step, os);
+    SmallString<256> path(outDir);
+    llvm::sys::path::append(path, "plan.txt");
+    std::error_code ec;
+    llvm::raw_fd_ostream file(path, ec);
+    if (ec)
+      return fail("cannot write " + std::string(path) + ": " + ec.message());
+    file << plan;
+    llvm::outs() << plan << "\n";
+  }
 
   int64_t numParams = 0, numElements = 0;
   for (ParameterOp p : module->getOps<ParameterOp>())

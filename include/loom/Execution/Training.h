@@ -63,11 +63,15 @@ struct TrainOptions {
   std::string paramsOut;
   /// Where the final optimizer state goes; empty: none.
   std::string stateOut;
-  /// Called after every step with its index and loss.
+  /// Called on rank 0 after every step with its index and loss.
   std::function<void(int64_t step, double loss)> onStep;
+  /// Partitioned steps: seconds a collective may take.
+  double timeoutSeconds = 60.0;
 };
 
 struct TrainResult {
+  /// This process's rank (0 when not distributed).
+  int rank = 0;
   std::vector<double> losses;
   double compileSeconds = 0, trainSeconds = 0;
 };

@@ -114,6 +114,10 @@ struct PrepareForExecutionPass
       fn.setAllArgAttrs(argAttrs);
       fn.removeResAttrsAttr();
       fn->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+      // Loom function attributes (loom.partitioned names the erased mesh).
+      for (NamedAttribute attr : llvm::to_vector(fn->getDiscardableAttrs()))
+        if (attr.getName().getValue().starts_with("loom."))
+          fn->removeAttr(attr.getName());
     }
   }
 };

@@ -258,7 +258,15 @@ LogicalResult BuildTrainStepPass::build(ModuleOp module, func::FuncOp fn) {
       SmallVector<int64_t> shape = {static_cast<int64_t>(k)};
       llvm::append_range(shape, type.getShape());
       type = type.clone(shape);
-      attrs.erase(LoomDialect::kShardingAttrName);
+      // The micro-batch dimension is not split.
+      if (auto s = dyn_cast_or_null<ShardingAttr>(
+              attrs.get(LoomDialect::kShardingAttrName))) {
+        SmallVector<Attribute> dims = {ArrayAttr::get(ctx, {})};
+        llvm::append_range(dims, s.getDims());
+        attrs.set(LoomDialect::kShardingAttrName,
+                  ShardingAttr::get(ctx, s.getMesh(), ArrayAttr::get(ctx, dims),
+                                    s.getPartialAxes(), s.getPartialKind()));
+      }
     }
     argTypes.push_back(type);
     argAttrs.push_back(attrs.getDictionary(ctx));
@@ -270,10 +278,15 @@ LogicalResult BuildTrainStepPass::build(ModuleOp module, func::FuncOp fn) {
               FlatSymbolRefAttr::get(ctx, p.getSymName()));
     return attrs.getDictionary(ctx);
   };
-  for (auto &perParam : states)
+  for (auto [p, perParam] : llvm::enumerate(states))
     for (ParameterOp s : perParam) {
       argTypes.push_back(s.getType());
-      argAttrs.push_back(paramRef(s));
+      // Optimizer state is laid out like its weight.
+      NamedAttrList attrs(paramRef(s));
+      if (Attribute sharding =
+              fn.getArgAttr(params[p], LoomDialect::kShardingAttrName))
+        attrs.set(LoomDialect::kShardingAttrName, sharding);
+      argAttrs.push_back(attrs.getDictionary(ctx));
       argLocs.push_back(s.getLoc());
     }
   argTypes.push_back(stepType);

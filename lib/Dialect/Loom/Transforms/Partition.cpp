@@ -238,18 +238,49 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     return success();
   }
 
+  // Compute where the data is: the split of the operands as they are (the
+  // largest first), then reduction factors (partial results, reshaded to
+  // what users need: a reduce_scatter or an all_reduce), then the plan's
+  // result sharding for factors nothing split yet.
   ShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
   FactorSharding fs(rule, mesh);
+  SmallVector<unsigned> order;
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    order.push_back(i);
+  auto elements = [&](unsigned i) {
+    auto t = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+    return t ? t.getNumElements() : 0;
+  };
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    return elements(a) > elements(b);
+  });
+  for (unsigned i : order)
+    fs.absorb(rule.getOperands()[i], local.lookup(op->getOperand(i)).sharding,
+              {FactorKind::Parallel});
+  for (unsigned i : order)
+    fs.absorb(rule.getOperands()[i], local.lookup(op->getOperand(i)).sharding,
+              {FactorKind::Reduction});
   for (auto [i, r] : llvm::enumerate(op->getResults()))
     fs.absorb(rule.getResults()[i], plan.shardings.lookup(r),
               {FactorKind::Parallel});
-  for (auto [i, o] : llvm::enumerate(op->getOperands()))
-    fs.absorb(rule.getOperands()[i], plan.shardings.lookup(o),
-              {FactorKind::Reduction});
   if (needsWholeTensors(op, fs)) {
     fs.axes.assign(rule.getNumFactors(), {});
     fs.used.clear();
   }
+
+  // A linear op on partial sums may stay partial when the plan says so.
+  SmallVector<ShardingAttr> actual;
+  for (Value o : op->getOperands())
+    actual.push_back(local.lookup(o).sharding);
+  SmallVector<StringRef> keepPartial = linearPartial(op, actual);
+  ShardingAttr planned =
+      op->getNumResults() ? plan.shardings.lookup(op->getResult(0)) : nullptr;
+  if (!planned || !planned.isPartial() ||
+      planned.getPartialAxisNames() != keepPartial)
+    keepPartial.clear();
+  for (StringRef a : keepPartial)
+    if (fs.used.contains(a))
+      keepPartial.clear();
 
   IRMapping map;
   for (auto [i, o] : llvm::enumerate(op->getOperands())) {
@@ -259,6 +290,8 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     auto globalType = cast<RankedTensorType>(o.getType());
     ShardingAttr need = fs.project(rule.getOperands()[i], false,
                                    op->getContext());
+    if (!keepPartial.empty() && in.sharding.isPartial())
+      need = withPartial(need, keepPartial);
     FailureOr<Value> v = reshard(loc, in.value, in.sharding, need, globalType);
     if (failed(v))
       return failure();
@@ -269,6 +302,8 @@ LogicalResult Partitioner::partitionOp(Operation *op,
   SmallVector<ShardingAttr> resultShardings;
   for (auto [i, r] : llvm::enumerate(op->getResults())) {
     ShardingAttr s = fs.project(rule.getResults()[i], true, op->getContext());
+    if (!keepPartial.empty() && !s.isPartial())
+      s = withPartial(s, keepPartial);
     FailureOr<RankedTensorType> t =
         localType(cast<RankedTensorType>(r.getType()), s, mesh, loc,
                   "result #" + Twine(i));

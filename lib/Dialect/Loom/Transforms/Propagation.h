@@ -26,8 +26,12 @@ struct PropagationResult {
 /// reduction factors, so that a batch split survives a contraction over a
 /// split weight (the weight is gathered instead). Values nothing decides
 /// are replicated.
+///
+/// With `freeArguments`, arguments without a sharding are decided by
+/// propagation too (used to explore where a seed sharding flows).
 PropagationResult propagate(func::FuncOp fn, MeshOp mesh,
-                            const DenseMap<Value, ShardingAttr> &seeds);
+                            const DenseMap<Value, ShardingAttr> &seeds,
+                            bool freeArguments = false);
 inline PropagationResult propagate(func::FuncOp fn, MeshOp mesh) {
   return propagate(fn, mesh, DenseMap<Value, ShardingAttr>());
 }

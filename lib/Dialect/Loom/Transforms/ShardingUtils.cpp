@@ -175,3 +175,61 @@ mlir::loom::detail::localType(RankedTensorType global, ShardingAttr sharding,
   }
   return global.clone(shape);
 }
+
+SmallVector<StringRef>
+mlir::loom::detail::linearPartial(Operation *op,
+                                  ArrayRef<ShardingAttr> shardings) {
+  auto partialSum = [](ShardingAttr s) {
+    return s && s.isPartial() && s.getPartialKind() == ReductionKind::sum;
+  };
+  auto same = [](ShardingAttr a, ShardingAttr b) {
+    return a.getPartialAxes() == b.getPartialAxes();
+  };
+  if (shardings.empty())
+    return {};
+  // Every operand partial alike.
+  if (isa<AddOp, SubOp, ConcatOp>(op)) {
+    for (ShardingAttr s : shardings)
+      if (!partialSum(s) || !same(s, shardings.front()))
+        return {};
+    return shardings.front().getPartialAxisNames();
+  }
+  // One operand, linear.
+  if (isa<NegOp, ReshapeOp, TransposeOp, BroadcastOp, ReduceSumOp, SliceOp>(
+          op)) {
+    if (partialSum(shardings.front()))
+      return shardings.front().getPartialAxisNames();
+    return {};
+  }
+  if (auto cast = dyn_cast<CastOp>(op)) {
+    if (isa<FloatType>(cast.getInput().getType().getElementType()) &&
+        isa<FloatType>(cast.getType().getElementType()) &&
+        partialSum(shardings.front()))
+      return shardings.front().getPartialAxisNames();
+    return {};
+  }
+  // Scaling by a whole value.
+  if (isa<MulOp>(op) && shardings.size() == 2) {
+    bool p0 = partialSum(shardings[0]), p1 = partialSum(shardings[1]);
+    bool known0 = static_cast<bool>(shardings[0]),
+         known1 = static_cast<bool>(shardings[1]);
+    if (p0 && known1 && !shardings[1].isPartial())
+      return shardings[0].getPartialAxisNames();
+    if (p1 && known0 && !shardings[0].isPartial())
+      return shardings[1].getPartialAxisNames();
+    return {};
+  }
+  if (isa<DivOp>(op) && shardings.size() == 2) {
+    if (partialSum(shardings[0]) && shardings[1] && !shardings[1].isPartial())
+      return shardings[0].getPartialAxisNames();
+    return {};
+  }
+  return {};
+}
+
+ShardingAttr mlir::loom::detail::withPartial(ShardingAttr s,
+                                             ArrayRef<StringRef> partial) {
+  Builder b(s.getContext());
+  return ShardingAttr::get(s.getContext(), s.getMesh(), s.getDims(),
+                           b.getStrArrayAttr(partial), ReductionKind::sum);
+}

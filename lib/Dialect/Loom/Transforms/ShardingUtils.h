@@ -71,4 +71,22 @@ FailureOr<RankedTensorType> localType(RankedTensorType global,
 
 } // namespace mlir::loom::detail
 
+
+
+namespace mlir::loom::detail {
+
+/// For ops linear in their operands, the partial sum (over the same axes)
+/// of operands can flow to the result without a collective: returns the
+/// common partial axes when `shardings` (one per operand, null for
+/// unknown) allow it — every operand of add/sub/concat partial alike; the
+/// only partial operand of mul (or the dividend of div); the operand of
+/// neg, reshape, transpose, broadcast, reduce_sum, slice, float casts.
+/// Only sums qualify.
+SmallVector<StringRef> linearPartial(Operation *op,
+                                     ArrayRef<ShardingAttr> shardings);
+
+/// `s` with partial sum axes `partial` (replacing any).
+ShardingAttr withPartial(ShardingAttr s, ArrayRef<StringRef> partial);
+
+} // namespace mlir::loom::detail
 #endif // LOOM_LIB_DIALECT_LOOM_TRANSFORMS_SHARDINGUTILS_H

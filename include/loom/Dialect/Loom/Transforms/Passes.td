@@ -170,6 +170,30 @@ def LoomPropagateSharding : Pass<"loom-propagate-sharding", "mlir::ModuleOp"> {
   ];
 }
 
+def LoomApplyStrategy : Pass<"loom-apply-strategy", "mlir::ModuleOp"> {
+  let summary = "Annotate a training step with a parallelism preset";
+  let description = [{
+    Sets the sharding of every argument of a training step (built by
+    loom-build-train-step) for a preset: `dp` (batch split over the
+    data-parallel axis), `tp` (Megatron tensor parallelism: weight pairs
+    found by following a column split through the graph to the weight whose
+    input it reaches, which is split by rows), `dp-tp`, `zero1`/`zero2`
+    (optimizer state split over dp as well) and `zero3` (weights too).
+    Optimizer state follows its weight. loom-partition then produces the
+    program.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Training step (default: the module's only function)">,
+    Option<"strategy", "strategy", "std::string", /*default=*/"\"dp\"",
+           "dp, tp, dp-tp, zero1, zero2, zero3 or replicated">,
+    Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
+           "Mesh axis of data parallelism">,
+    Option<"tpAxis", "tp-axis", "std::string", /*default=*/"\"tp\"",
+           "Mesh axis of tensor parallelism">,
+  ];
+}
+
 def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
   let summary = "Rewrite a sharded program into the per-device (SPMD) program";
   let description = [{

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Trains the same model on one device and on an MPI mesh and compares.
+
+    spmd_vs_single.py WORK --model mlp|block --mesh dp=2,tp=2 --strategy S
+                      [--steps 10] [--optimizer adamw|sgd]
+
+The model comes from PyTorch through ONNX (the MLP and the bias-free-QKV GPT
+block of train_vs_pytorch.py, batch 8 and 4). loomc builds the training
+step twice, without a mesh and with `--mesh/--strategy`; loom-run trains the
+first alone and the second with `-np` ranks on the same data. Prints the
+plan, one line per step and a verdict; exits 1 when a step's loss differs by
+more than 1e-5 relative or a final parameter by more than 1e-5 relative
+(to the parameter's largest magnitude).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from train_vs_pytorch import TrainBlock  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "Target",
+                                "ONNX", "Inputs"))
+from export_torch_models import MLP  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("work")
+    p.add_argument("--model", default="mlp", choices=["mlp", "block"])
+    p.add_argument("--mesh", required=True)
+    p.add_argument("--strategy", required=True)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--optimizer", default="adamw")
+    p.add_argument("--micro-batches", type=int, default=1)
+    p.add_argument("--rtol", type=float, default=1e-5)
+    a = p.parse_args()
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    n = a.steps * a.micro_batches
+    if a.model == "mlp":
+        model = MLP()
+        xs = rng.standard_normal((n, 8, 32)).astype(np.float32)
+        ys = rng.integers(0, 10, size=(n, 8)).astype(np.int64)
+        loss = "cross_entropy"
+    else:
+        model = TrainBlock()
+        xs = rng.standard_normal((n, 4, 16, 64)).astype(np.float32)
+        ys = rng.standard_normal((n, 4, 16, 64)).astype(np.float32)
+        loss = "mse"
+    os.makedirs(a.work, exist_ok=True)
+    onnx_path = os.path.join(a.work, "model.onnx")
+    torch.onnx.export(model, torch.from_numpy(xs[0]), onnx_path, opset_version=14,
+                      input_names=["x"], output_names=["y"], do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING)
+    data = os.path.join(a.work, "data")
+    os.makedirs(data, exist_ok=True)
+    np.save(os.path.join(data, "x.npy"), xs)
+    np.save(os.path.join(data, "labels.npy"), ys)
+
+    ranks = 1
+    for axis in a.mesh.split(","):
+        ranks *= int(axis.split("=")[1])
+    common = [onnx_path, "--train", f"--loss={loss}", f"--optimizer={a.optimizer}",
+              "--lr=1e-3"]
+    if a.optimizer == "sgd":
+        common += ["--momentum=0.9"]
+    if a.micro_batches > 1:
+        common += [f"--micro-batches={a.micro_batches}"]
+    single, spmd = os.path.join(a.work, "single"), os.path.join(a.work, "spmd")
+    subprocess.run(["loomc", *common, "-o", single], check=True, capture_output=True)
+    plan = subprocess.run(["loomc", *common, "--mesh", a.mesh, "--strategy", a.strategy,
+                           "-o", spmd], check=True, capture_output=True, text=True)
+    print(plan.stdout, end="")
+
+    def train(out, extra):
+        r = subprocess.run(["loom-run", *extra, out, "--steps", str(a.steps), "--data", data],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print(r.stdout, r.stderr)
+            sys.exit(1)
+        return [float(l.split()[3]) for l in r.stdout.splitlines() if l.startswith("step ")]
+
+    one = train(single, [])
+    many = train(spmd, ["-np", str(ranks)])
+    ok = len(one) == len(many) == a.steps
+    worst = 0.0
+    for s, (x, y) in enumerate(zip(one, many)):
+        rel = abs(x - y) / max(abs(x), 1e-30)
+        worst = max(worst, rel)
+        print(f"step {s:2d}  single {x:.8e}  {ranks} ranks {y:.8e}  rel {rel:.1e}")
+    ok &= worst <= a.rtol
+    worst_param, where = 0.0, "-"
+    for f in sorted(os.listdir(os.path.join(single, "params-final"))):
+        x = np.load(os.path.join(single, "params-final", f))
+        path = os.path.join(spmd, "params-final", f)
+        if not os.path.exists(path):
+            print(f"missing {path}")
+            ok = False
+            continue
+        y = np.load(path)
+        if x.shape != y.shape:
+            print(f"{f}: shape {y.shape}, expected {x.shape}")
+            ok = False
+            continue
+        rel = float(np.max(np.abs(x - y)) / max(np.max(np.abs(x)), 1e-30))
+        if rel > worst_param:
+            worst_param, where = rel, f
+    ok &= worst_param <= a.rtol
+    print(f"{'PASS' if ok else 'FAIL'}: {a.model} {a.strategy} on {a.mesh} ({ranks} ranks), "
+          f"{a.steps} {a.optimizer} steps: max loss rel error {worst:.1e}, max parameter rel "
+          f"error {worst_param:.1e} in {where} (limit {a.rtol:.0e})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
