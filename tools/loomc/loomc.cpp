@@ -105,6 +105,9 @@ static cl::opt<std::string> shardFile("shard",
              "(parameters by initializer name, inputs by name); the rest is "
              "propagated"),
     cl::cat(category));
+static cl::opt<double> bucketMb("bucket-mb",
+    cl::desc("Fuse all-reduces into buckets of this many MiB (0: off; default 25)"),
+    cl::init(25.0), cl::cat(category));
 static cl::opt<std::string> dpAxis("dp-axis", cl::desc("Data-parallel mesh axis"),
                                    cl::init("dp"), cl::cat(category));
 static cl::opt<std::string> tpAxis("tp-axis", cl::desc("Tensor-parallel mesh axis"),
@@ -339,6 +342,11 @@ int main(int argc, char **argv) {
     spmd.addPass(createLoomPartition());
     spmd.addPass(createCanonicalizerPass());
     spmd.addPass(createCSEPass());
+    if (bucketMb > 0) {
+      LoomBucketAllReduceOptions bucket;
+      bucket.bucketBytes = static_cast<uint64_t>(bucketMb * 1024 * 1024);
+      spmd.addPass(createLoomBucketAllReduce(bucket));
+    }
     if (failed(spmd.run(*module)))
       return 2;
     step = module->lookupSymbol<func::FuncOp>("train_step");

@@ -133,11 +133,11 @@ void mlir::loom::printPlanReport(func::FuncOp fn, llvm::raw_ostream &os) {
     g.bytes += sent;
     total += sent;
   });
-  os << "collectives per call (bytes each device sends)\n";
+  os << "collectives per call (ops, bytes each device sends)\n";
   if (groups.empty())
     os << "  none\n";
   for (auto &[key, g] : groups)
-    os << llvm::formatv("  {0,-44} {1,4} x  {2}\n", key, g.count,
-                        human(g.bytes));
+    os << llvm::formatv("  {0,-44} {1,3} op{2}  {3}\n", key, g.count,
+                        g.count == 1 ? " " : "s", human(g.bytes));
   os << "  total sent per device per call: " << human(total) << "\n";
 }

@@ -218,4 +218,26 @@ def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::loom::LoomDialect"];
 }
 
+def LoomBucketAllReduce : Pass<"loom-bucket-all-reduce", "mlir::ModuleOp"> {
+  let summary = "Fuse all-reduces (gradients) into buckets";
+  let description = [{
+    In a partitioned program, moves every `loom.all_reduce` up to just after
+    its operands are computed and fuses runs of compatible ones (same mesh,
+    axes and reduction) into one variadic all_reduce of at most
+    `bucket-bytes` bytes (PyTorch DDP's default is 25 MiB), placed at the
+    last of them when no result is used earlier. Fewer, larger collectives
+    pay the latency once per bucket instead of once per gradient.
+
+    In a function marked `loom.partitioned`, a sum all_reduce of a value
+    scaled by a rank-0 tensor (`mul`, `div`, or `neg`, used only there) is
+    first moved before the scaling: there an unreduced scalar holds the same
+    value on every device, so the two orders agree, and the optimizer's
+    scaling of each gradient no longer separates the gradients.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "uint64_t", /*default=*/"25 << 20",
+           "Largest bucket in bytes (a larger tensor gets its own)">,
+  ];
+}
+
 #endif // LOOM_DIALECT_LOOM_TRANSFORMS_PASSES_TD
