@@ -14,6 +14,9 @@
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <unistd.h>
 #include <map>
 #include <random>
 
@@ -335,6 +338,24 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
     source.entries = shape[0];
   }
 
+  // Fault injection for testing failure handling: LOOM_FAULT=RANK:STEP:MODE
+  // makes rank RANK, before step STEP, die (kill: SIGKILL), stall (stop:
+  // SIGSTOP) or exit with status 3 (exit).
+  int64_t faultRank = -1, faultStep = -1;
+  std::string faultMode;
+  if (const char *fault = std::getenv("LOOM_FAULT")) {
+    SmallVector<StringRef> parts;
+    StringRef(fault).split(parts, ':');
+    if (parts.size() != 3 || parts[0].getAsInteger(10, faultRank) ||
+        parts[1].getAsInteger(10, faultStep) ||
+        !llvm::is_contained({"kill", "stop", "exit"}, parts[2])) {
+      error = "LOOM_FAULT: expected RANK:STEP:kill|stop|exit, got '" +
+              std::string(fault) + "'";
+      return false;
+    }
+    faultMode = parts[2].str();
+  }
+
   // Steps.
   std::mt19937_64 gen(options.seed);
   auto trainStart = std::chrono::steady_clock::now();
@@ -353,6 +374,18 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
       size_t bytes = t.byteSize();
       std::memcpy(t.data(), source.file->data() + s * bytes, bytes);
       dataValues[source.arg] = toLocal(source.arg, t);
+    }
+    if (result.rank == faultRank && s == faultStep) {
+      llvm::errs() << llvm::formatv("loom: LOOM_FAULT: rank {0} {1} before "
+                                    "step {2}\n",
+                                    faultRank, faultMode, s);
+      llvm::errs().flush();
+      if (faultMode == "kill")
+        std::raise(SIGKILL);
+      else if (faultMode == "stop")
+        std::raise(SIGSTOP);
+      else
+        _exit(3);
     }
     std::vector<const HostTensor *> argPtrs;
     for (auto [i, info] : llvm::enumerate(args))

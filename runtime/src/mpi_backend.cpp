@@ -33,7 +33,7 @@ constexpr int kPongTag = 7002;
 // What this rank is doing, for the signal handler
 //===----------------------------------------------------------------------===//
 
-char gCurrentOp[512] = "no collective";
+char gCurrentOp[512] = "";
 int gRank = -1, gSize = 0;
 
 void appendText(char *buf, size_t &n, size_t cap, const char *s) {
@@ -65,8 +65,12 @@ extern "C" void onTerminate(int sig) {
   appendInt(buf, n, sizeof(buf), gSize);
   appendText(buf, n, sizeof(buf), ": terminated by signal ");
   appendInt(buf, n, sizeof(buf), sig);
-  appendText(buf, n, sizeof(buf), " during ");
-  appendText(buf, n, sizeof(buf), gCurrentOp);
+  if (gCurrentOp[0]) {
+    appendText(buf, n, sizeof(buf), " during ");
+    appendText(buf, n, sizeof(buf), gCurrentOp);
+  } else {
+    appendText(buf, n, sizeof(buf), " outside any collective");
+  }
   appendText(buf, n, sizeof(buf),
              " (the launcher stops every rank when one fails; its message "
              "names the failed rank)\n");
@@ -165,7 +169,7 @@ private:
     std::snprintf(gCurrentOp, sizeof(gCurrentOp), "%s",
                   info.description.c_str());
   }
-  void end() { std::snprintf(gCurrentOp, sizeof(gCurrentOp), "no collective"); }
+  void end() { gCurrentOp[0] = 0; }
 
   loom_runtime_options_t options;
   bool ownsMpi = false;

@@ -12,15 +12,24 @@
 // sleeps instead of joining an all_reduce; the others must fail within the
 // deadline, naming it.
 //
+// A second argument `nccl` runs `check` on the NCCL backend, buffers staged
+// through GPU memory; without a GPU (or a build without NCCL) every rank
+// prints "rank R: SKIP: <why>" and exits 0.
+//
 //===----------------------------------------------------------------------===//
 
 #include "loom/runtime.h"
+
+#ifdef LOOM_HAVE_NCCL
+#include <cuda_runtime.h>
+#endif
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +38,7 @@ namespace {
 
 int gRank = 0;
 int gChecks = 0;
+bool gDevice = false; // buffers live in GPU memory (NCCL backend)
 
 [[noreturn]] void fail(const std::string &what) {
   std::printf("rank %d: FAIL: %s\n", gRank, what.c_str());
@@ -42,6 +52,44 @@ void ok(loom_status_t s, const std::string &what) {
     loom_status_free(s);
     fail(what + ": " + m);
   }
+}
+
+/// Runs `call(send, recv)` on `in` and `out` (the same buffer when
+/// `inPlace`), staged through GPU memory on the NCCL backend.
+template <typename F>
+loom_status_t staged(const void *in, size_t inBytes, void *out, size_t outBytes,
+                     bool inPlace, F call) {
+  if (!gDevice)
+    return call(inPlace ? out : in, out);
+#ifdef LOOM_HAVE_NCCL
+  void *dIn = nullptr, *dOut = nullptr;
+  auto check = [](cudaError_t e, const char *what) {
+    if (e != cudaSuccess)
+      fail(std::string(what) + ": " + cudaGetErrorString(e));
+  };
+  check(cudaMalloc(&dOut, outBytes), "cudaMalloc");
+  if (inPlace) {
+    check(cudaMemcpy(dOut, out, outBytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  } else {
+    check(cudaMalloc(&dIn, inBytes), "cudaMalloc");
+    check(cudaMemcpy(dIn, in, inBytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  loom_status_t s = call(inPlace ? dOut : dIn, dOut);
+  check(cudaMemcpy(out, dOut, outBytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  cudaFree(dIn);
+  cudaFree(dOut);
+  return s;
+#else
+  (void)inBytes;
+  (void)outBytes;
+  fail("device buffers without CUDA");
+#endif
+}
+
+loom_status_t staged(const std::vector<char> &in, std::vector<char> &out,
+                     bool inPlace,
+                     const std::function<loom_status_t(const void *, void *)> &call) {
+  return staged(in.data(), in.size(), out.data(), out.size(), inPlace, call);
 }
 
 //===----------------------------------------------------------------------===//
@@ -204,13 +252,18 @@ void checkGroup(loom_mesh_t mesh, const GroupView &g, const std::string &tag) {
         put(t, want, i, v);
       }
       std::vector<char> out = buffer(t, n);
-      ok(loom_all_reduce(mesh, axes, na, t, r, send.data(), out.data(), n),
+      ok(staged(send, out, false,
+                [&](const void *i, void *o) {
+                  return loom_all_reduce(mesh, axes, na, t, r, i, o, n);
+                }),
          what + " all_reduce");
       expectEqual(t, out, want, what + " all_reduce");
       // In place.
       std::vector<char> inplace(send.begin(), send.begin() + out.size());
-      ok(loom_all_reduce(mesh, axes, na, t, r, inplace.data(), inplace.data(),
-                         n),
+      ok(staged(inplace, inplace, true,
+                [&](const void *i, void *o) {
+                  return loom_all_reduce(mesh, axes, na, t, r, i, o, n);
+                }),
          what + " all_reduce in place");
       expectEqual(t, inplace, want, what + " all_reduce in place");
       // Reduce-scatter: block `index` of the reduction of n * size elements.
@@ -222,7 +275,10 @@ void checkGroup(loom_mesh_t mesh, const GroupView &g, const std::string &tag) {
           v = combine(r, v, input(t, g.members[k], e));
         put(t, rsWant, i, v);
       }
-      ok(loom_reduce_scatter(mesh, axes, na, t, r, send.data(), rs.data(), n),
+      ok(staged(send, rs, false,
+                [&](const void *i, void *o) {
+                  return loom_reduce_scatter(mesh, axes, na, t, r, i, o, n);
+                }),
          what + " reduce_scatter");
       expectEqual(t, rs, rsWant, what + " reduce_scatter");
     }
@@ -231,7 +287,10 @@ void checkGroup(loom_mesh_t mesh, const GroupView &g, const std::string &tag) {
     for (int k = 0; k < size; ++k)
       for (int64_t i = 0; i < n; ++i)
         put(t, agWant, k * n + i, input(t, g.members[k], i));
-    ok(loom_all_gather(mesh, axes, na, t, send.data(), ag.data(), n),
+    ok(staged(send, ag, false,
+              [&](const void *i, void *o) {
+                return loom_all_gather(mesh, axes, na, t, i, o, n);
+              }),
        what + " all_gather");
     expectEqual(t, ag, agWant, what + " all_gather");
     // All-to-all: block k of mine goes to k; block k of recv is member k's
@@ -240,7 +299,10 @@ void checkGroup(loom_mesh_t mesh, const GroupView &g, const std::string &tag) {
     for (int k = 0; k < size; ++k)
       for (int64_t i = 0; i < n; ++i)
         put(t, aaWant, k * n + i, input(t, g.members[k], g.index * n + i));
-    ok(loom_all_to_all(mesh, axes, na, t, send.data(), aa.data(), n),
+    ok(staged(send, aa, false,
+              [&](const void *i, void *o) {
+                return loom_all_to_all(mesh, axes, na, t, i, o, n);
+              }),
        what + " all_to_all");
     expectEqual(t, aa, aaWant, what + " all_to_all");
   }
@@ -273,8 +335,11 @@ void checkMesh(loom_runtime_t rt, std::vector<int64_t> sizes,
   // A ring of send/recv over all ranks.
   int size = loom_runtime_size(rt);
   int32_t value = gRank * 10 + 1, got = -1;
-  ok(loom_send_recv(mesh, LOOM_DTYPE_I32, (gRank + 1) % size, &value,
-                    (gRank + size - 1) % size, &got, 1),
+  ok(staged(&value, sizeof(value), &got, sizeof(got), false,
+            [&](const void *i, void *o) {
+              return loom_send_recv(mesh, LOOM_DTYPE_I32, (gRank + 1) % size,
+                                    i, (gRank + size - 1) % size, o, 1);
+            }),
      "send_recv ring");
   ++gChecks;
   if (got != ((gRank + size - 1) % size) * 10 + 1)
@@ -286,15 +351,22 @@ void checkMesh(loom_runtime_t rt, std::vector<int64_t> sizes,
 
 int main(int argc, char **argv) {
   std::string mode = argc > 1 ? argv[1] : "check";
+  gDevice = argc > 2 && std::string(argv[2]) == "nccl";
   loom_runtime_options_t options;
   loom_runtime_options_init(&options);
-  options.backend = LOOM_BACKEND_MPI;
+  options.backend = gDevice ? LOOM_BACKEND_NCCL : LOOM_BACKEND_MPI;
   if (mode == "stall") {
     options.timeout_seconds = 2.0;
     options.diagnosis_seconds = 1.0;
   }
   loom_runtime_t rt;
   loom_status_t s = loom_runtime_create(&options, &rt);
+  if (s && gDevice && loom_status_code(s) == LOOM_STATUS_UNAVAILABLE) {
+    const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    std::printf("rank %s: SKIP: %s\n", rank ? rank : "?",
+                loom_status_message(s));
+    return 0;
+  }
   if (s) {
     std::printf("FAIL: runtime: %s\n", loom_status_message(s));
     return 1;
