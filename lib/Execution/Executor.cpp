@@ -212,6 +212,8 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
           reinterpret_cast<void *>(&_mlir_ciface_loom_rt_reduce_scatter));
       add("_mlir_ciface_loom_rt_all_to_all" + suffix,
           reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_to_all));
+      add("_mlir_ciface_loom_rt_send_recv" + suffix,
+          reinterpret_cast<void *>(&_mlir_ciface_loom_rt_send_recv));
     }
     add("loom_rt_group_index", reinterpret_cast<void *>(&loom_rt_group_index));
     return symbols;

@@ -12,6 +12,7 @@
 #include "loom/runtime.h"
 
 #include <cstdio>
+#include <cstring>
 #include <unistd.h>
 
 namespace {
@@ -110,6 +111,51 @@ extern "C" void _mlir_ciface_loom_rt_all_to_all(int64_t axesCode,
   check(loom_all_to_all(mesh(), axes, n, static_cast<loom_dtype_t>(dtype),
                         data(send, dtype), data(recv, dtype),
                         send->size / group));
+}
+
+/// Sends to the group member `offset` places later and receives from the
+/// one `offset` places earlier (wrapping around when `cyclic`); receives
+/// zeros when there is no such member.
+extern "C" void _mlir_ciface_loom_rt_send_recv(int64_t axesCode, int64_t dtype,
+                                               int64_t offset, int64_t cyclic,
+                                               loom_memref1 *send,
+                                               loom_memref1 *recv) {
+  int32_t axes[8];
+  int32_t n = unpackAxes(axesCode, axes);
+  loom_mesh_t m = mesh();
+  int32_t numAxes = loom_mesh_num_axes(m);
+  int64_t coords[16];
+  for (int32_t a = 0; a < numAxes && a < 16; ++a)
+    coords[a] = loom_mesh_coordinate(m, a);
+  int64_t group = 1, index = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    group *= loom_mesh_axis_size(m, axes[i]);
+    index = index * loom_mesh_axis_size(m, axes[i]) + coords[axes[i]];
+  }
+  // The mesh rank of group member `k` (or -1 outside the group).
+  auto rankOf = [&](int64_t k) -> int32_t {
+    if (cyclic)
+      k = ((k % group) + group) % group;
+    if (k < 0 || k >= group)
+      return -1;
+    int64_t c[16];
+    for (int32_t a = 0; a < numAxes && a < 16; ++a)
+      c[a] = coords[a];
+    for (int32_t i = n - 1; i >= 0; --i) {
+      int64_t size = loom_mesh_axis_size(m, axes[i]);
+      c[axes[i]] = k % size;
+      k /= size;
+    }
+    return loom_mesh_rank_at(m, c);
+  };
+  int32_t to = rankOf(index + offset), from = rankOf(index - offset);
+  char *out = data(recv, dtype);
+  if (from < 0)
+    std::memset(out, 0,
+                static_cast<size_t>(recv->size) *
+                    loom_dtype_size(static_cast<loom_dtype_t>(dtype)));
+  check(loom_send_recv(m, static_cast<loom_dtype_t>(dtype), to,
+                       data(send, dtype), from, out, send->size));
 }
 
 extern "C" int64_t loom_rt_group_index(int64_t axesCode) {

@@ -322,6 +322,26 @@ struct AllToAllLowering : CollectiveLowering<AllToAllOp> {
   }
 };
 
+struct SendRecvLowering : CollectiveLowering<SendRecvOp> {
+  using CollectiveLowering::CollectiveLowering;
+  LogicalResult
+  matchAndRewrite(SendRecvOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<int64_t> axes = axesCode(op, op.getMeshAttr(), op.getAxes());
+    if (failed(axes))
+      return rewriter.notifyMatchFailure(op, "unknown mesh axes");
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    Value flat = callRuntime(rewriter, loc, op, "loom_rt_send_recv",
+                             {*axes, dtypeCode(type.getElementType()),
+                              static_cast<int64_t>(op.getOffset()),
+                              op.getCyclic() ? 1 : 0},
+                             adaptor.getInput(), type.getNumElements());
+    rewriter.replaceOp(op, reshape(rewriter, loc, flat, type.getShape()));
+    return success();
+  }
+};
+
 struct AllSliceLowering : CollectiveLowering<AllSliceOp> {
   using CollectiveLowering::CollectiveLowering;
   LogicalResult
@@ -375,6 +395,6 @@ struct AllSliceLowering : CollectiveLowering<AllSliceOp> {
 void mlir::loom::lowering::populateCollectivePatterns(
     LoomTypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<AllReduceLowering, AllGatherLowering, ReduceScatterLowering,
-               AllToAllLowering, AllSliceLowering>(converter,
+               AllToAllLowering, AllSliceLowering, SendRecvLowering>(converter,
                                                    patterns.getContext());
 }

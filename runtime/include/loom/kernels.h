@@ -89,6 +89,11 @@ void _mlir_ciface_loom_rt_reduce_scatter(int64_t axes, int64_t dtype,
                                          loom_memref1 *recv);
 void _mlir_ciface_loom_rt_all_to_all(int64_t axes, int64_t dtype,
                                      loom_memref1 *send, loom_memref1 *recv);
+/* Send to the group member `offset` places later, receive from the one
+ * `offset` places earlier (zeros when none; `cyclic` != 0 wraps around). */
+void _mlir_ciface_loom_rt_send_recv(int64_t axes, int64_t dtype,
+                                    int64_t offset, int64_t cyclic,
+                                    loom_memref1 *send, loom_memref1 *recv);
 /* This rank's index in the group of `axes` (row-major over them). */
 int64_t loom_rt_group_index(int64_t axes);
 

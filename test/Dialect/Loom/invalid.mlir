@@ -938,6 +938,24 @@ func.func @all_slice_dim(%x: tensor<8xf32>) {
 // -----
 
 loom.mesh @m ["dp"=2, "tp"=4]
+func.func @send_recv_offset(%x: tensor<8xf32>) {
+  // expected-error @+1 {{offset 4 must be nonzero and within (-4, 4), the group size}}
+  %0 = loom.send_recv %x over @m ["tp"] offset = 4 : tensor<8xf32>
+  return
+}
+
+// -----
+
+loom.mesh @m ["dp"=2, "tp"=4]
+func.func @send_recv_axis(%x: tensor<8xf32>) {
+  // expected-error @+1 {{axis "pp" is not an axis of mesh @m}}
+  %0 = loom.send_recv %x over @m ["pp"] offset = 1 : tensor<8xf32>
+  return
+}
+
+// -----
+
+loom.mesh @m ["dp"=2, "tp"=4]
 func.func @all_to_all_split(%x: tensor<8x6xf32>) {
   // expected-error @+1 {{split dimension 1 (size 6) does not divide into 4 blocks}}
   %0 = loom.all_to_all %x over @m ["tp"] split_dim = 1 concat_dim = 0 : (tensor<8x6xf32>) -> tensor<32x1xf32>

@@ -310,5 +310,9 @@ func.func @collectives(%x: tensor<8x16xf32>, %y: tensor<16xbf16>) {
   %4 = loom.all_to_all %x over @m2 ["tp"] split_dim = 1 concat_dim = 0 : (tensor<8x16xf32>) -> tensor<32x4xf32>
   // CHECK: loom.all_slice %{{.*}} over @m2 ["tp"] dim = 1 : (tensor<8x16xf32>) -> tensor<8x4xf32>
   %5 = loom.all_slice %x over @m2 ["tp"] dim = 1 : (tensor<8x16xf32>) -> tensor<8x4xf32>
+  // CHECK: loom.send_recv %{{.*}} over @m2 ["tp"] offset = 1 : tensor<8x16xf32>
+  %6 = loom.send_recv %x over @m2 ["tp"] offset = 1 : tensor<8x16xf32>
+  // CHECK: loom.send_recv %{{.*}} over @m2 ["dp", "tp"] offset = -3 cyclic : tensor<16xbf16>
+  %7 = loom.send_recv %y over @m2 ["dp", "tp"] offset = -3 cyclic : tensor<16xbf16>
   return
 }

@@ -93,6 +93,22 @@ int64_t AllSliceOp::getGroupSize() {
   return groupSizeOf(*this, getMeshAttr(), getAxes());
 }
 
+int64_t SendRecvOp::getGroupSize() {
+  return groupSizeOf(*this, getMeshAttr(), getAxes());
+}
+
+LogicalResult SendRecvOp::verify() {
+  FailureOr<int64_t> n = verifyGroup(*this, getMeshAttr(), getAxes());
+  if (failed(n))
+    return failure();
+  auto offset = static_cast<int64_t>(getOffset());
+  if (offset == 0 || offset <= -*n || offset >= *n)
+    return emitOpError("offset ")
+           << offset << " must be nonzero and within (-" << *n << ", "
+           << *n << "), the group size";
+  return success();
+}
+
 LogicalResult AllReduceOp::verify() {
   if (getInputs().empty())
     return emitOpError("needs at least one operand");

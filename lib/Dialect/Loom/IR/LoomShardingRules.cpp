@@ -511,6 +511,9 @@ ShardingRule ReduceScatterOp::getShardingRule() {
 ShardingRule AllSliceOp::getShardingRule() {
   return sameOrReplicated(*this, allBut(*this, {static_cast<int64_t>(getDim())}));
 }
+ShardingRule SendRecvOp::getShardingRule() {
+  return ShardingRule::elementwise(*this);
+}
 ShardingRule AllToAllOp::getShardingRule() {
   return sameOrReplicated(*this,
                           allBut(*this, {static_cast<int64_t>(getSplitDim()),

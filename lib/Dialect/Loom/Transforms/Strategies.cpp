@@ -14,6 +14,8 @@
 //          stages give the same program: gradient buffers are never kept.)
 //   zero3  zero2 with the parameters split over dp as well: gathered on use
 //
+// The model's own loom.sharding hints on ops and results are dropped first.
+//
 //===----------------------------------------------------------------------===//
 
 #include "PassUtils.h"
@@ -24,6 +26,7 @@
 #include "loom/Dialect/Loom/Transforms/Strategies.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
 
 #define DEBUG_TYPE "loom-apply-strategy"
@@ -271,6 +274,16 @@ LogicalResult mlir::loom::applyStrategy(func::FuncOp fn, MeshOp mesh,
       mesh.getAxis(options.tpAxis).getSize() > 1)
     tp = true;
 
+  // A strategy replaces the model's own sharding hints on ops and results
+  // (explicit loom.sharding_constraint ops stay: they are requirements).
+  fn.walk([](Operation *op) {
+    if (!isa<ShardingConstraintOp>(op))
+      op->removeAttr(LoomDialect::kShardingAttrName);
+  });
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    fn.removeResultAttr(
+        i, StringAttr::get(fn.getContext(), LoomDialect::kShardingAttrName));
+
   Classified c = classify(fn);
   MLIRContext *ctx = fn.getContext();
   SmallVector<ShardingAttr> shardings;
@@ -289,11 +302,27 @@ LogicalResult mlir::loom::applyStrategy(func::FuncOp fn, MeshOp mesh,
     // The batch dimension: 0, or 1 behind the micro-batch dimension.
     int64_t batchDim =
         fn->hasAttr(LoomDialect::kMicroBatchesAttrName) ? 1 : 0;
+    // The batch size: the most common size of that dimension among the
+    // data inputs (the first one's on a tie). Inputs without it (an
+    // attention mask, a lookup table) stay whole.
+    llvm::MapVector<int64_t, int> sizes;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+      if (c.kinds[i] == ArgKind::Data && t.getRank() > batchDim)
+        ++sizes[t.getDimSize(batchDim)];
+    }
+    int64_t batch = -1;
+    int best = 0;
+    for (auto &[size, count] : sizes)
+      if (count > best) {
+        batch = size;
+        best = count;
+      }
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       if (c.kinds[i] != ArgKind::Data)
         continue;
       auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
-      if (t.getRank() <= batchDim)
+      if (t.getRank() <= batchDim || t.getDimSize(batchDim) != batch)
         continue;
       if (t.getDimSize(batchDim) % dpSize != 0)
         return fn.emitError()

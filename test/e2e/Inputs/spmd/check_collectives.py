@@ -50,6 +50,13 @@ def expected(r):
     out.append(np.concatenate([np.split(x[q], 2, axis=0)[dp] for q in dp_group], axis=1))
     out.append(sum(x[q] for q in dp_group))
     out.append(sum(i[q] for q in dp_group))
+    # send_recv over tp, offset 1: tp 1 receives from tp 0, tp 0 gets zeros.
+    out.append(x[rank_of(dp, 0)] if tp == 1 else np.zeros_like(x[r]))
+    # over [dp, tp] (group index = rank), offset -1, cyclic: from rank r + 1.
+    out.append(i[(r + 1) % RANKS])
+    # over [tp, dp] (group index = tp * 2 + dp), offset 2: from index - 2,
+    # i.e. tp - 1 with the same dp; tp 0 gets zeros.
+    out.append(x[rank_of(dp, tp - 1)] if tp == 1 else np.zeros_like(x[r]))
     return out
 
 

@@ -145,4 +145,32 @@ def Loom_AllSliceOp : Loom_CollectiveOp<"all_slice"> {
   }];
 }
 
+def Loom_SendRecvOp : Loom_CollectiveOp<"send_recv",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "pass a value to the group member `offset` places later";
+  let description = [{
+    Every device of a group sends its operand to the member `offset`
+    positions after it in group order and returns the value received from
+    the member `offset` positions before it: pipeline stages hand
+    activations forward (`offset = 1`) and gradients back (`offset = -1`).
+    Without `cyclic`, a device with no such sender receives zeros and one
+    with no such receiver sends nothing; with `cyclic`, positions wrap
+    around (a ring).
+
+    Example:
+
+    ```mlir
+    %next = loom.send_recv %act over @cluster ["pp"] offset = 1 : tensor<8x768xf32>
+    %ring = loom.send_recv %kv over @cluster ["sp"] offset = 1 cyclic : tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$offset, UnitAttr:$cyclic);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `offset` `=` $offset (`cyclic` $cyclic^)?
+      attr-dict `:` type($input)
+  }];
+}
+
 #endif // LOOM_DIALECT_LOOM_IR_LOOMCOLLECTIVEOPS_TD
