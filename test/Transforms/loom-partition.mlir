@@ -99,3 +99,26 @@ func.func @dropout(%a: tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{"x"
   %y, %k = loom.dropout %a, %s ratio = 5.000000e-01 : (tensor<4x8xf32>, tensor<i64>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// A partial value used elementwise, then needed split: the partial axes
+// reduce-scatter into the split (the rest all-reduce) and the elementwise
+// work runs on the shard (ZeRO optimizer updates), not all-reduce + slice.
+// CHECK-LABEL: func.func @compute_on_slices
+// CHECK: %[[RS:.*]] = loom.reduce_scatter %arg0 over @m ["dp"] dim = 0 reduction = sum : (tensor<8x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT: %[[AR:.*]] = loom.all_reduce %[[RS]] over @m ["tp"] reduction = sum : tensor<4x4xf32>
+// CHECK-NEXT: loom.mul %[[AR]], %arg2 : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+// CHECK-NEXT: loom.mul %[[AR]], %[[AR]] : tensor<4x4xf32>
+// CHECK-NOT: loom.all_
+// CHECK: return
+loom.mesh @m ["dp"=2, "tp"=2]
+func.func @compute_on_slices(%g: tensor<8x4xf32> {loom.sharding = #loom.sharding<@m, [{}, {}], partial = sum {"dp", "tp"}>},
+                  %m: tensor<8x4xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {}]>},
+                  %s: tensor<f32>) -> (tensor<8x4xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {}]>}) {
+  %a = loom.mul %g, %s : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
+  %b = loom.mul %g, %g : tensor<8x4xf32>
+  %c = loom.add %a, %b : tensor<8x4xf32>
+  %d = loom.add %m, %c : tensor<8x4xf32>
+  return %d : tensor<8x4xf32>
+}

@@ -10,6 +10,12 @@
 // all_to_all for an axis moving between dimensions, all_gather for axes
 // that go away, all_slice for axes that appear.
 //
+// Afterwards, work moves onto slices (computeOnSlices): an op whose only
+// users are one all_slice runs on slices of its operands instead, and an
+// all_reduce whose only users are one all_slice becomes a reduce_scatter.
+// That is how ZeRO's gradients are reduce-scattered once and the optimizer
+// runs on shards, whatever chain of elementwise ops lies between.
+//
 //===----------------------------------------------------------------------===//
 
 #include "PassUtils.h"
@@ -34,6 +40,8 @@ using namespace mlir::loom::detail;
 namespace {
 
 using Axes = SmallVector<StringRef>;
+
+void computeOnSlices(Block &block);
 
 struct Sharded {
   Value value;            // local
@@ -239,7 +247,7 @@ LogicalResult Partitioner::partitionOp(Operation *op,
   }
 
   // Compute where the data is: the split of the operands as they are (the
-  // largest first), then reduction factors (partial results, reshaded to
+  // largest first, parameters last), then reduction factors (partial results, reshaded to
   // what users need: a reduce_scatter or an all_reduce), then the plan's
   // result sharding for factors nothing split yet.
   ShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
@@ -251,7 +259,28 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     auto t = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
     return t ? t.getNumElements() : 0;
   };
+  // Parameters as stored (possibly transposed, reshaped or cast) come
+  // last: computation follows the activations
+  // and a parameter split for storage only (ZeRO-3) is gathered, not the
+  // activations.
+  auto isParameter = [&](unsigned i) {
+    Value v = op->getOperand(i);
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isa<TransposeOp, ReshapeOp, CastOp>(def))
+        break;
+      v = def->getOperand(0);
+    }
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || !isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+      return false;
+    auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    return static_cast<bool>(
+        fn.getArgAttr(arg.getArgNumber(), LoomDialect::kParamAttrName));
+  };
   llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    bool pa = isParameter(a), pb = isParameter(b);
+    if (pa != pb)
+      return !pa;
     return elements(a) > elements(b);
   });
   for (unsigned i : order)
@@ -435,7 +464,132 @@ LogicalResult Partitioner::partition(func::FuncOp fn,
   newFn->setAttr(LoomDialect::kPartitionedAttrName,
                  FlatSymbolRefAttr::get(mesh.getSymNameAttr()));
   fn.erase();
+  computeOnSlices(newFn.getBody().front());
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Computing on slices
+//===----------------------------------------------------------------------===//
+
+/// Ops that compute a block of their result from the same block of their
+/// operands along any parallel factor, with no attribute naming a size.
+bool sliceable(Operation *op) {
+  return op->getNumResults() == 1 && op->getNumRegions() == 0 &&
+         isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp,
+             ReluOp, ErfOp, FloorOp, CeilOp, RoundOp, SinOp, CosOp, GeluOp,
+             AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, CompareOp,
+             SelectOp, CastOp, BroadcastOp, TransposeOp>(op);
+}
+
+/// The all_slices that are all of `v`'s users, when they all agree.
+SmallVector<AllSliceOp> uniformSlices(Value v) {
+  SmallVector<AllSliceOp> slices;
+  for (Operation *user : v.getUsers()) {
+    auto s = dyn_cast<AllSliceOp>(user);
+    if (!s)
+      return {};
+    if (!slices.empty() && (s.getAxes() != slices.front().getAxes() ||
+                            s.getDim() != slices.front().getDim() ||
+                            s.getMeshAttr() != slices.front().getMeshAttr()))
+      return {};
+    if (!llvm::is_contained(slices, s))
+      slices.push_back(s);
+  }
+  return slices;
+}
+
+/// One step of moving work onto slices at `slice`; true if it changed IR.
+bool sliceEarlier(AllSliceOp slice) {
+  Value in = slice.getInput();
+  Operation *def = in.getDefiningOp();
+  if (!def)
+    return false;
+  SmallVector<AllSliceOp> slices = uniformSlices(in);
+  if (slices.empty())
+    return false;
+  auto dim = static_cast<int64_t>(slice.getDim());
+  OpBuilder b(def);
+  Value replacement;
+  if (auto ar = dyn_cast<AllReduceOp>(def)) {
+    // all_slice(all_reduce(x)) over a subset of its axes: reduce_scatter
+    // over those axes, all_reduce over the others.
+    if (ar.getInputs().size() != 1)
+      return false;
+    SmallVector<Attribute> rest;
+    for (Attribute a : slice.getAxes())
+      if (!llvm::is_contained(ar.getAxes(), a))
+        return false;
+    for (Attribute a : ar.getAxes())
+      if (!llvm::is_contained(slice.getAxes(), a))
+        rest.push_back(a);
+    replacement = ReduceScatterOp::create(
+        b, ar.getLoc(), slice.getType(), ar.getInputs().front(),
+        slice.getMeshAttr(), slice.getAxes(), slice.getDimAttr(),
+        ar.getReductionAttr());
+    if (!rest.empty())
+      replacement = AllReduceOp::create(b, ar.getLoc(),
+                                        TypeRange{slice.getType()},
+                                        ValueRange{replacement},
+                                        ar.getMeshAttr(), b.getArrayAttr(rest),
+                                        ar.getReductionAttr())
+                        .getResult(0);
+  } else {
+    if (!sliceable(def))
+      return false;
+    ShardingRule rule = cast<ShardingRuleOpInterface>(def).getShardingRule();
+    ArrayRef<int64_t> fs = rule.getResults()[0][dim];
+    if (fs.size() != 1 ||
+        rule.getFactor(fs[0]).kind != FactorKind::Parallel)
+      return false;
+    int64_t f = fs[0];
+    SmallVector<Value> operands;
+    for (auto [i, o] : llvm::enumerate(def->getOperands())) {
+      const TensorFactors &dims = rule.getOperands()[i];
+      int64_t at = -1;
+      for (auto [d, factors] : llvm::enumerate(dims)) {
+        if (!llvm::is_contained(factors, f))
+          continue;
+        if (factors.size() != 1)
+          return false;
+        at = static_cast<int64_t>(d);
+      }
+      if (at < 0) {
+        operands.push_back(o);
+        continue;
+      }
+      auto t = cast<RankedTensorType>(o.getType());
+      SmallVector<int64_t> shape(t.getShape());
+      shape[at] = slice.getType().getDimSize(dim);
+      operands.push_back(AllSliceOp::create(b, slice.getLoc(), t.clone(shape),
+                                            o, slice.getMeshAttr(),
+                                            slice.getAxes(),
+                                            b.getI64IntegerAttr(at)));
+    }
+    IRMapping map;
+    map.map(def->getOperands(), operands);
+    Operation *copy = b.clone(*def, map);
+    copy->getResult(0).setType(slice.getType());
+    replacement = copy->getResult(0);
+  }
+  for (AllSliceOp s : slices) {
+    s.getResult().replaceAllUsesWith(replacement);
+    s.erase();
+  }
+  def->erase();
+  return true;
+}
+
+void computeOnSlices(Block &block) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (AllSliceOp slice : llvm::to_vector(block.getOps<AllSliceOp>()))
+      if (slice->getBlock() && sliceEarlier(slice)) {
+        changed = true;
+        break; // the op list changed
+      }
+  }
 }
 
 /// Results of the train step that are the next value of a parameter keep
