@@ -8,6 +8,7 @@
 #include "loom/Conversion/Passes.h"
 #include "loom/Dialect/Loom/IR/LoomDialect.h"
 #include "loom/Dialect/Loom/Transforms/Passes.h"
+#include "loom/Planner/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -17,6 +18,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::loom::registerLoomPasses();
+  mlir::loom::registerLoomPlannerPasses();
   mlir::loom::registerLoomConversionPasses();
   mlir::loom::registerLoomPipelines();
 

@@ -15,6 +15,7 @@
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Dialect/Loom/Transforms/Passes.h"
+#include "loom/Planner/AutoShard.h"
 #include "loom/Dialect/Loom/Transforms/PlanReport.h"
 #include "loom/Dialect/Loom/Transforms/Strategies.h"
 #include "loom/Execution/Training.h"
@@ -97,8 +98,27 @@ static cl::opt<std::string> meshSpec("mesh",
     cl::desc("Device mesh, e.g. dp=2,tp=2 (axes major to minor; one rank per device)"),
     cl::cat(category));
 static cl::opt<std::string> strategy("strategy",
-    cl::desc("dp, tp, dp-tp, zero1, zero2, zero3, replicated, or annotated (the "
-             "model's own shardings; the default when it declares a mesh)"),
+    cl::desc("dp, tp, dp-tp, zero1, zero2, zero3, replicated, auto (the "
+             "cost-model planner, see --cluster), or annotated (the model's own "
+             "shardings; the default when it declares a mesh)"),
+    cl::cat(category));
+static cl::opt<std::string> clusterSpec("cluster",
+    cl::desc("--strategy auto: the cluster, h100-8x, h100-cluster:NxM, "
+             "cpu-local[:N] or a JSON file (docs/planner.md); without --mesh "
+             "the planner chooses the mesh shape for all its devices"),
+    cl::init("cpu-local"), cl::cat(category));
+static cl::opt<std::string> planReport("plan-report", cl::ValueOptional,
+    cl::desc("--strategy auto: print the planner's report (text, or =json)"),
+    cl::cat(category));
+static cl::opt<bool> planOnly("plan-only",
+    cl::desc("--strategy auto: stop after planning (no artifact)"),
+    cl::cat(category));
+static cl::opt<double> memoryLimitGiB("memory-limit-gib",
+    cl::desc("--strategy auto: per-device memory limit (default: 90% of the "
+             "cluster device's)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<bool> compareMegatron("compare-megatron",
+    cl::desc("--strategy auto: also price every DP x TP Megatron plan"),
     cl::cat(category));
 static cl::opt<std::string> shardFile("shard",
     cl::desc("File of per-tensor shardings, one `NAME [{\"dp\"}, {}]` per line "
@@ -322,6 +342,32 @@ int main(int argc, char **argv) {
   if (chosen.empty())
     chosen = !shardFile.empty() ? "file" : mesh && meshSpec.empty() ? "annotated"
                                                                     : mesh ? "dp" : "";
+  std::string autoReport;
+  if (chosen == "auto") {
+    if (!shardFile.empty())
+      return fail("--shard and --strategy auto do not go together (put the "
+                  "shardings you need in the model; the planner keeps them)");
+    planner::PlannerOptions po;
+    po.cluster = clusterSpec;
+    po.fixedMesh = bool(mesh);
+    po.memoryLimit = memoryLimitGiB * 1024.0 * 1024 * 1024;
+    po.compareMegatron = compareMegatron;
+    std::string err;
+    FailureOr<planner::Plan> plan = planner::autoShard(*module, step, po, err);
+    if (failed(plan))
+      return fail(err);
+    llvm::raw_string_ostream os(autoReport);
+    if (planReport == "json")
+      planner::printPlanJson(*plan, os);
+    else
+      planner::printPlan(*plan, os);
+    if (planReport.getNumOccurrences() || planOnly)
+      llvm::outs() << autoReport << "\n";
+    if (planOnly)
+      return 0;
+    if (!mesh)
+      mesh = *module->getOps<MeshOp>().begin();
+  }
   if (!chosen.empty() && chosen != "none") {
     if (!mesh)
       return fail("--strategy " + chosen + " needs a mesh: give --mesh, e.g. "
@@ -330,7 +376,7 @@ int main(int argc, char **argv) {
       std::string err = applyShardFile(step, mesh, shardFile);
       if (!err.empty())
         return fail(err);
-    } else if (chosen != "annotated") {
+    } else if (chosen != "annotated" && chosen != "auto") {
       StrategyOptions options;
       options.strategy = chosen;
       options.dpAxis = dpAxis;
@@ -363,6 +409,8 @@ int main(int argc, char **argv) {
     std::string plan;
     llvm::raw_string_ostream os(plan);
     os << "strategy: " << chosen << "\n";
+    if (!autoReport.empty() && planReport != "json")
+      os << autoReport << "\n";
     printPlanReport(step, os);
     SmallString<256> path(outDir);
     llvm::sys::path::append(path, "plan.txt");

@@ -289,9 +289,11 @@ LogicalResult Partitioner::partitionOp(Operation *op,
   for (unsigned i : order)
     fs.absorb(rule.getOperands()[i], local.lookup(op->getOperand(i)).sharding,
               {FactorKind::Reduction});
+  fs.legalize();
   for (auto [i, r] : llvm::enumerate(op->getResults()))
     fs.absorb(rule.getResults()[i], plan.shardings.lookup(r),
               {FactorKind::Parallel});
+  fs.legalize();
   if (needsWholeTensors(op, fs)) {
     fs.axes.assign(rule.getNumFactors(), {});
     fs.used.clear();

@@ -81,6 +81,7 @@ bool Propagator::visit(Operation *op, bool forward) {
   for (const Entry &e : known)
     if (e.isOperand)
       fs.absorb(*e.factors, out.shardings[e.value], {FactorKind::Reduction});
+  fs.legalize();
 
   // Conflicts: a known tensor the assignment does not reproduce.
   if (!reported.contains(op))

@@ -29,6 +29,9 @@ bool FactorSharding::absorb(const TensorFactors &tensor, ShardingAttr sharding,
           for (StringRef a : axes[f])
             if (next < dimAxes.size() && dimAxes[next] == a)
               ++next;
+          // Minor factors only follow a fully split major one.
+          if (shards(f) != factor.size)
+            break;
           continue;
         }
         break;
@@ -51,6 +54,32 @@ bool FactorSharding::absorb(const TensorFactors &tensor, ShardingAttr sharding,
     }
   }
   return any;
+}
+
+bool FactorSharding::legalize() {
+  bool changed = false;
+  auto fix = [&](const TensorFactors &tensor) {
+    for (const DimFactors &factors : tensor) {
+      bool blocked = false;
+      for (int64_t f : factors) {
+        if (blocked && !axes[f].empty()) {
+          for (StringRef a : axes[f])
+            used.erase(a);
+          axes[f].clear();
+          changed = true;
+        }
+        if (shards(f) != rule.getFactor(f).size)
+          blocked = true;
+      }
+    }
+  };
+  // Dropping axes never makes another dimension invalid, so one sweep
+  // over every tensor suffices.
+  for (const TensorFactors &t : rule.getOperands())
+    fix(t);
+  for (const TensorFactors &t : rule.getResults())
+    fix(t);
+  return changed;
 }
 
 ShardingAttr FactorSharding::project(const TensorFactors &tensor, bool isResult,

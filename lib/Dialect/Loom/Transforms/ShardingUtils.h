@@ -43,6 +43,13 @@ struct FactorSharding {
   bool absorb(const TensorFactors &tensor, ShardingAttr sharding,
               ArrayRef<FactorKind> kinds);
 
+  /// Drops axes of factors that no tensor dimension can express: in a
+  /// dimension made of several factors (a reshape's merged dimension), a
+  /// minor factor may only be split when every more major one is split
+  /// completely (otherwise the local block is strided, not a slice).
+  /// Returns whether anything was dropped.
+  bool legalize();
+
   /// The tensor sharding of `tensor` under this assignment; results
   /// (`isResult`) are partial over the axes of reduction factors.
   ShardingAttr project(const TensorFactors &tensor, bool isResult,

@@ -39,6 +39,7 @@ def main():
     p.add_argument("--optimizer", default="adamw")
     p.add_argument("--micro-batches", type=int, default=1)
     p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--cluster", default=None, help="--strategy auto: the cluster")
     a = p.parse_args()
 
     torch.manual_seed(0)
@@ -75,8 +76,12 @@ def main():
         common += [f"--micro-batches={a.micro_batches}"]
     single, spmd = os.path.join(a.work, "single"), os.path.join(a.work, "spmd")
     subprocess.run(["loomc", *common, "-o", single], check=True, capture_output=True)
+    extra = ["--cluster", a.cluster] if a.cluster else []
     plan = subprocess.run(["loomc", *common, "--mesh", a.mesh, "--strategy", a.strategy,
-                           "-o", spmd], check=True, capture_output=True, text=True)
+                           *extra, "-o", spmd], capture_output=True, text=True)
+    if plan.returncode != 0:
+        print(plan.stdout, plan.stderr)
+        return 1
     print(plan.stdout, end="")
 
     def train(out, extra):

@@ -1,0 +1,80 @@
+//===- Cluster.h - What the cost model knows about the hardware -*- C++ -*-===//
+//
+// A cluster is one kind of device and a hierarchy of links: e.g. 8 GPUs on
+// NVLink inside a node, nodes on InfiniBand. A collective among devices
+// `stride` ranks apart uses the innermost level that holds them all.
+//
+// Presets (getCluster):
+//   h100-8x             one node of 8 H100 SXM (NVLink 450 GB/s per direction)
+//   h100-cluster:NxM    N nodes of M H100 (M <= 8 on NVLink; 400 Gb/s
+//                       InfiniBand, 50 GB/s per GPU, between nodes)
+//   cpu-local[:N]       N MPI ranks on this machine (default: its cores);
+//                       FLOP/s and memory bandwidth measured when asked for
+// or a JSON file (docs/planner.md):
+//   {"name": "...", "device": {"name": "...", "flops_f32": 6.7e13,
+//    "flops_bf16": 9.89e14, "memory_bandwidth": 3.35e12, "memory": 8.0e10,
+//    "efficiency": 0.6},
+//    "levels": [{"name": "nvlink", "size": 8, "bandwidth": 4.5e11,
+//                "latency": 2e-6}, ...]}          (innermost level first)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PLANNER_CLUSTER_H
+#define LOOM_PLANNER_CLUSTER_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace mlir::loom::planner {
+
+struct DeviceSpec {
+  std::string name;
+  /// Peak FLOP/s for f32 and for 16-bit floats (bf16, f16).
+  double flopsF32 = 0;
+  double flops16 = 0;
+  /// Memory bandwidth (bytes/s) and capacity (bytes) per device.
+  double memoryBandwidth = 0;
+  double memory = 0;
+  /// Fraction of peak FLOP/s that contractions reach.
+  double efficiency = 0.6;
+};
+
+struct LinkLevel {
+  std::string name;
+  /// Devices (innermost level) or units of the level below.
+  int64_t size = 1;
+  /// Bytes/s per direction per device, and seconds per message.
+  double bandwidth = 0;
+  double latency = 0;
+};
+
+struct Link {
+  double bandwidth = 0;
+  double latency = 0;
+  std::string level;
+};
+
+struct Cluster {
+  std::string name;
+  DeviceSpec device;
+  /// Innermost first.
+  llvm::SmallVector<LinkLevel, 2> levels;
+
+  int64_t numDevices() const;
+  /// The link a collective among `size` devices `stride` ranks apart uses:
+  /// the innermost level whose blocks hold the whole group.
+  Link link(int64_t stride, int64_t size) const;
+};
+
+/// A preset name (see above) or a JSON file.
+llvm::Expected<Cluster> getCluster(llvm::StringRef spec);
+
+/// One line per preset, for --help and errors.
+std::string describeClusterPresets();
+
+} // namespace mlir::loom::planner
+
+#endif // LOOM_PLANNER_CLUSTER_H

@@ -1,0 +1,56 @@
+//===- Passes.td - Planner passes --------------------------*- tablegen -*-===//
+
+#ifndef LOOM_PLANNER_PASSES
+#define LOOM_PLANNER_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def LoomAutoShard : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
+  let summary = "Choose shardings with the cost model and an ILP (CBC)";
+  let description = [{
+    Plans a training step (or a function whose first result is the loss) for
+    a cluster: every forward op, parameter and input gets one sharding from
+    its candidates (axis assignments to the factors of its sharding rule),
+    minimizing the predicted step time (compute, collectives, resharding in
+    both directions, optimizer update) under the per-device memory limit
+    (parameters, gradients and optimizer state, saved activations).
+    Repeated layers are found and planned once; rematerialization of none,
+    half or all repeated layers is searched too. Without a mesh in the
+    module every 2-D shape of the cluster's devices is tried and the
+    fastest mesh is created; with one (or with shardings already present,
+    which are hard constraints) that mesh is used. The result is written as
+    `loom.sharding` on arguments and forward ops; loom-partition produces
+    the program. Fails with the smallest memory any plan needs, and what
+    dominates it, when nothing fits.
+
+    ```
+    loom-opt step.mlir --loom-auto-shard="cluster=h100-cluster:8x8 report=text"
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Function to plan (default: the module's only function)">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"cpu-local\"",
+           "Cluster preset (h100-8x, h100-cluster:NxM, cpu-local[:N]) or JSON file">,
+    Option<"fixedMesh", "fixed-mesh", "bool", /*default=*/"false",
+           "Plan for the module's mesh instead of choosing a shape">,
+    Option<"memoryLimitGiB", "memory-limit-gib", "double", /*default=*/"0",
+           "Per-device memory limit in GiB (default: 90% of the device's)">,
+    Option<"timeLimit", "time-limit", "double", /*default=*/"20",
+           "Seconds per ILP before the best plan found is taken">,
+    Option<"remat", "remat", "bool", /*default=*/"true",
+           "Search rematerialization of repeated layers">,
+    Option<"optimizerStates", "optimizer-states", "int", /*default=*/"2",
+           "Optimizer state tensors per parameter when the function is not a training step">,
+    Option<"report", "report", "std::string", /*default=*/"\"none\"",
+           "Print the plan: none, text or json">,
+    Option<"reportFile", "report-file", "std::string", /*default=*/"\"-\"",
+           "Where the report goes (- for stdout)">,
+    Option<"compareMegatron", "compare-megatron", "bool", /*default=*/"false",
+           "Also price every DP x TP Megatron-style plan">,
+    Option<"bruteForce", "brute-force", "bool", /*default=*/"false",
+           "Check the ILP against exhaustive search (small graphs)">,
+  ];
+}
+
+#endif // LOOM_PLANNER_PASSES

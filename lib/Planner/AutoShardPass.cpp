@@ -1,0 +1,67 @@
+//===- AutoShardPass.cpp - loom-auto-shard --------------------------------===//
+
+#include "loom/Planner/AutoShard.h"
+#include "loom/Planner/Passes.h"
+
+#include "../Dialect/Loom/Transforms/PassUtils.h"
+#include "loom/Dialect/Loom/IR/LoomDialect.h"
+
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMAUTOSHARD
+#include "loom/Planner/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
+  using LoomAutoShardBase::LoomAutoShardBase;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<func::FuncOp> fn =
+        loom::detail::lookupFunction(module, function, getArgument());
+    if (failed(fn))
+      return signalPassFailure();
+    if (report != "none" && report != "text" && report != "json") {
+      module.emitError() << "loom-auto-shard: report must be none, text or "
+                            "json, not '"
+                         << report << "'";
+      return signalPassFailure();
+    }
+    planner::PlannerOptions options;
+    options.cluster = cluster;
+    options.fixedMesh = fixedMesh;
+    options.memoryLimit = memoryLimitGiB * 1024.0 * 1024 * 1024;
+    options.timeLimit = timeLimit;
+    options.remat = remat;
+    options.optimizerStates = optimizerStates;
+    options.compareMegatron = compareMegatron;
+    options.bruteForce = bruteForce;
+    std::string error;
+    FailureOr<planner::Plan> plan =
+        planner::autoShard(module, *fn, options, error);
+    if (failed(plan)) {
+      fn->emitError() << "loom-auto-shard: " << error;
+      return signalPassFailure();
+    }
+    if (report == "none")
+      return;
+    std::string err;
+    auto out = openOutputFile(reportFile, &err);
+    if (!out) {
+      module.emitError() << "loom-auto-shard: " << err;
+      return signalPassFailure();
+    }
+    if (report == "json")
+      planner::printPlanJson(*plan, out->os());
+    else
+      planner::printPlan(*plan, out->os());
+    out->keep();
+  }
+};
+} // namespace
