@@ -315,7 +315,7 @@ ShardingAttr toAttr(const TShard &t, const PMesh &mesh, StringRef meshName,
   for (Mask m : t.dims) {
     dims.emplace_back();
     for (int a = 0; a < mesh.rank(); ++a)
-      if (m & (1u << a))
+      if ((m & (1u << a)) && mesh.sizes[a] > 1)
         dims.back().push_back(mesh.names[a]);
   }
   return ShardingAttr::get(ctx, meshName, dims);
@@ -1289,7 +1289,7 @@ int matchStrategy(Graph &g, int v, StrategyBuilder &b,
         continue;
       for (int a = 0; a < b.mesh.rank(); ++a) {
         Mask bitA = 1u << a;
-        if (!(t.dims[d] & bitA) || (usedAxes & bitA) ||
+        if (!(t.dims[d] & bitA) || (usedAxes & bitA) || b.mesh.sizes[a] <= 1 ||
             sf.size % (b.mesh.n(factors[f]) * b.mesh.sizes[a]) != 0)
           continue;
         factors[f] |= bitA;
@@ -1361,7 +1361,9 @@ FailureOr<SmallVector<int>> megatronChoice(ModuleOp module, Graph &g,
   for (unsigned i = 0; i < clone.getNumArguments(); ++i)
     clone.removeArgAttr(i, LoomDialect::kShardingAttrName);
   StrategyOptions options;
-  options.strategy = "dp-tp";
+  options.strategy = b.mesh.sizes[1] == 1   ? "dp"
+                     : b.mesh.sizes[0] == 1 ? "tp"
+                                            : "dp-tp";
   {
     ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
     if (failed(applyStrategy(clone, mesh, options)))
@@ -1400,9 +1402,6 @@ FailureOr<SmallVector<int>> megatronChoice(ModuleOp module, Graph &g,
 // Driver
 //===----------------------------------------------------------------------===//
 
-std::string gib(double bytes) {
-  return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024)).str();
-}
 std::string human(double bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -1411,6 +1410,12 @@ std::string human(double bytes) {
     ++u;
   }
   return llvm::formatv("{0:f1} {1}", bytes, units[u]).str();
+}
+/// Memory sizes: GiB with two decimals from 0.01 GiB up, else smaller units.
+std::string gib(double bytes) {
+  if (bytes < 0.01 * 1024 * 1024 * 1024)
+    return human(bytes);
+  return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024)).str();
 }
 std::string secs(double s) {
   if (s >= 1)
@@ -1609,8 +1614,8 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
       all.push_back(std::move(c));
     }
   }
-  (void)ilpSeconds;
-  (void)megatronSeconds;
+  plan.ilpSeconds = ilpSeconds;
+  plan.megatronSeconds = megatronSeconds;
 
   const Candidate *best = nullptr;
   for (const Candidate &c : all)
@@ -1703,6 +1708,13 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
   // Name the chosen axes by role: one that splits the batch is "dp".
   PMesh mesh = best->mesh;
   Graph &g = *best->graph;
+  // Axes of size 1 split nothing: a chosen mesh leaves them out.
+  SmallVector<int> keep;
+  for (int a = 0; a < mesh.rank(); ++a)
+    if (mesh.sizes[a] > 1 || fixed)
+      keep.push_back(a);
+  if (keep.empty())
+    keep.push_back(mesh.rank() - 1);
   if (!fixed) {
     Mask batch = 0;
     for (int v = 0; v < int(g.nodes.size()); ++v)
@@ -1718,8 +1730,10 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
                          : (tps++ ? "tp" + std::to_string(tps) : "tp");
     }
   }
-  plan.mesh = mesh.str();
-  for (int a = 0; a < mesh.rank(); ++a) {
+  for (int a : keep)
+    plan.mesh += (plan.mesh.empty() ? "" : ",") + mesh.names[a] + "=" +
+                 std::to_string(mesh.sizes[a]);
+  for (int a : keep) {
     plan.axisNames.push_back(mesh.names[a]);
     plan.axisSizes.push_back(mesh.sizes[a]);
     plan.axisLinks.push_back(
@@ -1853,7 +1867,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
     ob.setInsertionPointToStart(module.getBody());
     SmallVector<Attribute> axes;
     mlir::Builder bb(ctx);
-    for (int a = 0; a < mesh.rank(); ++a)
+    for (int a : keep)
       axes.push_back(MeshAxisAttr::get(
           ctx, StringAttr::get(ctx, mesh.names[a]), mesh.sizes[a],
           bb.getF64FloatAttr(mesh.links[a].bandwidth),
@@ -1919,7 +1933,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
     fn.setArgAttr(i, LoomDialect::kShardingAttrName,
                   toAttr(t, mesh, meshName, ctx));
   }
-  plan.planningSeconds = now() - t0;
+  plan.planningSeconds = now() - t0 - plan.megatronSeconds;
   return plan;
 }
 
@@ -1949,8 +1963,12 @@ void mlir::loom::planner::printPlan(const Plan &p, llvm::raw_ostream &os) {
        << " ops)";
   os << "; " << p.ilps << " ILPs (largest " << p.variables << " variables, "
      << p.constraints << " constraints), " << p.solverStatus;
-  os << llvm::formatv(", gap {0:f2}%, planned in {1:f2} s\n", p.gap * 100,
-                      p.planningSeconds);
+  os << llvm::formatv(", gap {0:f2}%, planned in {1:f2} s (ILPs {2:f2} s)",
+                      p.gap * 100, p.planningSeconds, p.ilpSeconds);
+  if (!p.megatron.empty())
+    os << llvm::formatv("; pricing the Megatron plans took {0:f2} s",
+                        p.megatronSeconds);
+  os << "\n";
   if (p.bruteForceTime >= 0)
     os << llvm::formatv("brute force over {0:f0} combinations: {1} "
                         "(ILP: {2}) {3}\n",
@@ -2049,7 +2067,9 @@ void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
                           {"ilps", p.ilps},
                           {"variables", p.variables},
                           {"constraints", p.constraints},
-                          {"planning_s", p.planningSeconds}}},
+                          {"planning_s", p.planningSeconds},
+                          {"ilp_s", p.ilpSeconds},
+                          {"megatron_pricing_s", p.megatronSeconds}}},
       {"graph", llvm::json::Object{{"nodes", p.nodes},
                                    {"distinct", p.distinctNodes},
                                    {"layers", p.layers},

@@ -107,7 +107,9 @@ struct Plan {
   std::string solverStatus;
   double gap = 0;
   int variables = 0, constraints = 0, ilps = 0;
-  double planningSeconds = 0;
+  /// Planning (graph, strategies, ILPs), and pricing the Megatron plans
+  /// (not part of planning).
+  double planningSeconds = 0, ilpSeconds = 0, megatronSeconds = 0;
   // Graph.
   int nodes = 0, distinctNodes = 0, layers = 0, opsPerLayer = 0;
   std::vector<OpRow> ops;
