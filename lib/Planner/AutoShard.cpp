@@ -1013,16 +1013,24 @@ IlpResult solveIlp(const Graph &g, Costs &costs, const PMesh &mesh,
   std::map<std::pair<int, int>, std::pair<std::vector<double>,
                                           std::vector<double>>> blocks;
   double constObj = 0, constMem = 0;
+  // Edges of repeated layers price alike: one per kind, times its count.
+  std::map<std::tuple<int, int, int, int, bool, bool>, std::pair<Edge, double>>
+      groups;
   for (const Edge &e : g.edges) {
+    auto key = std::make_tuple(g.nodes[e.u].rep, g.nodes[e.v].rep, e.res,
+                               e.operand, e.firstUse, e.grad);
+    auto it = groups.try_emplace(key, e, 0.0).first;
+    it->second.second += 1;
+  }
+  for (auto &[key, group] : groups) {
+    const Edge &e = group.first;
+    double weight = group.second;
     int ru = g.nodes[e.u].rep, rv = g.nodes[e.v].rep;
     const auto &su = g.nodes[ru].strategies, &sv = g.nodes[rv].strategies;
-    Edge re = e;
-    re.u = ru;
-    re.v = rv;
     auto cost = [&](int i, int j, double &t, double &m) {
       EdgeCost c = edgeCost(g, e, su[i], sv[j], costs, mesh);
-      t = c.time;
-      m = c.gradients + c.optimizer;
+      t = weight * c.time;
+      m = weight * (c.gradients + c.optimizer);
     };
     double t, m;
     if (ru == rv) {
@@ -1151,7 +1159,13 @@ IlpResult solveIlp(const Graph &g, Costs &costs, const PMesh &mesh,
     rowLb.resize(rows, 0.0);
     rowUb.resize(rows, 0.0);
   }
-  if (!minimizeMemory) {
+  if (!minimizeMemory && !std::isfinite(limit)) {
+    // No limit: no memory row.
+    for (auto &c : cols)
+      llvm::erase_if(c, [](const std::pair<int, double> &x) {
+        return x.first == -1;
+      });
+  } else if (!minimizeMemory) {
     memRow = rows++;
     rowLb.push_back(-kInf);
     rowUb.push_back((limit - constMem) * kMemScale);
@@ -1200,6 +1214,8 @@ IlpResult solveIlp(const Graph &g, Costs &costs, const PMesh &mesh,
     Cbc_setLogLevel(model, 0);
     Cbc_setMaximumSeconds(model, timeLimit);
     Cbc_setParameter(model, "threads", "1");
+    // Plans within 0.01% of the optimum are as good as the model is.
+    Cbc_setAllowableFractionGap(model, 1e-4);
     // A start from the caller (the Megatron plan), when it is feasible.
     if (!start.empty()) {
       std::vector<int> idx;
@@ -1534,6 +1550,34 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
   if (options.remat && base.layers >= 2)
     rematLevels = {0, 0.5, 1};
   double ilpSeconds = 0, megatronSeconds = 0;
+  struct Pending {
+    double bound;
+    size_t shape;
+    SmallVector<int> start;
+  };
+  SmallVector<Pending> pending;
+  auto solveShape = [&](Graph &g, const PMesh &mesh, Costs &costs, double r,
+                      double lim, ArrayRef<int> st) {
+    double s0 = now();
+    Candidate c;
+    c.mesh = mesh;
+    c.remat = r;
+    c.graph = &g;
+    c.ilp = solveIlp(g, costs, mesh, r, lim, options.timeLimit, false, st);
+    ilpSeconds += now() - s0;
+    if (getenv("LOOM_PLANNER_DEBUG"))
+      llvm::errs() << llvm::formatv(
+          "ilp mesh {0} remat {1} limit {2}: {3:f2} s, {4} vars, "
+          "feasible {5} optimal {6} obj {7} bound {8}\n",
+          mesh.str(), r, lim, now() - s0, c.ilp.variables, c.ilp.feasible,
+          c.ilp.optimal, c.ilp.objective, c.ilp.bound);
+    ++plan.ilps;
+    plan.variables = std::max(plan.variables, c.ilp.variables);
+    plan.constraints = std::max(plan.constraints, c.ilp.constraints);
+    if (c.ilp.feasible)
+      c.totals = evaluate(g, c.ilp.choice, r, costs, mesh);
+    return c;
+  };
   for (size_t si = 0; si < shapes.size(); ++si) {
     const PMesh &mesh = shapes[si];
     Graph &g = graphs[si];
@@ -1594,24 +1638,41 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
         start = *mc;
       }
     }
+    auto solve = [&](double r, double lim, ArrayRef<int> st) {
+      return solveShape(g, mesh, costs, r, lim, st);
+    };
+    // Without the memory limit first: when that plan fits, nothing that
+    // rematerializes (slower for every choice) can beat it; and its bound
+    // is a lower bound for the shape.
+    Candidate free = solve(0, kInf, start);
+    if (free.ilp.feasible && free.totals.memory.total() <= limit)
+      all.push_back(std::move(free));
+    else
+      pending.push_back({free.ilp.feasible ? free.ilp.bound : 0.0, si,
+                         std::move(start)});
+  }
+  // Shapes whose plan without a limit does not fit, most promising first;
+  // skipped once their bound cannot beat the best plan found.
+  llvm::stable_sort(pending, [](const Pending &a, const Pending &b) {
+    return a.bound < b.bound;
+  });
+  for (Pending &p : pending) {
+    double bestSoFar = kInf;
+    for (const Candidate &c : all)
+      if (c.ilp.feasible && c.totals.memory.total() <= limit)
+        bestSoFar = std::min(bestSoFar, c.totals.time);
+    if (p.bound >= bestSoFar)
+      continue;
+    const PMesh &mesh = shapes[p.shape];
+    Graph &g = graphs[p.shape];
+    Costs costs{cluster->device, mesh};
     for (double r : rematLevels) {
-      double s0 = now();
-      Candidate c;
-      c.mesh = mesh;
-      c.remat = r;
-      c.graph = &g;
       bool useStart = false;
-      if (!start.empty())
-        useStart = evaluate(g, start, r, costs, mesh).memory.total() <= limit;
-      c.ilp = solveIlp(g, costs, mesh, r, limit, options.timeLimit, false,
-                       useStart ? ArrayRef<int>(start) : ArrayRef<int>());
-      ilpSeconds += now() - s0;
-      ++plan.ilps;
-      plan.variables = std::max(plan.variables, c.ilp.variables);
-      plan.constraints = std::max(plan.constraints, c.ilp.constraints);
-      if (c.ilp.feasible)
-        c.totals = evaluate(g, c.ilp.choice, r, costs, mesh);
-      all.push_back(std::move(c));
+      if (!p.start.empty())
+        useStart = evaluate(g, p.start, r, costs, mesh).memory.total() <= limit;
+      all.push_back(solveShape(g, mesh, costs, r, limit,
+                               useStart ? ArrayRef<int>(p.start)
+                                        : ArrayRef<int>()));
     }
   }
   plan.ilpSeconds = ilpSeconds;

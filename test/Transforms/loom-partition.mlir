@@ -122,3 +122,19 @@ func.func @compute_on_slices(%g: tensor<8x4xf32> {loom.sharding = #loom.sharding
   %d = loom.add %m, %c : tensor<8x4xf32>
   return %d : tensor<8x4xf32>
 }
+
+// -----
+
+// Merging a dimension split over "dp" with a minor one split over "tp"
+// would leave a strided block, not a slice of the merged dimension: the
+// minor split is gathered first and the merged rows split over "dp" only.
+// CHECK-LABEL: func.func @no_strided_merge
+// CHECK: %[[G:.*]] = loom.all_gather %arg0 over @m ["tp"] dim = 1 : (tensor<2x8x4xf32>) -> tensor<2x16x4xf32>
+// CHECK-NEXT: %[[R:.*]] = loom.reshape %[[G]] : (tensor<2x16x4xf32>) -> tensor<32x4xf32>
+// CHECK: return
+loom.mesh @m ["dp"=2, "tp"=2]
+func.func @no_strided_merge(%x: tensor<4x16x4xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {"tp"}, {}]>})
+    -> (tensor<64x4xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {}]>}) {
+  %r = loom.reshape %x {loom.sharding = #loom.sharding<@m, [{"dp", "tp"}, {}]>} : (tensor<4x16x4xf32>) -> tensor<64x4xf32>
+  return %r : tensor<64x4xf32>
+}
