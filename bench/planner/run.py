@@ -90,7 +90,10 @@ def main():
                   f"{plan['step_s']:>9.3f}s {plan['mesh']:>14} {plan['remat'] * 100:>4.0f}% "
                   f"{plan['memory']['total'] / 2**30:>8.1f} "
                   + (f"{best['step_s']:>9.3f}s {best['mesh']:>12} {ratio:>6.3f}" if best
-                     else f"{'none fits':>10} {'':>12} {'-':>6}"), flush=True)
+                     else "none fits (smallest: " + min(
+                         (f"{m['memory_bytes'] / 2**30:.0f} GiB with {m['mesh']}"
+                          for m in plan["megatron"]), key=lambda x: float(x.split()[0]))
+                     + ")"), flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -259,6 +259,8 @@ struct Strategy {
   double compute = 0, fwd = 0, comm = 0, memory = 0;
   /// The result dimension a partial result is scattered into (-1: all-reduced).
   int rsDim = -1;
+  /// Axes the result is partial over before that (reduction factors).
+  Mask partial = 0;
   std::string note;
 };
 
@@ -386,7 +388,8 @@ struct StrategyBuilder {
     Operation *op = node.op;
     Strategy s;
     s.factors.assign(factors.begin(), factors.end());
-    s.rsDim = partialOf(rule, factors) ? rsDim : -1;
+    s.partial = partialOf(rule, factors);
+    s.rsDim = s.partial ? rsDim : -1;
     auto shardOf = [&](const TensorFactors &tf) {
       TShard t;
       for (const DimFactors &d : tf) {
@@ -1777,18 +1780,34 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
   if (keep.empty())
     keep.push_back(mesh.rank() - 1);
   if (!fixed) {
-    Mask batch = 0;
-    for (int v = 0; v < int(g.nodes.size()); ++v)
-      if (g.nodes[v].kind == Kind::Data) {
-        const TShard &t = g.nodes[v].strategies[best->ilp.choice[v]].results[0];
-        if (!t.dims.empty())
-          batch |= t.dims[0];
-      }
-    int dps = 0, tps = 0;
+    // Roles: an axis the computation splits weights over is tensor
+    // parallel ("tp"), else one that splits the batch is data parallel
+    // ("dp"), else it splits something else ("sp") or nothing ("rep").
+    Mask batch = 0, weights = 0, any = 0;
+    for (int v = 0; v < int(g.nodes.size()); ++v) {
+      const Strategy &st = g.nodes[v].strategies[best->ilp.choice[v]];
+      for (const TShard &t : st.results)
+        any |= t.used();
+      if (g.nodes[v].kind == Kind::Data && !st.results[0].dims.empty())
+        batch |= st.results[0].dims[0];
+    }
+    // Weights as contractions read them (directly or through a layout op).
+    for (const Edge &e : g.edges)
+      if (g.nodes[e.u].kind == Kind::Param &&
+          isa<DotGeneralOp, ConvOp, TransposeOp, ReshapeOp, CastOp>(
+              g.nodes[e.v].op))
+        weights |= g.nodes[e.v].strategies[best->ilp.choice[e.v]]
+                       .operands[e.operand]
+                       .used();
+    llvm::StringMap<int> uses;
     for (int a = 0; a < mesh.rank(); ++a) {
-      bool dp = batch & (1u << a);
-      mesh.names[a] = dp ? (dps++ ? "dp" + std::to_string(dps) : "dp")
-                         : (tps++ ? "tp" + std::to_string(tps) : "tp");
+      Mask bit = 1u << a;
+      std::string role = (weights & bit) ? "tp"
+                         : (batch & bit) ? "dp"
+                         : (any & bit)   ? "sp"
+                                         : "rep";
+      int n = uses[role]++;
+      mesh.names[a] = n ? role + std::to_string(n + 1) : role;
     }
   }
   for (int a : keep)
@@ -1877,7 +1896,9 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
       OpRow row;
       row.op = n.name;
       row.sharding = s.results.empty() ? "" : shardString(s.results[0], mesh);
-      row.note = s.note;
+      if (s.partial)
+        row.note = (s.rsDim >= 0 ? "reduce_scatter over " : "all_reduce over ") +
+                   mesh.axes(s.partial);
       row.count = count[v];
       row.compute = s.compute;
       row.comm = s.comm + comm[v] / count[v];
