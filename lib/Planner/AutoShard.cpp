@@ -938,10 +938,7 @@ Totals evaluate(const Graph &g, ArrayRef<int> choice, double remat,
                  mesh.n(s.results[0].used());
       }
       t.compute += compute;
-      t.comm += costs.log ? 0 : 0;
       t.comm += s.comm;
-      if (costs.log) // log the node's own collectives
-        (void)0;
       t.memory.activations += act;
     } else if (n.kind == Kind::Param) {
       t.memory.parameters += s.memory;
@@ -1102,9 +1099,7 @@ IlpResult solveIlp(const Graph &g, Costs &costs, const PMesh &mesh,
       obj[rv][j] += bt[j] - bt[0];
       mem[rv][j] += bm[j] - bm[0];
     }
-    for (size_t j = 0; j < 1; ++j) {
-      // b_0 is in every a_i already.
-    }
+    // (b_0 is in every a_i already.)
     it = blocks.erase(it);
   }
   // Columns.
@@ -1577,8 +1572,12 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
     ++plan.ilps;
     plan.variables = std::max(plan.variables, c.ilp.variables);
     plan.constraints = std::max(plan.constraints, c.ilp.constraints);
-    if (c.ilp.feasible)
+    if (c.ilp.feasible) {
       c.totals = evaluate(g, c.ilp.choice, r, costs, mesh);
+      if (getenv("LOOM_PLANNER_DEBUG"))
+        llvm::errs() << llvm::formatv("  evaluated {0} (ILP objective {1})\n",
+                                      c.totals.time, c.ilp.objective);
+    }
     return c;
   };
   for (size_t si = 0; si < shapes.size(); ++si) {
@@ -1856,8 +1855,8 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
       b.opStrategy(n, iface.getShardingRule(), s.factors, s.rsDim);
     }
     costs.weight = 1;
-    Totals t = evaluate(g, best->ilp.choice, best->remat, costs, mesh);
-    (void)t;
+    // Edges' resharding, logged.
+    evaluate(g, best->ilp.choice, best->remat, costs, mesh);
     // Merge by kind, axes and bytes.
     std::map<std::tuple<std::string, std::string, int64_t>, Collective> merged;
     for (const Collective &c : log) {
@@ -1958,8 +1957,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
     SymbolTable table(module);
     for (int i = 1; table.lookup(meshName); ++i)
       meshName = "mesh" + std::to_string(i);
-    auto m = MeshOp::create(ob, module.getLoc(), meshName, ob.getArrayAttr(axes));
-    (void)m;
+    MeshOp::create(ob, module.getLoc(), meshName, ob.getArrayAttr(axes));
   }
   SmallVector<TShard> argShard(fn.getNumArguments());
   SmallVector<bool> argSet(fn.getNumArguments(), false);
