@@ -38,6 +38,11 @@
 
 // BADCLUSTER: cannot read cluster 'no-such-cluster'{{.*}}expected h100-8x
 
+// RUN: not loom-opt %s --split-input-file --loom-auto-shard="cluster=%S/Inputs/bad-cluster.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADFILE
+// BADFILE: bad-cluster.json': level 'link' needs a positive integer "size"
+// RUN: not loom-opt %s --split-input-file --loom-auto-shard="cluster=h100-cluster:2x9" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADPRESET
+// BADPRESET: cluster 'h100-cluster:2x9': expected NODESxGPUS with 1 to 8 GPUs per node
+
 loom.mesh @mesh ["tp"=2]
 loom.parameter @"fc1.weight" : tensor<32x16xf32> trainable
 loom.parameter @"fc2.weight" : tensor<16x10xf32> trainable
@@ -79,3 +84,29 @@ func.func @constrained(%x: tensor<8x16xf32> {loom.name = "x", loom.sharding = #l
 }
 // IR-LABEL: func.func @constrained
 // IR-SAME: loom.sharding = #loom.sharding<@mesh, [{}, {"tp"}]>
+
+// -----
+
+// Repeated layers share variables: three layers, one layer's ILP, and the
+// plan is still the best of all combinations.
+// BRUTE: auto-sharding plan: mesh tp=2
+// BRUTE: graph: 12 nodes, 6 distinct (3 repeated layers of 2 ops)
+// BRUTE: brute force over {{[0-9]+}} combinations: [[W:.*]] (ILP: [[W]]) equal
+loom.mesh @mesh ["tp"=2]
+loom.parameter @"w0" : tensor<16x16xf32> trainable
+loom.parameter @"w1" : tensor<16x16xf32> trainable
+loom.parameter @"w2" : tensor<16x16xf32> trainable
+func.func @layers(%x: tensor<8x16xf32> {loom.name = "x"},
+                  %y: tensor<8x16xf32> {loom.name = "y"},
+                  %w0: tensor<16x16xf32> {loom.param = @"w0"},
+                  %w1: tensor<16x16xf32> {loom.param = @"w1"},
+                  %w2: tensor<16x16xf32> {loom.param = @"w2"}) -> tensor<f32> {
+  %h0 = loom.dot_general %x, %w0 contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %a0 = loom.relu %h0 : tensor<8x16xf32>
+  %h1 = loom.dot_general %a0, %w1 contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %a1 = loom.relu %h1 : tensor<8x16xf32>
+  %h2 = loom.dot_general %a1, %w2 contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %a2 = loom.relu %h2 : tensor<8x16xf32>
+  %loss = loom.mse_loss %a2, %y reduction = mean : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}

@@ -117,6 +117,10 @@ static cl::opt<double> memoryLimitGiB("memory-limit-gib",
     cl::desc("--strategy auto: per-device memory limit (default: 90% of the "
              "cluster device's)"),
     cl::init(0), cl::cat(category));
+static cl::opt<double> planTimeLimit("plan-time-limit",
+    cl::desc("--strategy auto: seconds per ILP before the best plan found is "
+             "taken (its optimality gap is reported)"),
+    cl::init(20), cl::cat(category));
 static cl::opt<bool> compareMegatron("compare-megatron",
     cl::desc("--strategy auto: also price every DP x TP Megatron plan"),
     cl::cat(category));
@@ -352,6 +356,7 @@ int main(int argc, char **argv) {
     po.fixedMesh = bool(mesh);
     po.memoryLimit = memoryLimitGiB * 1024.0 * 1024 * 1024;
     po.compareMegatron = compareMegatron;
+    po.timeLimit = planTimeLimit;
     std::string err;
     FailureOr<planner::Plan> plan = planner::autoShard(*module, step, po, err);
     if (failed(plan))
