@@ -101,6 +101,13 @@ struct PMesh {
       s += (a ? "," : "") + names[a] + "=" + std::to_string(sizes[a]);
     return s;
   }
+  /// A candidate shape whose axes are not named yet: "8x4" (outer x inner).
+  std::string shape() const {
+    std::string s;
+    for (int a = 0; a < rank(); ++a)
+      s += (a ? "x" : "") + std::to_string(sizes[a]);
+    return s;
+  }
 };
 
 struct TShard {
@@ -1701,7 +1708,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
       if (t.memory.total() < bestMem) {
         bestMem = t.memory.total();
         bestTotals = t;
-        bestMesh = shapes[si].str();
+        bestMesh = fixed ? shapes[si].str() : shapes[si].shape();
       }
     }
     std::string s;
@@ -1752,7 +1759,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
     if (&c == best)
       continue;
     Alternative a;
-    a.mesh = c.mesh.str();
+    a.mesh = fixed ? c.mesh.str() : c.mesh.shape();
     a.remat = c.remat;
     a.feasible = c.ilp.feasible;
     a.seconds = c.totals.time;

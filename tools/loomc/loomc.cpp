@@ -30,6 +30,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -368,8 +369,31 @@ int main(int argc, char **argv) {
       planner::printPlan(*plan, os);
     if (planReport.getNumOccurrences() || planOnly)
       llvm::outs() << autoReport << "\n";
-    if (planOnly)
+    if (planOnly) {
+      // The plan as annotated IR (global shapes, loom.sharding everywhere)
+      // and as a report, for inspection.
+      if (std::error_code ec = llvm::sys::fs::create_directories(outDir))
+        return fail("cannot create " + outDir + ": " + ec.message());
+      for (auto [name, text] :
+           {std::pair<StringRef, std::string>{
+                planReport == "json" ? "plan.json" : "plan.txt", autoReport},
+            {"planned.mlir", ""}}) {
+        SmallString<256> path(outDir);
+        llvm::sys::path::append(path, name);
+        std::error_code ec;
+        llvm::raw_fd_ostream file(path, ec);
+        if (ec)
+          return fail("cannot write " + std::string(path) + ": " + ec.message());
+        if (name == "planned.mlir")
+          module->print(file);
+        else
+          file << text;
+      }
+      if (planReport != "json") // stdout stays one JSON document
+        llvm::outs() << "loomc: wrote " << outDir << "/planned.mlir and the "
+                     << "plan report (--plan-only: no training artifact)\n";
       return 0;
+    }
     if (!mesh)
       mesh = *module->getOps<MeshOp>().begin();
   }
