@@ -774,6 +774,9 @@ void coarsen(Graph &g) {
       }
     }
   }
+  if (getenv("LOOM_PLANNER_DEBUG"))
+    llvm::errs() << "coarsen: " << n << " ops, period " << bestPeriod
+                 << " x " << bestRepeats << " from op " << bestStart << "\n";
   if (bestRepeats < 2)
     return;
   // Operand sources of op `v`, as (node, result).
@@ -843,8 +846,11 @@ void coarsen(Graph &g) {
         }
       }
     }
-    if (!ok)
+    if (!ok) {
+      if (getenv("LOOM_PLANNER_DEBUG"))
+        llvm::errs() << "coarsen: layer " << k << " reads differently\n";
       break;
+    }
     layers = k + 1;
   }
   if (layers < 2)
