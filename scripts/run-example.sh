@@ -3,7 +3,7 @@
 # (examples/mlp.mlir, annotated for a 2x2 dp x tp mesh) into a training step
 # (forward, backward, SGD with momentum), partition it over the mesh,
 # print the plan, and train it for 30 steps on 4 CPU ranks (MPI), printing
-# the loss.
+# the loss; then plan GPT-3-sized training for 1024 H100s automatically.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${LOOM_BUILD_DIR:-build}
@@ -20,3 +20,12 @@ rm -rf "$WORK"
 echo
 echo "== training on 4 CPU ranks (loom-run -np 4 -> mpirun) =="
 "$BIN/loom-run" -np 4 "$WORK/out" --steps 30 --data "$WORK/data"
+
+echo
+echo "== automatic sharding: GPT-3 175B shapes (96 layers, hidden 12288) for 1024 H100s =="
+/usr/bin/python3 bench/planner/gpt.py --layers 96 --hidden 12288 --heads 96 --seq 2048 \
+  --batch 1024 > "$WORK/gpt3.mlir"
+"$BIN/loomc" "$WORK/gpt3.mlir" --train --loss=none --optimizer=adamw --strategy auto \
+  --cluster h100-cluster:128x8 --plan-only -o "$WORK/gpt3-plan" \
+  | awk '/^ops /{skip=1} /^runners-up/{skip=0} !skip'
+echo "(full report: $WORK/gpt3-plan/plan.txt; the step with its shardings: $WORK/gpt3-plan/planned.mlir)"

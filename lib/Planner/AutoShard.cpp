@@ -1762,7 +1762,8 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
 
   // Runners-up: the best of every other mesh shape and remat level.
   for (const Candidate &c : all) {
-    if (&c == best)
+    if (&c == best || !c.ilp.feasible ||
+        c.totals.memory.total() > limit * (1 + 1e-9))
       continue;
     Alternative a;
     a.mesh = fixed ? c.mesh.str() : c.mesh.shape();
