@@ -18,6 +18,14 @@ namespace mlir::loom {
 using namespace mlir;
 using namespace mlir::loom;
 
+static std::string &defaultReport() {
+  static std::string mode = "none";
+  return mode;
+}
+void mlir::loom::planner::setDefaultReport(llvm::StringRef mode) {
+  defaultReport() = mode.str();
+}
+
 namespace {
 struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
   using LoomAutoShardBase::LoomAutoShardBase;
@@ -27,10 +35,11 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
         loom::detail::lookupFunction(module, function, getArgument());
     if (failed(fn))
       return signalPassFailure();
-    if (report != "none" && report != "text" && report != "json") {
+    std::string mode = report == "none" ? defaultReport() : report.getValue();
+    if (mode != "none" && mode != "text" && mode != "json") {
       module.emitError() << "loom-auto-shard: report must be none, text or "
                             "json, not '"
-                         << report << "'";
+                         << mode << "'";
       return signalPassFailure();
     }
     planner::PlannerOptions options;
@@ -49,7 +58,7 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
       fn->emitError() << "loom-auto-shard: " << error;
       return signalPassFailure();
     }
-    if (report == "none")
+    if (mode == "none")
       return;
     std::string err;
     auto out = openOutputFile(reportFile, &err);
@@ -57,7 +66,7 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
       module.emitError() << "loom-auto-shard: " << err;
       return signalPassFailure();
     }
-    if (report == "json")
+    if (mode == "json")
       planner::printPlanJson(*plan, out->os());
     else
       planner::printPlan(*plan, out->os());
