@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "loom/Planner/AutoShard.h"
+#include "loom/Planner/CostModel.h"
 
 #include "../Dialect/Loom/Transforms/PassUtils.h"
 #include "../Dialect/Loom/Transforms/Propagation.h"
@@ -176,17 +177,14 @@ struct Costs {
     Link l = mesh.link(axes);
     if (bucketed)
       l.latency = 0;
-    double f = double(n - 1) / n;
-    double t, sent;
-    if (StringRef(kind) == "all_reduce") {
-      sent = 2 * f * bytes;
-      t = sent / l.bandwidth + 2 * (n - 1) * l.latency;
-    } else {
-      sent = f * bytes;
-      t = sent / l.bandwidth + (n - 1) * l.latency;
-    }
+    CollectiveKind k = StringRef(kind) == "all_reduce"   ? CollectiveKind::AllReduce
+                       : StringRef(kind) == "all_gather" ? CollectiveKind::AllGather
+                       : StringRef(kind) == "all_to_all" ? CollectiveKind::AllToAll
+                                                         : CollectiveKind::ReduceScatter;
+    double t = collectiveTime(k, bytes, n, l);
     if (log)
-      log->push_back({kind, mesh.axes(axes), where, sent, t, weight});
+      log->push_back({kind, mesh.axes(axes), where,
+                      collectiveBytesSent(k, bytes, n), t, weight});
     return t;
   }
 
@@ -245,8 +243,7 @@ struct Costs {
   }
 
   double compute(double flops, double bytes, bool half) const {
-    double peak = (half ? dev.flops16 : dev.flopsF32) * dev.efficiency;
-    return std::max(flops / peak, bytes / dev.memoryBandwidth);
+    return computeTime(dev, flops, bytes, half);
   }
 };
 
