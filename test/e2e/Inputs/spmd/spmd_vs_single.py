@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Trains the same model on one device and on an MPI mesh and compares.
 
-    spmd_vs_single.py WORK --model mlp|block --mesh dp=2,tp=2 --strategy S
+    spmd_vs_single.py WORK --model mlp|block|stack --mesh dp=2,tp=2 --strategy S
                       [--steps 10] [--optimizer adamw|sgd]
 
 The model comes from PyTorch through ONNX (the MLP and the bias-free-QKV GPT
-block of train_vs_pytorch.py, batch 8 and 4). loomc builds the training
+block of train_vs_pytorch.py, batch 8 and 4; `stack` is three such blocks,
+whose repeated layers the planner coarsens). loomc builds the training
 step twice, without a mesh and with `--mesh/--strategy`; loom-run trains the
 first alone and the second with `-np` ranks on the same data. Prints the
 plan, one line per step and a verdict; exits 1 when a step's loss differs by
@@ -32,7 +33,7 @@ from export_torch_models import MLP  # noqa: E402
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("work")
-    p.add_argument("--model", default="mlp", choices=["mlp", "block"])
+    p.add_argument("--model", default="mlp", choices=["mlp", "block", "stack"])
     p.add_argument("--mesh", required=True)
     p.add_argument("--strategy", required=True)
     p.add_argument("--steps", type=int, default=10)
@@ -51,7 +52,8 @@ def main():
         ys = rng.integers(0, 10, size=(n, 8)).astype(np.int64)
         loss = "cross_entropy"
     else:
-        model = TrainBlock()
+        model = TrainBlock() if a.model == "block" else torch.nn.Sequential(
+            TrainBlock(), TrainBlock(), TrainBlock())
         xs = rng.standard_normal((n, 4, 16, 64)).astype(np.float32)
         ys = rng.standard_normal((n, 4, 16, 64)).astype(np.float32)
         loss = "mse"
