@@ -16,7 +16,6 @@ wall-time ratio Loom / PyTorch (lower is better; the goal is <= 2.0).
 """
 
 import argparse
-import math
 import os
 import re
 import resource
@@ -29,6 +28,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test",
+                                "Target", "ONNX", "Inputs"))
+from export_torch_models import Block as TestBlock  # noqa: E402
 
 
 class MLP(nn.Module):
@@ -44,29 +47,9 @@ class MLP(nn.Module):
         return x
 
 
-class Block(nn.Module):
-    def __init__(self, d=512, heads=8, seq=128):
-        super().__init__()
-        self.heads = heads
-        self.ln1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d)
-        self.proj = nn.Linear(d, d)
-        self.ln2 = nn.LayerNorm(d)
-        self.fc1 = nn.Linear(d, 4 * d)
-        self.fc2 = nn.Linear(4 * d, d)
-        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
-
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
-        q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // self.heads))
-        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
-        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
-        x = x + self.proj(y)
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+def Block(d=512, heads=8, seq=128):
+    """The pre-norm GPT block the tests export, at benchmark size."""
+    return TestBlock(d, heads, seq)
 
 
 def cpu_seconds():

@@ -146,13 +146,7 @@ std::string shardString(const TShard &t, const PMesh &mesh) {
 }
 
 double bytesOf(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t)
-    return 0;
-  Type e = t.getElementType();
-  int64_t bits = e.isIntOrFloat() ? std::max<int64_t>(8, e.getIntOrFloatBitWidth())
-                                  : 32;
-  return double(t.getNumElements()) * bits / 8;
+  return double(loom::detail::tensorBytes(type));
 }
 
 bool isHalf(Type type) {
@@ -170,21 +164,17 @@ struct Costs {
   /// latency is paid once per bucket, not per tensor, and is left out.
   bool bucketed = false;
 
-  double collective(const char *kind, Mask axes, double bytes) {
+  double collective(CollectiveKind kind, Mask axes, double bytes) {
     int64_t n = mesh.n(axes);
     if (n <= 1 || bytes <= 0)
       return 0;
     Link l = mesh.link(axes);
     if (bucketed)
       l.latency = 0;
-    CollectiveKind k = StringRef(kind) == "all_reduce"   ? CollectiveKind::AllReduce
-                       : StringRef(kind) == "all_gather" ? CollectiveKind::AllGather
-                       : StringRef(kind) == "all_to_all" ? CollectiveKind::AllToAll
-                                                         : CollectiveKind::ReduceScatter;
-    double t = collectiveTime(k, bytes, n, l);
+    double t = collectiveTime(kind, bytes, n, l);
     if (log)
-      log->push_back({kind, mesh.axes(axes), where,
-                      collectiveBytesSent(k, bytes, n), t, weight});
+      log->push_back({collectiveName(kind).str(), mesh.axes(axes), where,
+                      collectiveBytesSent(kind, bytes, n), t, weight});
     return t;
   }
 
@@ -218,9 +208,9 @@ struct Costs {
         }
       }
       if (ar)
-        t += collective("all_reduce", ar, local);
+        t += collective(CollectiveKind::AllReduce, ar, local);
       if (rs) {
-        t += collective("reduce_scatter", rs, local);
+        t += collective(CollectiveKind::ReduceScatter, rs, local);
         local /= mesh.n(rs);
       }
     }
@@ -236,9 +226,9 @@ struct Costs {
     }
     local /= mesh.n(slice);
     if (move)
-      t += collective("all_to_all", move, local);
+      t += collective(CollectiveKind::AllToAll, move, local);
     if (gather)
-      t += collective("all_gather", gather, local * mesh.n(gather));
+      t += collective(CollectiveKind::AllGather, gather, local * mesh.n(gather));
     return t;
   }
 
@@ -265,7 +255,6 @@ struct Strategy {
   int rsDim = -1;
   /// Axes the result is partial over before that (reduction factors).
   Mask partial = 0;
-  std::string note;
 };
 
 enum class Kind { Op, Param, Data };
@@ -440,14 +429,12 @@ struct StrategyBuilder {
       for (unsigned r = 0; r < op->getNumResults(); ++r) {
         double local = localBytes(op->getResult(r).getType(), s.results[r]);
         if (rsDim >= 0) {
-          s.comm += costs.collective("reduce_scatter", partial, local);
+          s.comm += costs.collective(CollectiveKind::ReduceScatter, partial, local);
           if (grads)
-            s.comm += costs.collective("all_gather", partial, local);
+            s.comm += costs.collective(CollectiveKind::AllGather, partial, local);
           s.results[r].dims[rsDim] |= partial;
-          s.note = "reduce_scatter over " + mesh.axes(partial);
         } else {
-          s.comm += costs.collective("all_reduce", partial, local);
-          s.note = "all_reduce over " + mesh.axes(partial);
+          s.comm += costs.collective(CollectiveKind::AllReduce, partial, local);
         }
       }
     }
@@ -584,42 +571,17 @@ Graph buildGraph(func::FuncOp fn, int defaultStates) {
   Graph g;
   g.fn = fn;
   Block &block = fn.getBody().front();
-  auto ret = cast<func::ReturnOp>(block.getTerminator());
-  DenseSet<Operation *> forward;
-  SmallVector<Value> work = {ret.getOperand(0)};
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    Operation *def = v.getDefiningOp();
-    if (!def || !forward.insert(def).second)
-      continue;
-    llvm::append_range(work, def->getOperands());
-  }
+  DenseSet<Operation *> forward = loom::detail::lossAncestors(fn);
   // Arguments: weights, optimizer state (owner), data.
-  llvm::StringMap<int> weightArg;
   SmallVector<bool> trainable(fn.getNumArguments(), false);
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-    if (ParameterOp p = loom::detail::boundParameter(fn, i);
-        p && p.getTrainable()) {
-      weightArg[p.getSymName()] = i;
-      trainable[i] = true;
-    }
-  g.stateOwner.assign(fn.getNumArguments(), -1);
+    if (ParameterOp p = loom::detail::boundParameter(fn, i))
+      trainable[i] = p.getTrainable();
+  g.stateOwner = loom::detail::optimizerStateOwners(fn);
   DenseMap<int, int> statesOf;
-  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-    ParameterOp p = loom::detail::boundParameter(fn, i);
-    if (!p || p.getTrainable())
-      continue;
-    StringRef name = p.getSymName();
-    for (StringRef suffix : {".exp_avg_sq", ".exp_avg", ".momentum_buffer"})
-      if (name.ends_with(suffix)) {
-        auto it = weightArg.find(name.drop_back(suffix.size()));
-        if (it != weightArg.end()) {
-          g.stateOwner[i] = it->second;
-          ++statesOf[it->second];
-        }
-        break;
-      }
-  }
+  for (int owner : g.stateOwner)
+    if (owner >= 0)
+      ++statesOf[owner];
   g.nStates = defaultStates;
   if (!statesOf.empty()) {
     g.nStates = 0;
@@ -1426,19 +1388,10 @@ FailureOr<SmallVector<int>> megatronChoice(ModuleOp module, Graph &g,
 // Driver
 //===----------------------------------------------------------------------===//
 
-std::string human(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  return llvm::formatv("{0:f1} {1}", bytes, units[u]).str();
-}
 /// Memory sizes: GiB with two decimals from 0.01 GiB up, else smaller units.
 std::string gib(double bytes) {
   if (bytes < 0.01 * 1024 * 1024 * 1024)
-    return human(bytes);
+    return loom::detail::humanBytes(bytes);
   return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024)).str();
 }
 std::string secs(double s) {
@@ -1496,10 +1449,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
     fixed = meshes.front();
   }
   // Op hints of the model are replaced by the plan.
-  fn.walk([](Operation *op) {
-    if (!isa<ShardingConstraintOp>(op))
-      op->removeAttr(LoomDialect::kShardingAttrName);
-  });
+  loom::detail::dropShardingHints(fn);
 
   SmallVector<PMesh> shapes;
   if (fixed) {
@@ -2082,7 +2032,7 @@ void mlir::loom::planner::printPlan(const Plan &p, llvm::raw_ostream &os) {
   os << "\ncollectives per step (bytes sent per device per call)\n";
   for (const Collective &c : p.collectives)
     os << llvm::formatv("  {0} over {1}: {2:f0} x {3}, {4} total\n", c.kind,
-                        c.axes, c.count, human(c.bytes), secs(c.seconds));
+                        c.axes, c.count, loom::detail::humanBytes(c.bytes), secs(c.seconds));
   if (!p.runnersUp.empty()) {
     os << "\nrunners-up\n";
     for (const Alternative &a : p.runnersUp)

@@ -215,24 +215,36 @@ struct AllReduceLowering : CollectiveLowering<AllReduceOp> {
   }
 };
 
+/// All-gather and reduce-scatter along `dim`: that dimension moved to the
+/// front, one runtime call on the flat buffer, moved back.
+template <typename OpT>
+LogicalResult lowerAlongDim(OpT op, Value input, StringRef symbol,
+                            ArrayRef<int64_t> extraCodes,
+                            ConversionPatternRewriter &rewriter) {
+  FailureOr<int64_t> axes = axesCode(op, op.getMeshAttr(), op.getAxes());
+  if (failed(axes))
+    return rewriter.notifyMatchFailure(op, "unknown mesh axes");
+  Location loc = op.getLoc();
+  auto dim = static_cast<int64_t>(op.getDim());
+  Type element = tensorType(input).getElementType();
+  Value front = toFront(rewriter, loc, input, dim);
+  SmallVector<int64_t> codes = {*axes,
+                                dtypeCode(op.getType().getElementType())};
+  llvm::append_range(codes, extraCodes);
+  Value flat = callRuntime(rewriter, loc, op, symbol, codes, front,
+                           op.getType().getNumElements());
+  rewriter.replaceOp(op, fromFront(rewriter, loc, flat,
+                                   op.getType().getShape(), dim, element));
+  return success();
+}
+
 struct AllGatherLowering : CollectiveLowering<AllGatherOp> {
   using CollectiveLowering::CollectiveLowering;
   LogicalResult
   matchAndRewrite(AllGatherOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    FailureOr<int64_t> axes = axesCode(op, op.getMeshAttr(), op.getAxes());
-    if (failed(axes))
-      return rewriter.notifyMatchFailure(op, "unknown mesh axes");
-    Location loc = op.getLoc();
-    auto dim = static_cast<int64_t>(op.getDim());
-    Type element = tensorType(adaptor.getInput()).getElementType();
-    Value front = toFront(rewriter, loc, adaptor.getInput(), dim);
-    Value flat = callRuntime(rewriter, loc, op, "loom_rt_all_gather",
-                             {*axes, dtypeCode(op.getType().getElementType())},
-                             front, op.getType().getNumElements());
-    rewriter.replaceOp(op, fromFront(rewriter, loc, flat,
-                                     op.getType().getShape(), dim, element));
-    return success();
+    return lowerAlongDim(op, adaptor.getInput(), "loom_rt_all_gather", {},
+                         rewriter);
   }
 };
 
@@ -241,20 +253,8 @@ struct ReduceScatterLowering : CollectiveLowering<ReduceScatterOp> {
   LogicalResult
   matchAndRewrite(ReduceScatterOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    FailureOr<int64_t> axes = axesCode(op, op.getMeshAttr(), op.getAxes());
-    if (failed(axes))
-      return rewriter.notifyMatchFailure(op, "unknown mesh axes");
-    Location loc = op.getLoc();
-    auto dim = static_cast<int64_t>(op.getDim());
-    Type element = tensorType(adaptor.getInput()).getElementType();
-    Value front = toFront(rewriter, loc, adaptor.getInput(), dim);
-    Value flat = callRuntime(rewriter, loc, op, "loom_rt_reduce_scatter",
-                             {*axes, dtypeCode(op.getType().getElementType()),
-                              reductionCode(op.getReduction())},
-                             front, op.getType().getNumElements());
-    rewriter.replaceOp(op, fromFront(rewriter, loc, flat,
-                                     op.getType().getShape(), dim, element));
-    return success();
+    return lowerAlongDim(op, adaptor.getInput(), "loom_rt_reduce_scatter",
+                         {reductionCode(op.getReduction())}, rewriter);
   }
 };
 

@@ -36,12 +36,6 @@ using namespace mlir::loom;
 
 namespace {
 
-int64_t bytesOf(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  Type e = t.getElementType();
-  return t.getNumElements() * (e.isInteger(1) ? 8 : e.getIntOrFloatBitWidth()) /
-         8;
-}
 
 struct BucketAllReducePass
     : loom::impl::LoomBucketAllReduceBase<BucketAllReducePass> {
@@ -150,7 +144,7 @@ struct BucketAllReducePass
     for (auto ar : llvm::to_vector(block.getOps<AllReduceOp>())) {
       int64_t bytes = 0;
       for (Value v : ar.getInputs())
-        bytes += bytesOf(v);
+        bytes += loom::detail::tensorBytes(v.getType());
       Bucket &bucket = open[Key(ar.getMeshAttr(), ar.getAxes(),
                                 static_cast<unsigned>(ar.getReduction()))];
       bool fits = bucket.bytes + bytes <= static_cast<int64_t>(bucketBytes);

@@ -2,6 +2,9 @@
 
 #include "PassUtils.h"
 
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
 using namespace mlir;
 using namespace mlir::loom;
 
@@ -61,4 +64,69 @@ LogicalResult loom::detail::verifySingleBlock(func::FuncOp fn, StringRef pass) {
     return fn.emitError() << pass << ": @" << fn.getSymName()
                           << " must have a body of one block";
   return success();
+}
+
+llvm::DenseSet<Operation *> loom::detail::lossAncestors(func::FuncOp fn) {
+  llvm::DenseSet<Operation *> ops;
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  SmallVector<Value> work = {ret.getOperand(0)};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || !ops.insert(def).second)
+      continue;
+    llvm::append_range(work, def->getOperands());
+  }
+  return ops;
+}
+
+SmallVector<int> loom::detail::optimizerStateOwners(func::FuncOp fn) {
+  llvm::StringMap<int> weightArg;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    ParameterOp p = boundParameter(fn, i);
+    if (p && p.getTrainable())
+      weightArg[p.getSymName()] = i;
+  }
+  SmallVector<int> owner(fn.getNumArguments(), -1);
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    ParameterOp p = boundParameter(fn, i);
+    if (!p || p.getTrainable())
+      continue;
+    StringRef name = p.getSymName();
+    for (StringRef suffix : {".exp_avg_sq", ".exp_avg", ".momentum_buffer"})
+      if (name.ends_with(suffix)) {
+        auto it = weightArg.find(name.drop_back(suffix.size()));
+        if (it != weightArg.end())
+          owner[i] = it->second;
+        break;
+      }
+  }
+  return owner;
+}
+
+void loom::detail::dropShardingHints(func::FuncOp fn) {
+  fn.walk([](Operation *op) {
+    if (!isa<ShardingConstraintOp>(op))
+      op->removeAttr(LoomDialect::kShardingAttrName);
+  });
+}
+
+std::string loom::detail::humanBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  return llvm::formatv("{0:f1} {1}", bytes, units[u]).str();
+}
+
+int64_t loom::detail::tensorBytes(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return 0;
+  Type e = t.getElementType();
+  int64_t bits =
+      e.isIntOrFloat() ? std::max<int64_t>(8, e.getIntOrFloatBitWidth()) : 32;
+  return t.getNumElements() * bits / 8;
 }

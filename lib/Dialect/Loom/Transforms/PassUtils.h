@@ -6,6 +6,7 @@
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::loom::detail {
 
@@ -18,6 +19,26 @@ ParameterOp boundParameter(func::FuncOp fn, unsigned index);
 
 /// `loom.name` of argument `index`, or "arg<index>".
 std::string argumentName(func::FuncOp fn, unsigned index);
+
+/// The ops the first result of `fn` (the loss) depends on: the forward pass
+/// of a training step.
+llvm::DenseSet<Operation *> lossAncestors(func::FuncOp fn);
+
+/// Per argument of a training step: for optimizer state (a non-trainable
+/// parameter named `<weight>.exp_avg`, `.exp_avg_sq` or `.momentum_buffer`),
+/// the argument of the trainable weight it belongs to; -1 otherwise.
+SmallVector<int> optimizerStateOwners(func::FuncOp fn);
+
+/// Removes the `loom.sharding` hints on ops of `fn` (a strategy or plan
+/// replaces them); loom.sharding_constraint ops stay: they are requirements.
+void dropShardingHints(func::FuncOp fn);
+
+/// Bytes of a ranked tensor type (i1 stored as a byte; element types
+/// without a bit width count 4 bytes); 0 for other types.
+int64_t tensorBytes(Type type);
+
+/// `1536` -> "1.5 KiB": bytes in B, KiB, MiB, GiB or TiB with one decimal.
+std::string humanBytes(double bytes);
 
 /// Checks that `fn` has a body of one block.
 LogicalResult verifySingleBlock(func::FuncOp fn, StringRef pass);

@@ -20,22 +20,7 @@ static std::string shapeString(RankedTensorType t) {
   return s;
 }
 
-static int64_t bytesOf(Type t) {
-  auto tensor = cast<RankedTensorType>(t);
-  Type e = tensor.getElementType();
-  int64_t bits = e.isInteger(1) ? 8 : e.getIntOrFloatBitWidth();
-  return tensor.getNumElements() * bits / 8;
-}
 
-static std::string human(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  return llvm::formatv("{0:f1} {1}", bytes, units[u]).str();
-}
 
 void mlir::loom::printPlanReport(func::FuncOp fn, llvm::raw_ostream &os) {
   auto meshRef =
@@ -82,9 +67,9 @@ void mlir::loom::printPlanReport(func::FuncOp fn, llvm::raw_ostream &os) {
       os << ": replicated";
     }
     os << "\n";
-    argBytes += bytesOf(local);
+    argBytes += loom::detail::tensorBytes(local);
   }
-  os << "  per-device arguments: " << human(argBytes) << "\n\n";
+  os << "  per-device arguments: " << loom::detail::humanBytes(argBytes) << "\n\n";
 
   struct Group {
     int64_t count = 0;
@@ -106,22 +91,22 @@ void mlir::loom::printPlanReport(func::FuncOp fn, llvm::raw_ostream &os) {
     if (auto ar = dyn_cast<AllReduceOp>(op)) {
       double n = ar.getGroupSize();
       for (Value v : ar.getInputs())
-        sent += 2 * (n - 1) / n * bytesOf(v.getType());
+        sent += 2 * (n - 1) / n * loom::detail::tensorBytes(v.getType());
       key = "all_reduce (" + stringifyReductionKind(ar.getReduction()).str() +
             ") over " + axesOf(ar.getAxes());
     } else if (auto ag = dyn_cast<AllGatherOp>(op)) {
       double n = ag.getGroupSize();
-      sent = (n - 1) / n * bytesOf(ag.getType());
+      sent = (n - 1) / n * loom::detail::tensorBytes(ag.getType());
       key = "all_gather over " + axesOf(ag.getAxes());
     } else if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
       double n = rs.getGroupSize();
-      sent = (n - 1) / n * bytesOf(rs.getInput().getType());
+      sent = (n - 1) / n * loom::detail::tensorBytes(rs.getInput().getType());
       key = "reduce_scatter (" +
             stringifyReductionKind(rs.getReduction()).str() + ") over " +
             axesOf(rs.getAxes());
     } else if (auto aa = dyn_cast<AllToAllOp>(op)) {
       double n = aa.getGroupSize();
-      sent = (n - 1) / n * bytesOf(aa.getInput().getType());
+      sent = (n - 1) / n * loom::detail::tensorBytes(aa.getInput().getType());
       key = "all_to_all over " + axesOf(aa.getAxes());
     } else if (auto sl = dyn_cast<AllSliceOp>(op)) {
       key = "all_slice over " + axesOf(sl.getAxes()) + " (no communication)";
@@ -138,6 +123,6 @@ void mlir::loom::printPlanReport(func::FuncOp fn, llvm::raw_ostream &os) {
     os << "  none\n";
   for (auto &[key, g] : groups)
     os << llvm::formatv("  {0,-44} {1,3} op{2}  {3}\n", key, g.count,
-                        g.count == 1 ? " " : "s", human(g.bytes));
-  os << "  total sent per device per call: " << human(total) << "\n";
+                        g.count == 1 ? " " : "s", loom::detail::humanBytes(g.bytes));
+  os << "  total sent per device per call: " << loom::detail::humanBytes(total) << "\n";
 }

@@ -52,35 +52,13 @@ struct Classified {
 
 Classified classify(func::FuncOp fn) {
   Classified c;
-  llvm::StringMap<int> weightArg;
+  c.owner = loom::detail::optimizerStateOwners(fn);
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     ParameterOp p = loom::detail::boundParameter(fn, i);
-    if (p && p.getTrainable())
-      weightArg[p.getSymName()] = i;
-  }
-  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-    ParameterOp p = loom::detail::boundParameter(fn, i);
-    c.owner.push_back(-1);
-    if (!p) {
-      c.kinds.push_back(ArgKind::Data);
-      continue;
-    }
-    if (p.getTrainable()) {
-      c.kinds.push_back(ArgKind::Weight);
-      continue;
-    }
-    StringRef name = p.getSymName();
-    bool state = false;
-    for (StringRef suffix : {".exp_avg_sq", ".exp_avg", ".momentum_buffer"})
-      if (name.ends_with(suffix)) {
-        auto it = weightArg.find(name.drop_back(suffix.size()));
-        if (it != weightArg.end()) {
-          c.owner.back() = it->second;
-          state = true;
-        }
-        break;
-      }
-    c.kinds.push_back(state ? ArgKind::State : ArgKind::Buffer);
+    c.kinds.push_back(!p                ? ArgKind::Data
+                      : p.getTrainable() ? ArgKind::Weight
+                      : c.owner[i] >= 0  ? ArgKind::State
+                                         : ArgKind::Buffer);
   }
   return c;
 }
@@ -145,16 +123,7 @@ DenseMap<unsigned, ShardingAttr> tensorParallel(func::FuncOp step,
       fixedInputs[fn.getArgument(i)] = replicated(
           mesh, cast<RankedTensorType>(fn.getArgumentTypes()[i]).getRank());
   // The forward pass: what the loss depends on.
-  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
-  DenseSet<Operation *> forward;
-  SmallVector<Value> work = {ret.getOperand(0)};
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    Operation *def = v.getDefiningOp();
-    if (!def || !forward.insert(def).second)
-      continue;
-    llvm::append_range(work, def->getOperands());
-  }
+  DenseSet<Operation *> forward = loom::detail::lossAncestors(fn);
   struct WeightDot {
     DotGeneralOp dot;
     int weight;
@@ -276,10 +245,7 @@ LogicalResult mlir::loom::applyStrategy(func::FuncOp fn, MeshOp mesh,
 
   // A strategy replaces the model's own sharding hints on ops and results
   // (explicit loom.sharding_constraint ops stay: they are requirements).
-  fn.walk([](Operation *op) {
-    if (!isa<ShardingConstraintOp>(op))
-      op->removeAttr(LoomDialect::kShardingAttrName);
-  });
+  loom::detail::dropShardingHints(fn);
   for (unsigned i = 0; i < fn.getNumResults(); ++i)
     fn.removeResultAttr(
         i, StringAttr::get(fn.getContext(), LoomDialect::kShardingAttrName));
