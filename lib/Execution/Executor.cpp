@@ -2,7 +2,7 @@
 
 #include "loom/Execution/Executor.h"
 
-#include "loom/Conversion/Passes.h"
+#include "loom/Codegen/CPU/Passes.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/kernels.h"
 
@@ -148,7 +148,7 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
     PassManager pm(ctx);
     CpuPipelineOptions pipelineOptions;
     pipelineOptions.useBlas = options.useBlas;
-    buildLoomToLLVMPipeline(pm, pipelineOptions);
+    buildLoomCpuPipeline(pm, pipelineOptions);
     if (failed(pm.run(*lowered))) {
       if (error.empty())
         error = "lowering to LLVM failed";

@@ -21,12 +21,12 @@
 #include "loom/Planner/AutoShard.h"
 #include "loom/Planner/CostModel.h"
 
-#include "../Dialect/Loom/Transforms/PassUtils.h"
-#include "../Dialect/Loom/Transforms/Propagation.h"
-#include "../Dialect/Loom/Transforms/ShardingUtils.h"
+#include "loom/Dialect/Loom/Utils/Utils.h"
+#include "loom/Sharding/Propagation.h"
+#include "loom/Sharding/FactorSharding.h"
 #include "loom/Dialect/Loom/IR/LoomInterfaces.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
-#include "loom/Dialect/Loom/Transforms/Strategies.h"
+#include "loom/Sharding/Strategies.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Hashing.h"
@@ -146,7 +146,7 @@ std::string shardString(const TShard &t, const PMesh &mesh) {
 }
 
 double bytesOf(Type type) {
-  return double(loom::detail::tensorBytes(type));
+  return double(loom::tensorBytes(type));
 }
 
 bool isHalf(Type type) {
@@ -571,13 +571,13 @@ Graph buildGraph(func::FuncOp fn, int defaultStates) {
   Graph g;
   g.fn = fn;
   Block &block = fn.getBody().front();
-  DenseSet<Operation *> forward = loom::detail::lossAncestors(fn);
+  DenseSet<Operation *> forward = loom::lossAncestors(fn);
   // Arguments: weights, optimizer state (owner), data.
   SmallVector<bool> trainable(fn.getNumArguments(), false);
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-    if (ParameterOp p = loom::detail::boundParameter(fn, i))
+    if (ParameterOp p = loom::boundParameter(fn, i))
       trainable[i] = p.getTrainable();
-  g.stateOwner = loom::detail::optimizerStateOwners(fn);
+  g.stateOwner = loom::optimizerStateOwners(fn);
   DenseMap<int, int> statesOf;
   for (int owner : g.stateOwner)
     if (owner >= 0)
@@ -607,8 +607,8 @@ Graph buildGraph(func::FuncOp fn, int defaultStates) {
     n.trainable = trainable[i];
     n.argIndex = i;
     n.type = type;
-    n.name = loom::detail::argumentName(fn, i);
-    if (ParameterOp p = loom::detail::boundParameter(fn, i)) {
+    n.name = loom::argumentName(fn, i);
+    if (ParameterOp p = loom::boundParameter(fn, i)) {
       n.name = p.getSymName().str();
       if (!p.getTrainable())
         n.kind = Kind::Data;
@@ -1355,7 +1355,7 @@ FailureOr<SmallVector<int>> megatronChoice(ModuleOp module, Graph &g,
     if (failed(applyStrategy(clone, mesh, options)))
       return failure();
   }
-  loom::detail::PropagationResult r = loom::detail::propagate(clone, mesh);
+  loom::PropagationResult r = loom::propagate(clone, mesh);
   // Clone values in the original's order.
   DenseMap<Value, Value> toClone;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
@@ -1391,7 +1391,7 @@ FailureOr<SmallVector<int>> megatronChoice(ModuleOp module, Graph &g,
 /// Memory sizes: GiB with two decimals from 0.01 GiB up, else smaller units.
 std::string gib(double bytes) {
   if (bytes < 0.01 * 1024 * 1024 * 1024)
-    return loom::detail::humanBytes(bytes);
+    return loom::humanBytes(bytes);
   return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024)).str();
 }
 std::string secs(double s) {
@@ -1422,7 +1422,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
     error = llvm::toString(cluster.takeError());
     return failure();
   }
-  if (failed(loom::detail::verifyLossFunction(fn, "loom-auto-shard"))) {
+  if (failed(loom::verifyLossFunction(fn, "loom-auto-shard"))) {
     error = "cannot plan @" + fn.getSymName().str();
     return failure();
   }
@@ -1449,7 +1449,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
     fixed = meshes.front();
   }
   // Op hints of the model are replaced by the plan.
-  loom::detail::dropShardingHints(fn);
+  loom::dropShardingHints(fn);
 
   SmallVector<PMesh> shapes;
   if (fixed) {
@@ -1953,7 +1953,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
       rs.push_back(toAttr(s.results[r], mesh, meshName, ctx));
     }
     if (ok && !rs.empty())
-      loom::detail::setOpResultShardings(n.op, rs);
+      loom::setOpResultShardings(n.op, rs);
   }
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
@@ -2032,7 +2032,7 @@ void mlir::loom::planner::printPlan(const Plan &p, llvm::raw_ostream &os) {
   os << "\ncollectives per step (bytes sent per device per call)\n";
   for (const Collective &c : p.collectives)
     os << llvm::formatv("  {0} over {1}: {2:f0} x {3}, {4} total\n", c.kind,
-                        c.axes, c.count, loom::detail::humanBytes(c.bytes), secs(c.seconds));
+                        c.axes, c.count, loom::humanBytes(c.bytes), secs(c.seconds));
   if (!p.runnersUp.empty()) {
     os << "\nrunners-up\n";
     for (const Alternative &a : p.runnersUp)

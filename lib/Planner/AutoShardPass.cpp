@@ -3,7 +3,7 @@
 #include "loom/Planner/AutoShard.h"
 #include "loom/Planner/Passes.h"
 
-#include "../Dialect/Loom/Transforms/PassUtils.h"
+#include "loom/Dialect/Loom/Utils/Utils.h"
 #include "loom/Dialect/Loom/IR/LoomDialect.h"
 
 #include "mlir/Support/FileUtilities.h"
@@ -32,7 +32,7 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<func::FuncOp> fn =
-        loom::detail::lookupFunction(module, function, getArgument());
+        loom::lookupFunction(module, function, getArgument());
     if (failed(fn))
       return signalPassFailure();
     std::string mode = report == "none" ? defaultReport() : report.getValue();

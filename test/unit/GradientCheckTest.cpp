@@ -11,7 +11,7 @@
 
 #include "TestUtils.h"
 
-#include "loom/Dialect/Loom/Transforms/Passes.h"
+#include "loom/Training/Passes.h"
 #include "loom/Execution/Executor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"

@@ -5,9 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "loom/Conversion/Passes.h"
 #include "loom/Dialect/Loom/IR/LoomDialect.h"
-#include "loom/Dialect/Loom/Transforms/Passes.h"
+#include "loom/Pipelines/Pipelines.h"
 #include "loom/Planner/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -38,10 +37,7 @@ int main(int argc, char **argv) {
   argv = args.data();
 
   mlir::registerAllPasses();
-  mlir::loom::registerLoomPasses();
-  mlir::loom::registerLoomPlannerPasses();
-  mlir::loom::registerLoomConversionPasses();
-  mlir::loom::registerLoomPipelines();
+  mlir::loom::registerLoomPassesAndPipelines();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::loom::LoomDialect>();

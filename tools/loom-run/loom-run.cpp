@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "loom/Conversion/Passes.h"
+#include "loom/Codegen/CPU/Passes.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/Distributed.h"
 #include "loom/Execution/Executor.h"

@@ -14,10 +14,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
-#include "loom/Dialect/Loom/Transforms/Passes.h"
+#include "loom/Sharding/Passes.h"
+#include "loom/Training/Passes.h"
 #include "loom/Planner/AutoShard.h"
-#include "loom/Dialect/Loom/Transforms/PlanReport.h"
-#include "loom/Dialect/Loom/Transforms/Strategies.h"
+#include "loom/Sharding/PartitionReport.h"
+#include "loom/Sharding/Strategies.h"
 #include "loom/Execution/Training.h"
 #include "loom/Target/ONNX/ImportONNX.h"
 
@@ -440,7 +441,7 @@ int main(int argc, char **argv) {
     os << "strategy: " << chosen << "\n";
     if (!autoReport.empty() && planReport != "json")
       os << autoReport << "\n";
-    printPlanReport(step, os);
+    printPartitionReport(step, os);
     SmallString<256> path(outDir);
     llvm::sys::path::append(path, "plan.txt");
     std::error_code ec;

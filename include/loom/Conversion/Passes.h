@@ -12,7 +12,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
-#include "mlir/Pass/PassOptions.h"
 
 namespace mlir::loom {
 
@@ -21,19 +20,6 @@ namespace mlir::loom {
 
 #define GEN_PASS_REGISTRATION
 #include "loom/Conversion/Passes.h.inc"
-
-/// Options of the CPU lowering pipeline.
-struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
-  Option<bool> useBlas{*this, "blas",
-                       llvm::cl::desc("Call OpenBLAS for f32/f64 matmuls"),
-                       llvm::cl::init(true)};
-};
-
-/// loom -> linalg -> bufferized -> LLVM dialect, ready for the JIT or
-/// mlir-translate --mlir-to-llvmir.
-void buildLoomToLLVMPipeline(OpPassManager &pm,
-                             const CpuPipelineOptions &options);
-void registerLoomPipelines();
 
 } // namespace mlir::loom
 

@@ -1,7 +1,7 @@
 //===- Executor.h - Compile and run a loom function on the CPU --*- C++ -*-===//
 //
 // The execution library behind loom-run and the numerical tests: lowers a
-// module with the loom-lower-to-llvm pipeline, JIT-compiles it with MLIR's
+// module with the loom-cpu-pipeline, JIT-compiles it with MLIR's
 // ExecutionEngine (ORC) and calls a function on host tensors.
 //
 //===----------------------------------------------------------------------===//

@@ -10,7 +10,7 @@
 
 #include "OnnxImporter.h"
 
-#include "loom/Dialect/Loom/Transforms/Autodiff.h"
+#include "loom/Training/Autodiff.h"
 
 using namespace mlir;
 using namespace mlir::loom;

@@ -1,0 +1,35 @@
+//===- Passes.h - CPU code generation passes and pipeline -------*- C++ -*-===//
+
+#ifndef LOOM_CODEGEN_CPU_PASSES_H
+#define LOOM_CODEGEN_CPU_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir::loom {
+
+#define GEN_PASS_DECL
+#include "loom/Codegen/CPU/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "loom/Codegen/CPU/Passes.h.inc"
+
+/// Options of the CPU pipeline (`--loom-cpu-pipeline`).
+struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
+  Option<bool> useBlas{*this, "blas",
+                       llvm::cl::desc("Call OpenBLAS for f32/f64 matmuls"),
+                       llvm::cl::init(true)};
+};
+
+/// loom -> linalg -> bufferized -> LLVM dialect, ready for the JIT or
+/// mlir-translate --mlir-to-llvmir.
+void buildLoomCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options);
+
+} // namespace mlir::loom
+
+#endif // LOOM_CODEGEN_CPU_PASSES_H

@@ -1,0 +1,58 @@
+//===- Passes.td - CPU code generation passes --------------*- tablegen -*-===//
+//
+// Passes between loom-convert-to-linalg and the LLVM dialect for CPU
+// execution: elementwise fusion, a destination-passing entry point, BLAS
+// calls for matrix products. buildLoomCpuPipeline (Passes.h) orders them
+// with upstream bufferization and lowering.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_CODEGEN_CPU_PASSES_TD
+#define LOOM_CODEGEN_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LoomFuseElementwise : Pass<"loom-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Fuse chains of elementwise linalg.generic ops";
+  let description = [{
+    Fuses a `linalg.generic` producer whose iterators are all parallel into
+    the `linalg.generic` that consumes it, so elementwise chains become one
+    loop nest without temporaries. Unlike upstream
+    `linalg-fuse-elementwise-ops`, never fuses into named ops
+    (`linalg.batch_matmul`, `linalg.transpose`): a matmul must stay a
+    matmul to reach BLAS, and a transpose fused into a contraction turns it
+    into a slow generic loop nest.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+def LoomPrepareForExecution : Pass<"loom-prepare-for-execution", "mlir::ModuleOp"> {
+  let summary = "Give the entry function a destination-passing interface";
+  let description = [{
+    Rewrites each public function `@f(args) -> results` so that results are
+    written into caller-provided buffers: `@f(args..., outs: memref...)`
+    with `bufferization.materialize_in_destination ... restrict writable`,
+    returning nothing; inputs are marked read-only; marks it
+    `llvm.emit_c_interface`, and removes loom declarations and attributes
+    that have no meaning below this point (loom.parameter, loom.mesh,
+    loom.param/loom.name/loom.sharding). After bufferization the caller owns
+    every buffer.
+  }];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
+def LoomLowerMatmulToBlas : Pass<"loom-lower-matmul-to-blas", "mlir::ModuleOp"> {
+  let summary = "Call BLAS for f32/f64 matrix products on buffers";
+  let description = [{
+    After bufferization, replaces `linalg.matmul` and `linalg.batch_matmul`
+    on f32 and f64 memrefs (plain or with transposed operands) by calls to
+    `loom_rt_batch_matmul_{f32,f64}`, which run OpenBLAS gemm per batch
+    with the right transpose flags and leading dimensions; a zero fill of
+    the output right before is folded into the call (beta = 0). Other
+    element types stay for the generic loop lowering.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::arith::ArithDialect"];
+}
+
+#endif // LOOM_CODEGEN_CPU_PASSES_TD

@@ -1,0 +1,20 @@
+//===- Passes.h - Sharding passes -------------------------------*- C++ -*-===//
+
+#ifndef LOOM_SHARDING_PASSES_H
+#define LOOM_SHARDING_PASSES_H
+
+#include "loom/Dialect/Loom/IR/LoomDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::loom {
+
+#define GEN_PASS_DECL
+#include "loom/Sharding/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "loom/Sharding/Passes.h.inc"
+
+} // namespace mlir::loom
+
+#endif // LOOM_SHARDING_PASSES_H

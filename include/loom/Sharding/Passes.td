@@ -1,0 +1,121 @@
+//===- Passes.td - Sharding passes -----------------------------*- tablegen -*-===//
+//
+// From shardings on a few values to the per-device (SPMD) program: rules,
+// presets, propagation, partitioning with collectives, bucketing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_SHARDING_PASSES_TD
+#define LOOM_SHARDING_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LoomPrintShardingRules : Pass<"loom-print-sharding-rules"> {
+  let summary = "Report every op's sharding factor rule as a remark";
+  let description = [{
+    For every op implementing `ShardingRuleOpInterface` that has operands or
+    results, checks the rule
+    against the op's types and emits it as a remark at the op, e.g.
+
+    ```
+    remark: sharding rule: ([i, j], [j, k]) -> ([i, k]) {i=8, j=16, k=32} reduction={j:sum}
+    ```
+
+    Fails if a rule is inconsistent with its op. Useful to see how an
+    imported model can be split before planning it.
+  }];
+}
+
+def LoomPropagateSharding : Pass<"loom-propagate-sharding", "mlir::ModuleOp"> {
+  let summary = "Complete user shardings to every value through the ops' rules";
+  let description = [{
+    Starts from the shardings in the IR — function arguments and results
+    (`loom.sharding`), op annotations, `loom.sharding_constraint` — and
+    propagates them through every op's `ShardingRuleOpInterface` rule,
+    forward and backward until nothing changes. User shardings win over
+    propagated ones; an op's split (parallel) factors are decided before its
+    reduction factors, so a contraction keeps its batch split and gathers a
+    split weight (ZeRO-3) rather than the reverse; a contraction over split
+    factors makes its result `partial`. Arguments without a sharding are
+    replicated, results that update a parameter (`loom.param`) take that
+    parameter's sharding, and values nothing decides are replicated.
+    Every op gets its results' shardings as `loom.sharding`; where operands
+    disagree, the op gets a remark naming both shardings.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Function to annotate (default: the module's only function)">,
+  ];
+}
+
+def LoomApplyStrategy : Pass<"loom-apply-strategy", "mlir::ModuleOp"> {
+  let summary = "Annotate a training step with a parallelism preset";
+  let description = [{
+    Sets the sharding of every argument of a training step (built by
+    loom-build-train-step) for a preset: `dp` (batch split over the
+    data-parallel axis), `tp` (Megatron tensor parallelism: weight pairs
+    found by following a column split through the graph to the weight whose
+    input it reaches, which is split by rows), `dp-tp`, `zero1`/`zero2`
+    (optimizer state split over dp as well) and `zero3` (weights too).
+    Optimizer state follows its weight. loom-partition then produces the
+    program.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Training step (default: the module's only function)">,
+    Option<"strategy", "strategy", "std::string", /*default=*/"\"dp\"",
+           "dp, tp, dp-tp, zero1, zero2, zero3 or replicated">,
+    Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
+           "Mesh axis of data parallelism">,
+    Option<"tpAxis", "tp-axis", "std::string", /*default=*/"\"tp\"",
+           "Mesh axis of tensor parallelism">,
+  ];
+}
+
+def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
+  let summary = "Rewrite a sharded program into the per-device (SPMD) program";
+  let description = [{
+    Propagates shardings (as loom-propagate-sharding) and rewrites the
+    function into the program every device runs: local shapes, and the
+    collectives between shardings — `reduce_scatter` where a partial value
+    becomes split (ZeRO gradients), `all_reduce` for the other partial axes,
+    `all_to_all` where a split moves between dimensions, `all_gather` where
+    axes go away, `all_slice` (no communication) where they appear. Ops
+    whose semantics depend on global positions (dropout, max-pool indices,
+    weighted or ignore-index class losses with split samples) see whole
+    tensors. Means over split dimensions are rescaled so that the partial
+    sums add up to the global mean. Dimensions that do not divide over
+    their axes are an error naming the value. The function gets
+    `loom.partitioned = @mesh`; its arguments and results keep their
+    shardings (of the global values).
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Function to partition (default: the module's only function)">,
+  ];
+  let dependentDialects = ["mlir::loom::LoomDialect"];
+}
+
+def LoomBucketAllReduce : Pass<"loom-bucket-all-reduce", "mlir::ModuleOp"> {
+  let summary = "Fuse all-reduces (gradients) into buckets";
+  let description = [{
+    In a partitioned program, moves every `loom.all_reduce` up to just after
+    its operands are computed and fuses runs of compatible ones (same mesh,
+    axes and reduction) into one variadic all_reduce of at most
+    `bucket-bytes` bytes (PyTorch DDP's default is 25 MiB), placed at the
+    last of them when no result is used earlier. Fewer, larger collectives
+    pay the latency once per bucket instead of once per gradient.
+
+    In a function marked `loom.partitioned`, a sum all_reduce of a value
+    scaled by a rank-0 tensor (`mul`, `div`, or `neg`, used only there) is
+    first moved before the scaling: there an unreduced scalar holds the same
+    value on every device, so the two orders agree, and the optimizer's
+    scaling of each gradient no longer separates the gradients.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "uint64_t", /*default=*/"25 << 20",
+           "Largest bucket in bytes (a larger tensor gets its own)">,
+  ];
+}
+
+#endif // LOOM_SHARDING_PASSES_TD

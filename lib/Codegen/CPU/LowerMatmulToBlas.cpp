@@ -1,0 +1,118 @@
+//===- LowerMatmulToBlas.cpp - linalg.batch_matmul on buffers -> BLAS -----===//
+
+#include "loom/Codegen/CPU/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#define DEBUG_TYPE "loom-lower-matmul-to-blas"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMLOWERMATMULTOBLAS
+#include "loom/Codegen/CPU/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+/// Whether `map` is (b, m, n, k) -> (b, x, y) for the given dims x, y.
+bool isMap(AffineMap map, unsigned x, unsigned y) {
+  if (map.getNumDims() != 4 || map.getNumResults() != 3)
+    return false;
+  return map.getResult(0) == getAffineDimExpr(0, map.getContext()) &&
+         map.getResult(1) == getAffineDimExpr(x, map.getContext()) &&
+         map.getResult(2) == getAffineDimExpr(y, map.getContext());
+}
+
+struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::BatchMatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureBufferSemantics())
+      return failure();
+    auto cType = cast<MemRefType>(op.getDpsInits()[0].getType());
+    Type element = cType.getElementType();
+    if (!element.isF32() && !element.isF64())
+      return failure();
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    // dims: 0 = b, 1 = m, 2 = n, 3 = k
+    bool transA, transB;
+    if (isMap(maps[0], 1, 3))
+      transA = false;
+    else if (isMap(maps[0], 3, 1))
+      transA = true;
+    else
+      return failure();
+    if (isMap(maps[1], 3, 2))
+      transB = false;
+    else if (isMap(maps[1], 2, 3))
+      transB = true;
+    else
+      return failure();
+    if (!isMap(maps[2], 1, 2))
+      return failure();
+    for (Value v : op->getOperands())
+      if (cast<MemRefType>(v.getType()).getElementType() != element)
+        return failure();
+
+    // A zero fill of C right before the product is folded into the call
+    // (beta = 0): it would cost a pass over C plus reading it back.
+    Value c = op.getDpsInits()[0];
+    bool accumulate = true;
+    if (auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+        fill && fill.hasPureBufferSemantics() &&
+        fill.getDpsInits()[0] == c && matchPattern(fill.getInputs()[0], m_AnyZeroFloat())) {
+      rewriter.eraseOp(fill);
+      accumulate = false;
+    }
+
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    int64_t dyn = ShapedType::kDynamic;
+    auto anyLayout = StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn});
+    auto argType = MemRefType::get({dyn, dyn, dyn}, element, anyLayout);
+    StringRef name = element.isF32() ? "loom_rt_batch_matmul_f32"
+                                     : "loom_rt_batch_matmul_f64";
+    auto module = op->getParentOfType<ModuleOp>();
+    auto i64 = rewriter.getI64Type();
+    auto fnType =
+        FunctionType::get(ctx, {argType, argType, argType, i64, i64, i64}, {});
+    if (!module.lookupSymbol<func::FuncOp>(name)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      auto decl = func::FuncOp::create(rewriter, loc, name, fnType);
+      decl.setPrivate();
+      decl->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+    }
+    SmallVector<Value> args;
+    for (Value v : op->getOperands())
+      args.push_back(memref::CastOp::create(rewriter, loc, argType, v));
+    args.push_back(arith::ConstantOp::create(rewriter, loc,
+                                             rewriter.getI64IntegerAttr(transA)));
+    args.push_back(arith::ConstantOp::create(rewriter, loc,
+                                             rewriter.getI64IntegerAttr(transB)));
+    args.push_back(arith::ConstantOp::create(
+        rewriter, loc, rewriter.getI64IntegerAttr(accumulate)));
+    rewriter.replaceOpWithNewOp<func::CallOp>(op, name, TypeRange{}, args);
+    return success();
+  }
+};
+
+struct LowerMatmulToBlasPass
+    : loom::impl::LoomLowerMatmulToBlasBase<LowerMatmulToBlasPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<BatchMatmulToBlas>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

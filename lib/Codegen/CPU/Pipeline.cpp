@@ -1,0 +1,66 @@
+//===- Pipeline.cpp - loom -> LLVM dialect for CPU execution --------------===//
+//
+// The CPU pipeline (`--loom-cpu-pipeline`): loom-convert-to-linalg, fusion,
+// bufferization, BLAS calls, loops, LLVM dialect. Executor JIT-compiles its
+// output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Codegen/CPU/Passes.h"
+#include "loom/Conversion/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
+                                      const CpuPipelineOptions &options) {
+  // loom -> tensors of linalg/tensor/arith/math, elementwise chains fused.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createConvertLoomToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createLoomFuseElementwise());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLoomPrepareForExecution());
+
+  // Tensors -> buffers; the caller owns inputs and outputs.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  // Let results be computed in the caller's buffers, not copied there.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(createCanonicalizerPass()); // drops the replaced tensor.empty ops
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createCanonicalizerPass());
+
+  // Buffers -> loops (or BLAS) -> LLVM.
+  if (options.useBlas)
+    pm.addPass(createLoomLowerMatmulToBlas());
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  pm.addPass(arith::createArithExpandOpsPass());
+  pm.addPass(createConvertMathToFuncs());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  // Dynamic offsets (all_slice) leave affine.apply behind.
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}

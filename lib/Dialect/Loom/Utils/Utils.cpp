@@ -1,0 +1,132 @@
+//===- PassUtils.cpp - Helpers shared by the loom training passes ---------===//
+
+#include "loom/Dialect/Loom/Utils/Utils.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+FailureOr<func::FuncOp> loom::lookupFunction(ModuleOp module, StringRef name,
+                                               StringRef pass) {
+  if (!name.empty()) {
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn)
+      return module.emitError() << pass << ": no function named @" << name;
+    return fn;
+  }
+  auto fns = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (fns.size() != 1)
+    return module.emitError()
+           << pass << ": the module has " << fns.size()
+           << " functions; say which one with function=<name>";
+  return fns.front();
+}
+
+ParameterOp loom::boundParameter(func::FuncOp fn, unsigned index) {
+  auto ref = fn.getArgAttrOfType<FlatSymbolRefAttr>(
+      index, LoomDialect::kParamAttrName);
+  if (!ref)
+    return nullptr;
+  return SymbolTable::lookupNearestSymbolFrom<ParameterOp>(fn, ref);
+}
+
+std::string loom::argumentName(func::FuncOp fn, unsigned index) {
+  if (auto name =
+          fn.getArgAttrOfType<StringAttr>(index, LoomDialect::kNameAttrName))
+    return name.str();
+  if (ParameterOp param = boundParameter(fn, index))
+    return param.getSymName().str();
+  return "arg" + std::to_string(index);
+}
+
+LogicalResult loom::verifyLossFunction(func::FuncOp fn, StringRef pass) {
+  if (fn.isExternal() || !fn.getBody().hasOneBlock())
+    return fn.emitError() << pass << ": @" << fn.getSymName()
+                          << " must have a body of one block";
+  if (fn.getNumResults() == 0)
+    return fn.emitError() << pass << ": @" << fn.getSymName()
+                          << " returns nothing; its first result must be the "
+                             "loss (run loom-add-loss first)";
+  auto type = dyn_cast<RankedTensorType>(fn.getResultTypes()[0]);
+  if (!type || type.getRank() != 0 || !isa<FloatType>(type.getElementType()))
+    return fn.emitError() << pass << ": the first result of @"
+                          << fn.getSymName() << " is "
+                          << fn.getResultTypes()[0]
+                          << ", not a scalar float loss (run loom-add-loss "
+                             "first)";
+  return success();
+}
+
+LogicalResult loom::verifySingleBlock(func::FuncOp fn, StringRef pass) {
+  if (fn.isExternal() || !fn.getBody().hasOneBlock())
+    return fn.emitError() << pass << ": @" << fn.getSymName()
+                          << " must have a body of one block";
+  return success();
+}
+
+llvm::DenseSet<Operation *> loom::lossAncestors(func::FuncOp fn) {
+  llvm::DenseSet<Operation *> ops;
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  SmallVector<Value> work = {ret.getOperand(0)};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || !ops.insert(def).second)
+      continue;
+    llvm::append_range(work, def->getOperands());
+  }
+  return ops;
+}
+
+SmallVector<int> loom::optimizerStateOwners(func::FuncOp fn) {
+  llvm::StringMap<int> weightArg;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    ParameterOp p = boundParameter(fn, i);
+    if (p && p.getTrainable())
+      weightArg[p.getSymName()] = i;
+  }
+  SmallVector<int> owner(fn.getNumArguments(), -1);
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    ParameterOp p = boundParameter(fn, i);
+    if (!p || p.getTrainable())
+      continue;
+    StringRef name = p.getSymName();
+    for (StringRef suffix : {".exp_avg_sq", ".exp_avg", ".momentum_buffer"})
+      if (name.ends_with(suffix)) {
+        auto it = weightArg.find(name.drop_back(suffix.size()));
+        if (it != weightArg.end())
+          owner[i] = it->second;
+        break;
+      }
+  }
+  return owner;
+}
+
+void loom::dropShardingHints(func::FuncOp fn) {
+  fn.walk([](Operation *op) {
+    if (!isa<ShardingConstraintOp>(op))
+      op->removeAttr(LoomDialect::kShardingAttrName);
+  });
+}
+
+std::string loom::humanBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  return llvm::formatv("{0:f1} {1}", bytes, units[u]).str();
+}
+
+int64_t loom::tensorBytes(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return 0;
+  Type e = t.getElementType();
+  int64_t bits =
+      e.isIntOrFloat() ? std::max<int64_t>(8, e.getIntOrFloatBitWidth()) : 32;
+  return t.getNumElements() * bits / 8;
+}

@@ -1,0 +1,166 @@
+//===- BucketAllReduce.cpp - Combine all-reduces into buckets -------------===//
+//
+// Data parallelism all-reduces every gradient; one collective per tensor
+// pays the latency once per tensor. Like PyTorch DDP and Horovod, this pass
+// fuses them into buckets of up to `bucket-bytes`: each all_reduce first
+// moves up to just after its operand is computed (gradients are then
+// adjacent, produced by the backward pass), then runs of compatible ones
+// (same mesh, axes and reduction) become one variadic all_reduce placed at
+// the last of them, as long as no result is used before that point.
+//
+// Partitioning defers a gradient's all_reduce past the optimizer's scaling
+// of it (a partial sum times a scalar is still a partial sum), which puts
+// optimizer work between the gradients. In a partitioned function a scalar
+// that is not itself reduced holds the same value on every device, so
+// sum(x) * s == sum(x * s): the all_reduce moves back before such a scaling
+// (mul or div by a rank-0 value, neg) to keep the gradients adjacent.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Dialect/Loom/Utils/Utils.h"
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Sharding/Passes.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <tuple>
+
+#define DEBUG_TYPE "loom-bucket-all-reduce"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMBUCKETALLREDUCE
+#include "loom/Sharding/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+
+struct BucketAllReducePass
+    : loom::impl::LoomBucketAllReduceBase<BucketAllReducePass> {
+  using LoomBucketAllReduceBase::LoomBucketAllReduceBase;
+
+  void runOnOperation() override {
+    getOperation().walk([&](func::FuncOp fn) {
+      if (!fn.isExternal() && fn.getBody().hasOneBlock())
+        bucket(fn.getBody().front(),
+               fn->hasAttr(LoomDialect::kPartitionedAttrName));
+    });
+  }
+
+  /// The operand `ar`'s single input scales, when that input is `x * s`,
+  /// `s * x`, `x / s` (s rank 0) or `-x`, used only by `ar`.
+  static Value scaledOperand(AllReduceOp ar) {
+    if (ar.getInputs().size() != 1 || ar.getReduction() != ReductionKind::sum)
+      return {};
+    Value in = ar.getInputs().front();
+    Operation *def = in.getDefiningOp();
+    if (!def || !in.hasOneUse() || def->getBlock() != ar->getBlock())
+      return {};
+    auto isScalar = [](Value v) {
+      return cast<RankedTensorType>(v.getType()).getRank() == 0;
+    };
+    auto sameType = [&](Value v) { return v.getType() == in.getType(); };
+    if (auto neg = dyn_cast<NegOp>(def))
+      return neg.getInput();
+    if (isa<MulOp>(def)) {
+      Value a = def->getOperand(0), b = def->getOperand(1);
+      if (isScalar(b) && sameType(a))
+        return a;
+      if (isScalar(a) && sameType(b))
+        return b;
+    }
+    if (isa<DivOp>(def) && isScalar(def->getOperand(1)) &&
+        sameType(def->getOperand(0)))
+      return def->getOperand(0);
+    return {};
+  }
+
+  /// all_reduce(x * s) -> all_reduce(x) * s, repeatedly.
+  static void reduceBeforeScaling(Block &block) {
+    for (auto ar : llvm::to_vector(block.getOps<AllReduceOp>())) {
+      while (Value x = scaledOperand(ar)) {
+        Operation *scale = ar.getInputs().front().getDefiningOp();
+        ar->moveBefore(scale);
+        Value reduced = ar.getResult(0);
+        reduced.replaceAllUsesWith(scale->getResult(0));
+        ar->setOperand(0, x);
+        reduced.setType(x.getType());
+        scale->replaceUsesOfWith(x, reduced);
+      }
+    }
+  }
+
+  void bucket(Block &block, bool partitioned) {
+    if (partitioned)
+      reduceBeforeScaling(block);
+    // 1. Each all_reduce as early as its operands allow.
+    for (auto ar : llvm::to_vector(block.getOps<AllReduceOp>())) {
+      Operation *latest = nullptr;
+      for (Value v : ar.getInputs())
+        if (Operation *def = v.getDefiningOp())
+          if (def->getBlock() == &block &&
+              (!latest || latest->isBeforeInBlock(def)))
+            latest = def;
+      if (latest)
+        ar->moveAfter(latest);
+      else
+        ar->moveBefore(&block.front());
+    }
+    // 2. Compatible all_reduces (same mesh, axes and reduction) join one
+    // open bucket per kind, placed at its last member; a member whose
+    // result is used before the next one closes the bucket, as does size.
+    struct Bucket {
+      SmallVector<AllReduceOp> members;
+      int64_t bytes = 0;
+    };
+    using Key = std::tuple<Attribute, Attribute, unsigned>;
+    llvm::MapVector<Key, Bucket> open;
+    auto flush = [&](Bucket &bucket) {
+      if (bucket.members.size() > 1) {
+        AllReduceOp last = bucket.members.back();
+        OpBuilder b(last);
+        SmallVector<Value> inputs;
+        SmallVector<Type> types;
+        for (AllReduceOp ar : bucket.members)
+          for (Value v : ar.getInputs()) {
+            inputs.push_back(v);
+            types.push_back(v.getType());
+          }
+        auto fused = AllReduceOp::create(b, last.getLoc(), types, inputs,
+                                         last.getMeshAttr(), last.getAxes(),
+                                         last.getReductionAttr());
+        unsigned next = 0;
+        for (AllReduceOp ar : bucket.members) {
+          for (Value r : ar.getResults())
+            r.replaceAllUsesWith(fused.getResult(next++));
+          ar.erase();
+        }
+      }
+      bucket.members.clear();
+      bucket.bytes = 0;
+    };
+    for (auto ar : llvm::to_vector(block.getOps<AllReduceOp>())) {
+      int64_t bytes = 0;
+      for (Value v : ar.getInputs())
+        bytes += loom::tensorBytes(v.getType());
+      Bucket &bucket = open[Key(ar.getMeshAttr(), ar.getAxes(),
+                                static_cast<unsigned>(ar.getReduction()))];
+      bool fits = bucket.bytes + bytes <= static_cast<int64_t>(bucketBytes);
+      // Earlier results must not be used before this one runs.
+      for (AllReduceOp member : bucket.members)
+        for (Operation *user : member->getUsers())
+          if (user->getBlock() == &block && user->isBeforeInBlock(ar))
+            fits = false;
+      if (!fits)
+        flush(bucket);
+      bucket.members.push_back(ar);
+      bucket.bytes += bytes;
+    }
+    for (auto &entry : open)
+      flush(entry.second);
+  }
+};
+
+} // namespace

@@ -1,0 +1,663 @@
+//===- Partition.cpp - The global program becomes the per-device program --===//
+//
+// Every value has a sharding (loom-propagate-sharding). For each op, the
+// factor sharding is read off its results (split factors) and operands
+// (reduction factors); operands are resharded to what that needs, the op is
+// cloned with local types, and its results are recorded with their actual
+// sharding (partial where a reduction factor is split). Resharding emits the
+// fewest collectives the two shardings allow: reduce_scatter for a partial
+// value that becomes split, all_reduce for the rest of the partial axes,
+// all_to_all for an axis moving between dimensions, all_gather for axes
+// that go away, all_slice for axes that appear.
+//
+// Afterwards, work moves onto slices (computeOnSlices): an op whose only
+// users are one all_slice runs on slices of its operands instead, and an
+// all_reduce whose only users are one all_slice becomes a reduce_scatter.
+// That is how ZeRO's gradients are reduce-scattered once and the optimizer
+// runs on shards, whatever chain of elementwise ops lies between.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Dialect/Loom/Utils/Utils.h"
+#include "loom/Sharding/Propagation.h"
+#include "loom/Sharding/FactorSharding.h"
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Sharding/Passes.h"
+#include "mlir/IR/IRMapping.h"
+
+#define DEBUG_TYPE "loom-partition"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMPARTITION
+#define GEN_PASS_DEF_LOOMPROPAGATESHARDING
+#include "loom/Sharding/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+using Axes = SmallVector<StringRef>;
+
+void computeOnSlices(Block &block);
+
+struct Sharded {
+  Value value;            // local
+  ShardingAttr sharding;  // of the global value it holds a piece of
+};
+
+class Partitioner {
+public:
+  Partitioner(MeshOp mesh, OpBuilder &b) : mesh(mesh), b(b) {}
+
+  /// Collectives taking `v` (global type `global`) from sharding `from` to
+  /// `to`.
+  FailureOr<Value> reshard(Location loc, Value v, ShardingAttr from,
+                           ShardingAttr to, RankedTensorType global);
+  LogicalResult partition(func::FuncOp fn, const PropagationResult &plan);
+
+private:
+  int64_t size(ArrayRef<StringRef> axes) {
+    int64_t n = 1;
+    for (StringRef a : axes)
+      n *= mesh.getAxis(a).getSize();
+    return n;
+  }
+  ArrayAttr axesAttr(ArrayRef<StringRef> axes) {
+    return b.getStrArrayAttr(axes);
+  }
+  LogicalResult partitionOp(Operation *op, const PropagationResult &plan);
+  /// Whether the op must see whole tensors (its local form would differ).
+  bool needsWholeTensors(Operation *op, const FactorSharding &fs);
+
+  MeshOp mesh;
+  OpBuilder &b;
+  DenseMap<Value, Sharded> local;
+};
+
+FailureOr<Value> Partitioner::reshard(Location loc, Value v, ShardingAttr from,
+                                      ShardingAttr to,
+                                      RankedTensorType global) {
+  if (from == to || (!from.isPartial() && !to.isPartial() &&
+                     from.getDims() == to.getDims()))
+    return v;
+  int64_t rank = global.getRank();
+  SmallVector<Axes> cur, want;
+  for (int64_t d = 0; d < rank; ++d) {
+    cur.push_back(from.getDimAxes(d));
+    want.push_back(to.getDimAxes(d));
+  }
+  Axes partial = from.getPartialAxisNames();
+  Axes keepPartial = to.getPartialAxisNames();
+  for (StringRef a : keepPartial)
+    if (!llvm::is_contained(partial, a) ||
+        from.getPartialKind() != to.getPartialKind())
+      return emitError(loc) << "cannot reshard " << from << " to " << to
+                            << ": a value cannot become partial";
+  auto type = [&]() { return cast<RankedTensorType>(v.getType()); };
+  auto withDim = [&](int64_t d, int64_t size) {
+    SmallVector<int64_t> shape(type().getShape());
+    shape[d] = size;
+    return type().clone(shape);
+  };
+  FlatSymbolRefAttr meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  ReductionKind kind = from.getPartialKind();
+
+  // 1. Partial axes: reduce-scatter into a dimension that wants the axis
+  // next, all-reduce the rest.
+  Axes reduce;
+  for (StringRef a : partial) {
+    if (llvm::is_contained(keepPartial, a))
+      continue;
+    bool scattered = false;
+    for (int64_t d = 0; d < rank && !scattered; ++d) {
+      if (want[d].size() == cur[d].size() + 1 &&
+          ArrayRef<StringRef>(want[d]).take_front(cur[d].size()) ==
+              ArrayRef<StringRef>(cur[d]) &&
+          want[d].back() == a) {
+        int64_t n = size({a});
+        v = ReduceScatterOp::create(b, loc, withDim(d, type().getDimSize(d) / n),
+                                    v, meshRef, axesAttr({a}),
+                                    b.getI64IntegerAttr(d),
+                                    ReductionKindAttr::get(b.getContext(), kind));
+        cur[d].push_back(a);
+        scattered = true;
+      }
+    }
+    if (!scattered)
+      reduce.push_back(a);
+  }
+  if (!reduce.empty())
+    v = AllReduceOp::create(b, loc, TypeRange{type()}, ValueRange{v}, meshRef,
+                            axesAttr(reduce),
+                            ReductionKindAttr::get(b.getContext(), kind))
+            .getResult(0);
+
+  // 2. An axis leaving the end of one dimension for the end of another: one
+  // all_to_all.
+  for (int64_t d1 = 0; d1 < rank; ++d1) {
+    if (cur[d1].empty())
+      continue;
+    StringRef a = cur[d1].back();
+    ArrayRef<StringRef> kept = ArrayRef<StringRef>(cur[d1]).drop_back();
+    if (llvm::is_contained(want[d1], a) ||
+        ArrayRef<StringRef>(want[d1]).take_front(kept.size()) != kept)
+      continue;
+    for (int64_t d2 = 0; d2 < rank; ++d2) {
+      if (d2 == d1 || want[d2].size() != cur[d2].size() + 1 ||
+          want[d2].back() != a ||
+          ArrayRef<StringRef>(want[d2]).take_front(cur[d2].size()) !=
+              ArrayRef<StringRef>(cur[d2]))
+        continue;
+      int64_t n = size({a});
+      SmallVector<int64_t> shape(type().getShape());
+      if (shape[d2] % n != 0)
+        continue;
+      shape[d2] /= n;
+      shape[d1] *= n;
+      v = AllToAllOp::create(b, loc, type().clone(shape), v, meshRef,
+                             axesAttr({a}), b.getI64IntegerAttr(d2),
+                             b.getI64IntegerAttr(d1));
+      cur[d1].pop_back();
+      cur[d2].push_back(a);
+      break;
+    }
+  }
+
+  // 3. Gather the axes past the common prefix.
+  for (int64_t d = 0; d < rank; ++d) {
+    size_t k = 0;
+    while (k < cur[d].size() && k < want[d].size() && cur[d][k] == want[d][k])
+      ++k;
+    if (k == cur[d].size())
+      continue;
+    Axes gone(cur[d].begin() + k, cur[d].end());
+    v = AllGatherOp::create(b, loc,
+                            withDim(d, type().getDimSize(d) * size(gone)), v,
+                            meshRef, axesAttr(gone), b.getI64IntegerAttr(d));
+    cur[d].resize(k);
+  }
+
+  // 4. Slice for the axes that appear.
+  for (int64_t d = 0; d < rank; ++d) {
+    if (want[d].size() == cur[d].size())
+      continue;
+    Axes added(want[d].begin() + cur[d].size(), want[d].end());
+    int64_t n = size(added);
+    if (type().getDimSize(d) % n != 0)
+      return emitError(loc) << "cannot split dimension " << d << " (size "
+                            << type().getDimSize(d) << ") over " << n
+                            << " devices for sharding " << to;
+    v = AllSliceOp::create(b, loc, withDim(d, type().getDimSize(d) / n), v,
+                           meshRef, axesAttr(added), b.getI64IntegerAttr(d));
+    cur[d] = want[d];
+  }
+  return v;
+}
+
+bool Partitioner::needsWholeTensors(Operation *op, const FactorSharding &fs) {
+  // Ops whose per-element semantics involve global positions or a global
+  // normalisation that the local op cannot know.
+  if (isa<DropoutOp, MaxPoolIndicesOp, OpaqueOp>(op))
+    return true;
+  auto splitSamples = [&]() {
+    for (int64_t f = 0, e = fs.rule.getNumFactors(); f < e; ++f)
+      if (fs.rule.getFactor(f).kind == FactorKind::Reduction &&
+          !fs.axes[f].empty())
+        return true;
+    return false;
+  };
+  if (auto ce = dyn_cast<CrossEntropyOp>(op))
+    return (ce.getWeight() || ce.getIgnoreIndex()) &&
+           ce.getReduction() == LossReduction::mean && splitSamples();
+  if (auto nll = dyn_cast<NllLossOp>(op))
+    return (nll.getWeight() || nll.getIgnoreIndex()) &&
+           nll.getReduction() == LossReduction::mean && splitSamples();
+  return false;
+}
+
+LogicalResult Partitioner::partitionOp(Operation *op,
+                                       const PropagationResult &plan) {
+  Location loc = op->getLoc();
+  // Constants are global values, replicated on every device.
+  if (isa<ConstantOp>(op) || op->getNumResults() == 0 ||
+      !isa<ShardingRuleOpInterface>(op)) {
+    IRMapping map;
+    for (Value o : op->getOperands())
+      if (auto it = local.find(o); it != local.end())
+        map.map(o, it->second.value);
+    Operation *copy = b.clone(*op, map);
+    copy->removeAttr(LoomDialect::kShardingAttrName);
+    for (auto [r, c] : llvm::zip(op->getResults(), copy->getResults()))
+      if (auto t = dyn_cast<RankedTensorType>(r.getType()))
+        local[r] = {c, replicated(mesh, t.getRank())};
+    return success();
+  }
+  if (auto constraint = dyn_cast<ShardingConstraintOp>(op)) {
+    Sharded in = local.lookup(constraint.getInput());
+    FailureOr<Value> v = reshard(loc, in.value, in.sharding,
+                                 constraint.getSharding(),
+                                 constraint.getInput().getType());
+    if (failed(v))
+      return failure();
+    local[constraint.getResult()] = {*v, constraint.getSharding()};
+    return success();
+  }
+
+  // Compute where the data is: the split of the operands as they are (the
+  // largest first, parameters last), then reduction factors (partial results, reshaded to
+  // what users need: a reduce_scatter or an all_reduce), then the plan's
+  // result sharding for factors nothing split yet.
+  ShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
+  FactorSharding fs(rule, mesh);
+  SmallVector<unsigned> order;
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    order.push_back(i);
+  auto elements = [&](unsigned i) {
+    auto t = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+    return t ? t.getNumElements() : 0;
+  };
+  // Parameters as stored (possibly transposed, reshaped or cast) come
+  // last: computation follows the activations
+  // and a parameter split for storage only (ZeRO-3) is gathered, not the
+  // activations.
+  auto isParameter = [&](unsigned i) {
+    Value v = op->getOperand(i);
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isa<TransposeOp, ReshapeOp, CastOp>(def))
+        break;
+      v = def->getOperand(0);
+    }
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || !isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+      return false;
+    auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    return static_cast<bool>(
+        fn.getArgAttr(arg.getArgNumber(), LoomDialect::kParamAttrName));
+  };
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    bool pa = isParameter(a), pb = isParameter(b);
+    if (pa != pb)
+      return !pa;
+    return elements(a) > elements(b);
+  });
+  for (unsigned i : order)
+    fs.absorb(rule.getOperands()[i], local.lookup(op->getOperand(i)).sharding,
+              {FactorKind::Parallel});
+  for (unsigned i : order)
+    fs.absorb(rule.getOperands()[i], local.lookup(op->getOperand(i)).sharding,
+              {FactorKind::Reduction});
+  fs.legalize();
+  for (auto [i, r] : llvm::enumerate(op->getResults()))
+    fs.absorb(rule.getResults()[i], plan.shardings.lookup(r),
+              {FactorKind::Parallel});
+  fs.legalize();
+  if (needsWholeTensors(op, fs)) {
+    fs.axes.assign(rule.getNumFactors(), {});
+    fs.used.clear();
+  }
+
+  // A linear op on partial sums may stay partial when the plan says so.
+  SmallVector<ShardingAttr> actual;
+  for (Value o : op->getOperands())
+    actual.push_back(local.lookup(o).sharding);
+  SmallVector<StringRef> keepPartial = linearPartial(op, actual);
+  ShardingAttr planned =
+      op->getNumResults() ? plan.shardings.lookup(op->getResult(0)) : nullptr;
+  if (!planned || !planned.isPartial() ||
+      planned.getPartialAxisNames() != keepPartial)
+    keepPartial.clear();
+  for (StringRef a : keepPartial)
+    if (fs.used.contains(a))
+      keepPartial.clear();
+
+  IRMapping map;
+  for (auto [i, o] : llvm::enumerate(op->getOperands())) {
+    Sharded in = local.lookup(o);
+    if (!in.value)
+      return op->emitError("operand #") << i << " was not partitioned";
+    auto globalType = cast<RankedTensorType>(o.getType());
+    ShardingAttr need = fs.project(rule.getOperands()[i], false,
+                                   op->getContext());
+    if (!keepPartial.empty() && in.sharding.isPartial())
+      need = withPartial(need, keepPartial);
+    FailureOr<Value> v = reshard(loc, in.value, in.sharding, need, globalType);
+    if (failed(v))
+      return failure();
+    map.map(o, *v);
+  }
+  Operation *copy = b.clone(*op, map);
+  copy->removeAttr(LoomDialect::kShardingAttrName);
+  SmallVector<ShardingAttr> resultShardings;
+  for (auto [i, r] : llvm::enumerate(op->getResults())) {
+    ShardingAttr s = fs.project(rule.getResults()[i], true, op->getContext());
+    if (!keepPartial.empty() && !s.isPartial())
+      s = withPartial(s, keepPartial);
+    FailureOr<RankedTensorType> t =
+        localType(cast<RankedTensorType>(r.getType()), s, mesh, loc,
+                  "result #" + Twine(i));
+    if (failed(t))
+      return failure();
+    copy->getResult(i).setType(*t);
+    resultShardings.push_back(s);
+  }
+
+  // Attributes that name global sizes.
+  if (auto slice = dyn_cast<SliceOp>(copy)) {
+    SmallVector<int64_t> limit(slice.getLimit());
+    ArrayRef<int64_t> in = slice.getInput().getType().getShape();
+    ArrayRef<int64_t> globalIn =
+        cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
+    for (auto [d, l] : llvm::enumerate(limit))
+      if (in[d] != globalIn[d])
+        l = in[d]; // a split dimension is taken whole
+    slice.setLimit(limit);
+  }
+  // Means over split dimensions: each device's mean, divided by the number
+  // of shards, sums to the global mean.
+  double scale = 1.0;
+  auto splitReduction = [&]() {
+    int64_t n = 1;
+    for (int64_t f = 0, e = rule.getNumFactors(); f < e; ++f)
+      if (rule.getFactor(f).kind == FactorKind::Reduction)
+        n *= fs.shards(f);
+    return n;
+  };
+  if (isa<ReduceMeanOp>(copy))
+    scale = 1.0 / static_cast<double>(splitReduction());
+  if (auto l = dyn_cast<CrossEntropyOp>(copy);
+      l && l.getReduction() == LossReduction::mean)
+    scale = 1.0 / static_cast<double>(splitReduction());
+  if (auto l = dyn_cast<NllLossOp>(copy);
+      l && l.getReduction() == LossReduction::mean)
+    scale = 1.0 / static_cast<double>(splitReduction());
+  if (auto l = dyn_cast<MseLossOp>(copy);
+      l && l.getReduction() == LossReduction::mean)
+    scale = 1.0 / static_cast<double>(splitReduction());
+  Value result0 = copy->getNumResults() ? copy->getResult(0) : Value();
+  if (scale != 1.0) {
+    auto t = cast<RankedTensorType>(result0.getType());
+    auto scalarType = RankedTensorType::get({}, t.getElementType());
+    Value c = ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(scalarType,
+                               FloatAttr::get(t.getElementType(), scale)));
+    result0 = MulOp::create(b, loc, result0, c);
+  }
+  for (auto [i, r] : llvm::enumerate(op->getResults()))
+    local[r] = {i == 0 ? result0 : copy->getResult(i), resultShardings[i]};
+  return success();
+}
+
+LogicalResult Partitioner::partition(func::FuncOp fn,
+                                     const PropagationResult &plan) {
+  MLIRContext *ctx = fn.getContext();
+  // Signature: local types of the arguments and results.
+  SmallVector<Type> argTypes, resultTypes;
+  SmallVector<ShardingAttr> argShardings, resultShardings;
+  for (BlockArgument arg : fn.getArguments()) {
+    auto t = cast<RankedTensorType>(arg.getType());
+    ShardingAttr s = plan.shardings.lookup(arg);
+    if (!s)
+      s = replicated(mesh, t.getRank());
+    FailureOr<RankedTensorType> lt =
+        localType(t, s, mesh, fn.getLoc(),
+                  "argument '" + loom::argumentName(fn, arg.getArgNumber()) +
+                      "'");
+    if (failed(lt))
+      return failure();
+    argTypes.push_back(*lt);
+    argShardings.push_back(s);
+  }
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    auto t = cast<RankedTensorType>(v.getType());
+    ShardingAttr s = fn.getResultAttrOfType<ShardingAttr>(
+        i, LoomDialect::kShardingAttrName);
+    if (!s)
+      s = replicated(mesh, t.getRank());
+    if (s.isPartial())
+      return fn.emitError("result #") << i << " is declared partial (" << s
+                                      << "); results must be whole values";
+    FailureOr<RankedTensorType> lt =
+        localType(t, s, mesh, fn.getLoc(), "result #" + Twine(i));
+    if (failed(lt))
+      return failure();
+    resultTypes.push_back(*lt);
+    resultShardings.push_back(s);
+  }
+
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(fn);
+  auto newFn = func::FuncOp::create(
+      b, fn.getLoc(), fn.getSymName(),
+      FunctionType::get(ctx, argTypes, resultTypes));
+  newFn.setAllArgAttrs(fn.getAllArgAttrs());
+  newFn.setAllResultAttrs(fn.getAllResultAttrs());
+  for (NamedAttribute attr : fn->getDiscardableAttrs())
+    newFn->setAttr(attr.getName(), attr.getValue());
+  Block *entry = newFn.addEntryBlock();
+  for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
+    local[arg] = {entry->getArgument(i), argShardings[i]};
+    newFn.setArgAttr(i, LoomDialect::kShardingAttrName, argShardings[i]);
+  }
+  b.setInsertionPointToEnd(entry);
+  for (Operation &op : fn.getBody().front().without_terminator())
+    if (failed(partitionOp(&op, plan))) {
+      newFn.erase();
+      return failure();
+    }
+  SmallVector<Value> results;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    Sharded s = local.lookup(v);
+    FailureOr<Value> r = reshard(ret.getLoc(), s.value, s.sharding,
+                                 resultShardings[i],
+                                 cast<RankedTensorType>(v.getType()));
+    if (failed(r)) {
+      newFn.erase();
+      return failure();
+    }
+    results.push_back(*r);
+    newFn.setResultAttr(i, LoomDialect::kShardingAttrName, resultShardings[i]);
+  }
+  func::ReturnOp::create(b, ret.getLoc(), results);
+  newFn->setAttr(LoomDialect::kPartitionedAttrName,
+                 FlatSymbolRefAttr::get(mesh.getSymNameAttr()));
+  fn.erase();
+  computeOnSlices(newFn.getBody().front());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Computing on slices
+//===----------------------------------------------------------------------===//
+
+/// Ops that compute a block of their result from the same block of their
+/// operands along any parallel factor, with no attribute naming a size.
+bool sliceable(Operation *op) {
+  return op->getNumResults() == 1 && op->getNumRegions() == 0 &&
+         isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp,
+             ReluOp, ErfOp, FloorOp, CeilOp, RoundOp, SinOp, CosOp, GeluOp,
+             AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, CompareOp,
+             SelectOp, CastOp, BroadcastOp, TransposeOp>(op);
+}
+
+/// The all_slices that are all of `v`'s users, when they all agree.
+SmallVector<AllSliceOp> uniformSlices(Value v) {
+  SmallVector<AllSliceOp> slices;
+  for (Operation *user : v.getUsers()) {
+    auto s = dyn_cast<AllSliceOp>(user);
+    if (!s)
+      return {};
+    if (!slices.empty() && (s.getAxes() != slices.front().getAxes() ||
+                            s.getDim() != slices.front().getDim() ||
+                            s.getMeshAttr() != slices.front().getMeshAttr()))
+      return {};
+    if (!llvm::is_contained(slices, s))
+      slices.push_back(s);
+  }
+  return slices;
+}
+
+/// One step of moving work onto slices at `slice`; true if it changed IR.
+bool sliceEarlier(AllSliceOp slice) {
+  Value in = slice.getInput();
+  Operation *def = in.getDefiningOp();
+  if (!def)
+    return false;
+  SmallVector<AllSliceOp> slices = uniformSlices(in);
+  if (slices.empty())
+    return false;
+  auto dim = static_cast<int64_t>(slice.getDim());
+  OpBuilder b(def);
+  Value replacement;
+  if (auto ar = dyn_cast<AllReduceOp>(def)) {
+    // all_slice(all_reduce(x)) over a subset of its axes: reduce_scatter
+    // over those axes, all_reduce over the others.
+    if (ar.getInputs().size() != 1)
+      return false;
+    SmallVector<Attribute> rest;
+    for (Attribute a : slice.getAxes())
+      if (!llvm::is_contained(ar.getAxes(), a))
+        return false;
+    for (Attribute a : ar.getAxes())
+      if (!llvm::is_contained(slice.getAxes(), a))
+        rest.push_back(a);
+    replacement = ReduceScatterOp::create(
+        b, ar.getLoc(), slice.getType(), ar.getInputs().front(),
+        slice.getMeshAttr(), slice.getAxes(), slice.getDimAttr(),
+        ar.getReductionAttr());
+    if (!rest.empty())
+      replacement = AllReduceOp::create(b, ar.getLoc(),
+                                        TypeRange{slice.getType()},
+                                        ValueRange{replacement},
+                                        ar.getMeshAttr(), b.getArrayAttr(rest),
+                                        ar.getReductionAttr())
+                        .getResult(0);
+  } else {
+    if (!sliceable(def))
+      return false;
+    ShardingRule rule = cast<ShardingRuleOpInterface>(def).getShardingRule();
+    ArrayRef<int64_t> fs = rule.getResults()[0][dim];
+    if (fs.size() != 1 ||
+        rule.getFactor(fs[0]).kind != FactorKind::Parallel)
+      return false;
+    int64_t f = fs[0];
+    SmallVector<Value> operands;
+    for (auto [i, o] : llvm::enumerate(def->getOperands())) {
+      const TensorFactors &dims = rule.getOperands()[i];
+      int64_t at = -1;
+      for (auto [d, factors] : llvm::enumerate(dims)) {
+        if (!llvm::is_contained(factors, f))
+          continue;
+        if (factors.size() != 1)
+          return false;
+        at = static_cast<int64_t>(d);
+      }
+      if (at < 0) {
+        operands.push_back(o);
+        continue;
+      }
+      auto t = cast<RankedTensorType>(o.getType());
+      SmallVector<int64_t> shape(t.getShape());
+      shape[at] = slice.getType().getDimSize(dim);
+      operands.push_back(AllSliceOp::create(b, slice.getLoc(), t.clone(shape),
+                                            o, slice.getMeshAttr(),
+                                            slice.getAxes(),
+                                            b.getI64IntegerAttr(at)));
+    }
+    IRMapping map;
+    map.map(def->getOperands(), operands);
+    Operation *copy = b.clone(*def, map);
+    copy->getResult(0).setType(slice.getType());
+    replacement = copy->getResult(0);
+  }
+  for (AllSliceOp s : slices) {
+    s.getResult().replaceAllUsesWith(replacement);
+    s.erase();
+  }
+  def->erase();
+  return true;
+}
+
+void computeOnSlices(Block &block) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (AllSliceOp slice : llvm::to_vector(block.getOps<AllSliceOp>()))
+      if (slice->getBlock() && sliceEarlier(slice)) {
+        changed = true;
+        break; // the op list changed
+      }
+  }
+}
+
+/// Results of the train step that are the next value of a parameter keep
+/// that parameter's sharding, so that the next step can take them as is.
+void shardUpdatesLikeParameters(func::FuncOp fn) {
+  DenseMap<Attribute, ShardingAttr> byParam;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (auto p = fn.getArgAttr(i, LoomDialect::kParamAttrName))
+      if (auto s = fn.getArgAttrOfType<ShardingAttr>(
+              i, LoomDialect::kShardingAttrName))
+        byParam[p] = s;
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    if (auto p = fn.getResultAttr(i, LoomDialect::kParamAttrName))
+      if (!fn.getResultAttr(i, LoomDialect::kShardingAttrName))
+        if (ShardingAttr s = byParam.lookup(p))
+          fn.setResultAttr(i, LoomDialect::kShardingAttrName, s);
+}
+
+struct PropagateShardingPass
+    : loom::impl::LoomPropagateShardingBase<PropagateShardingPass> {
+  using LoomPropagateShardingBase::LoomPropagateShardingBase;
+  void runOnOperation() override {
+    FailureOr<func::FuncOp> fn =
+        loom::lookupFunction(getOperation(), function, getArgument());
+    if (failed(fn))
+      return signalPassFailure();
+    FailureOr<MeshOp> mesh = findMesh(*fn);
+    if (failed(mesh))
+      return signalPassFailure();
+    shardUpdatesLikeParameters(*fn);
+    PropagationResult plan = propagate(*fn, *mesh);
+    for (auto &[op, msg] : plan.conflicts)
+      op->emitRemark("sharding conflict: ") << msg;
+    for (Operation &op : fn->getBody().front().without_terminator()) {
+      if (op.getNumResults() == 0 || isa<ShardingConstraintOp>(op))
+        continue;
+      SmallVector<ShardingAttr> shardings;
+      for (Value r : op.getResults())
+        shardings.push_back(plan.shardings.lookup(r));
+      if (llvm::all_of(shardings, [](ShardingAttr s) { return s; }))
+        setOpResultShardings(&op, shardings);
+    }
+    for (BlockArgument arg : fn->getArguments())
+      if (ShardingAttr s = plan.shardings.lookup(arg))
+        fn->setArgAttr(arg.getArgNumber(), LoomDialect::kShardingAttrName, s);
+  }
+};
+
+struct PartitionPass : loom::impl::LoomPartitionBase<PartitionPass> {
+  using LoomPartitionBase::LoomPartitionBase;
+  void runOnOperation() override {
+    FailureOr<func::FuncOp> fn =
+        loom::lookupFunction(getOperation(), function, getArgument());
+    if (failed(fn))
+      return signalPassFailure();
+    if (failed(loom::verifySingleBlock(*fn, getArgument())))
+      return signalPassFailure();
+    FailureOr<MeshOp> mesh = findMesh(*fn);
+    if (failed(mesh))
+      return signalPassFailure();
+    shardUpdatesLikeParameters(*fn);
+    PropagationResult plan = propagate(*fn, *mesh);
+    OpBuilder b(&getContext());
+    Partitioner partitioner(*mesh, b);
+    if (failed(partitioner.partition(*fn, plan)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,235 @@
+//===- Autodiff.cpp - Reverse-mode differentiation of loom IR --------------===//
+
+#include "loom/Training/Autodiff.h"
+
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+#define DEBUG_TYPE "loom-autodiff"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+static bool isFloatTensor(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+static bool hasRuleFor(Operation *op, unsigned operand) {
+  auto rule = dyn_cast<DifferentiableOpInterface>(op);
+  return rule && rule.isDifferentiableOperand(operand);
+}
+
+/// "'loom.cast'", with the imported op and model node it came from.
+static std::string describeOp(Operation *op) {
+  std::string s = "'" + op->getName().getStringRef().str() + "'";
+  if (auto opaque = dyn_cast<OpaqueOp>(op))
+    s += " (imported " + opaque.getOpName().str() + ")";
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    s += " (model node '" + name.getName().str() + "')";
+  return s;
+}
+
+/// Which `wrt` values each value of `ops` depends on: differentiably
+/// (`varied`: through float values and ops with gradient rules) and at all
+/// (`reached`).
+static void forwardActivity(ArrayRef<Operation *> ops, ArrayRef<Value> wrt,
+                            DenseMap<Value, llvm::BitVector> &varied,
+                            DenseMap<Value, llvm::BitVector> &reached) {
+  unsigned n = wrt.size();
+  for (auto [i, v] : llvm::enumerate(wrt)) {
+    varied.try_emplace(v, n).first->second.set(i);
+    reached.try_emplace(v, n).first->second.set(i);
+  }
+  for (Operation *op : ops) {
+    llvm::BitVector dOut(n), rOut(n);
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      if (auto it = reached.find(v); it != reached.end())
+        rOut |= it->second;
+      if (auto it = varied.find(v); it != varied.end())
+        if (hasRuleFor(op, i))
+          dOut |= it->second;
+    }
+    if (rOut.none())
+      continue;
+    for (Value r : op->getResults()) {
+      reached[r] = rOut;
+      if (dOut.any() && isFloatTensor(r))
+        varied[r] = dOut;
+    }
+  }
+}
+
+Dependence mlir::loom::analyzeDependence(Block &block, ArrayRef<Value> from,
+                                         ValueRange to) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  DenseMap<Value, llvm::BitVector> varied, reached;
+  forwardActivity(ops, from, varied, reached);
+  Dependence result{llvm::BitVector(from.size()),
+                    llvm::BitVector(from.size())};
+  for (Value v : to) {
+    if (auto it = reached.find(v); it != reached.end())
+      result.reached |= it->second;
+    if (auto it = varied.find(v); it != varied.end())
+      result.differentiable |= it->second;
+  }
+  return result;
+}
+
+FailureOr<SmallVector<Value>>
+mlir::loom::buildGradients(OpBuilder &builder, Value output,
+                           ArrayRef<Value> wrt,
+                           const GradientOptions &options) {
+  Block *block = builder.getInsertionBlock();
+  Location outLoc = output.getLoc();
+  auto describe = [&](unsigned i) {
+    return options.describe ? options.describe(i)
+                            : "input #" + std::to_string(i);
+  };
+  if (!isFloatTensor(output))
+    return emitError(outLoc, "cannot differentiate a value of type ")
+           << output.getType() << ": it is not a float tensor";
+  for (auto [i, v] : llvm::enumerate(wrt))
+    if (!isFloatTensor(v))
+      return emitError(v.getLoc(), "cannot differentiate with respect to ")
+             << describe(i) << " of type " << v.getType()
+             << ": it is not a float tensor";
+
+  SmallVector<Operation *> ops;
+  for (Operation &op :
+       llvm::make_range(block->begin(), builder.getInsertionPoint()))
+    ops.push_back(&op);
+
+  // Forward: which wrt values each value depends on, differentiably
+  // (`varied`) and at all (`reached`).
+  unsigned n = wrt.size();
+  DenseMap<Value, llvm::BitVector> varied, reached;
+  forwardActivity(ops, wrt, varied, reached);
+
+  // Backward: what `output` depends on.
+  DenseSet<Value> useful = {output};
+  for (Operation *op : llvm::reverse(ops))
+    if (llvm::any_of(op->getResults(),
+                     [&](Value r) { return useful.contains(r); }))
+      for (Value v : op->getOperands())
+        useful.insert(v);
+
+  // An op on a float path from wrt to output that cannot pass a gradient
+  // would silently drop part of it.
+  bool failedRule = false;
+  for (Operation *op : ops) {
+    bool usefulFloatResult = llvm::any_of(op->getResults(), [&](Value r) {
+      return useful.contains(r) && isFloatTensor(r);
+    });
+    if (!usefulFloatResult)
+      continue;
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      auto it = varied.find(v);
+      if (it == varied.end() || hasRuleFor(op, i))
+        continue;
+      InFlightDiagnostic diag = op->emitError() << describeOp(op);
+      if (!isa<DifferentiableOpInterface>(op))
+        diag << " has no gradient rule, but the gradient with respect to "
+             << describe(it->second.find_first()) << " flows through it";
+      else
+        diag << " has no gradient for operand #" << i << ", but "
+             << describe(it->second.find_first()) << " reaches it";
+      failedRule = true;
+      break;
+    }
+  }
+  if (failedRule)
+    return failure();
+
+  // A wrt value that output depends on only through non-differentiable
+  // values (integers, booleans).
+  llvm::BitVector outVaried = varied.lookup(output);
+  llvm::BitVector outReached = reached.lookup(output);
+  outVaried.resize(n);
+  outReached.resize(n);
+  for (unsigned i = 0; i < n; ++i) {
+    if (!outReached.test(i) || outVaried.test(i))
+      continue;
+    // The first op where the dependence stops being differentiable.
+    for (Operation *op : ops) {
+      bool takesVaried = llvm::any_of(op->getOperands(), [&](Value v) {
+        auto it = varied.find(v);
+        return it != varied.end() && it->second.test(i);
+      });
+      bool passesOn = llvm::any_of(op->getResults(), [&](Value r) {
+        auto it = varied.find(r);
+        return it != varied.end() && it->second.test(i);
+      });
+      bool reachesOutput = llvm::any_of(
+          op->getResults(), [&](Value r) { return useful.contains(r); });
+      if (takesVaried && !passesOn && reachesOutput) {
+        return op->emitError()
+               << "not differentiable: the result depends on "
+               << describe(i) << " only through " << describeOp(op)
+               << ", which produces " << op->getResult(0).getType()
+               << ", so no gradient reaches " << describe(i);
+      }
+    }
+    return emitError(outLoc) << "the result depends on " << describe(i)
+                             << " only through non-differentiable values";
+  }
+
+  // Reverse sweep.
+  DenseMap<Value, Value> grads;
+  Value seed = options.seed;
+  if (!seed) {
+    auto type = cast<RankedTensorType>(output.getType());
+    seed = ConstantOp::create(
+        builder, outLoc,
+        DenseElementsAttr::get(type,
+                               FloatAttr::get(type.getElementType(), 1.0)));
+  }
+  grads[output] = seed;
+  auto accumulate = [&](Value v, Value g) {
+    auto [it, inserted] = grads.try_emplace(v, g);
+    if (!inserted)
+      it->second = AddOp::create(builder, g.getLoc(), it->second, g);
+  };
+  for (Operation *op : llvm::reverse(ops)) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value r : op->getResults()) {
+      resultGrads.push_back(grads.lookup(r));
+      any |= static_cast<bool>(resultGrads.back());
+    }
+    if (!any)
+      continue;
+    SmallVector<bool> wanted;
+    bool wantsAny = false;
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      wanted.push_back(varied.count(v) && useful.contains(v) &&
+                       hasRuleFor(op, i));
+      wantsAny |= wanted.back();
+    }
+    if (!wantsAny)
+      continue;
+    auto rule = cast<DifferentiableOpInterface>(op);
+    SmallVector<Value> operandGrads;
+    if (failed(rule.buildGradients(builder, resultGrads, wanted, operandGrads)))
+      return failure();
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      if (!wanted[i] || i >= operandGrads.size() || !operandGrads[i])
+        continue;
+      if (operandGrads[i].getType() != v.getType())
+        return op->emitOpError("gradient rule produced ")
+               << operandGrads[i].getType() << " for operand #" << i
+               << " of type " << v.getType() << " (a bug in Loom)";
+      accumulate(v, operandGrads[i]);
+    }
+  }
+
+  SmallVector<Value> result;
+  for (Value v : wrt)
+    result.push_back(grads.lookup(v));
+  return result;
+}
