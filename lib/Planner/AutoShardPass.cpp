@@ -18,14 +18,6 @@ namespace mlir::loom {
 using namespace mlir;
 using namespace mlir::loom;
 
-static std::string &defaultReport() {
-  static std::string mode = "none";
-  return mode;
-}
-void mlir::loom::planner::setDefaultReport(llvm::StringRef mode) {
-  defaultReport() = mode.str();
-}
-
 namespace {
 struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
   using LoomAutoShardBase::LoomAutoShardBase;
@@ -35,7 +27,7 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
         loom::lookupFunction(module, function, getArgument());
     if (failed(fn))
       return signalPassFailure();
-    std::string mode = report == "none" ? defaultReport() : report.getValue();
+    std::string mode = report;
     if (mode != "none" && mode != "text" && mode != "json") {
       module.emitError() << "loom-auto-shard: report must be none, text or "
                             "json, not '"

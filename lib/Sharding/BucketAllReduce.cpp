@@ -49,31 +49,38 @@ struct BucketAllReducePass
     });
   }
 
-  /// The operand `ar`'s single input scales, when that input is `x * s`,
-  /// `s * x`, `x / s` (s rank 0) or `-x`, used only by `ar`.
+  /// `x` when the single input of `ar` is f(x) of x's type, used only by
+  /// `ar`, for an op f linear in x (its sharding rule), position for
+  /// position, whose other operands are rank 0: a scaling such as `x * s`,
+  /// `x / s` or `-x`. Then
+  /// all_reduce(f(x)) = f(all_reduce(x)) since s is the same everywhere.
   static Value scaledOperand(AllReduceOp ar) {
     if (ar.getInputs().size() != 1 || ar.getReduction() != ReductionKind::sum)
       return {};
     Value in = ar.getInputs().front();
     Operation *def = in.getDefiningOp();
-    if (!def || !in.hasOneUse() || def->getBlock() != ar->getBlock())
+    auto iface = dyn_cast_or_null<ShardingRuleOpInterface>(def);
+    if (!iface || !in.hasOneUse() || def->getBlock() != ar->getBlock())
       return {};
-    auto isScalar = [](Value v) {
-      return cast<RankedTensorType>(v.getType()).getRank() == 0;
-    };
-    auto sameType = [&](Value v) { return v.getType() == in.getType(); };
-    if (auto neg = dyn_cast<NegOp>(def))
-      return neg.getInput();
-    if (isa<MulOp>(def)) {
-      Value a = def->getOperand(0), b = def->getOperand(1);
-      if (isScalar(b) && sameType(a))
-        return a;
-      if (isScalar(a) && sameType(b))
-        return b;
+    ShardingRule rule = iface.getShardingRule();
+    SmallVector<unsigned> linear;
+    if (rule.getLinearity() == Linearity::Joint && def->getNumOperands() == 1)
+      linear.push_back(0);
+    else if (rule.getLinearity() == Linearity::PerOperand)
+      llvm::append_range(linear, rule.getLinearOperands());
+    for (unsigned k : linear) {
+      Value x = def->getOperand(k);
+      bool othersScalar = llvm::all_of(
+          llvm::enumerate(def->getOperands()), [&](auto it) {
+            return it.index() == k ||
+                   cast<RankedTensorType>(it.value().getType()).getRank() == 0;
+          });
+      // Position for position (x's dimensions are the result's, not
+      // permuted), so bucketing keeps the gradient's layout.
+      bool sameLayout = rule.getOperands()[k] == rule.getResults()[0];
+      if (x.getType() == in.getType() && othersScalar && sameLayout)
+        return x;
     }
-    if (isa<DivOp>(def) && isScalar(def->getOperand(1)) &&
-        sameType(def->getOperand(0)))
-      return def->getOperand(0);
     return {};
   }
 

@@ -205,51 +205,36 @@ mlir::loom::localType(RankedTensorType global, ShardingAttr sharding,
 }
 
 SmallVector<StringRef>
-mlir::loom::linearPartial(Operation *op,
-                                  ArrayRef<ShardingAttr> shardings) {
+mlir::loom::linearPartial(Operation *op, ArrayRef<ShardingAttr> shardings) {
+  auto iface = dyn_cast<ShardingRuleOpInterface>(op);
+  if (!iface || shardings.empty())
+    return {};
   auto partialSum = [](ShardingAttr s) {
     return s && s.isPartial() && s.getPartialKind() == ReductionKind::sum;
   };
-  auto same = [](ShardingAttr a, ShardingAttr b) {
-    return a.getPartialAxes() == b.getPartialAxes();
-  };
-  if (shardings.empty())
+  ShardingRule rule = iface.getShardingRule();
+  switch (rule.getLinearity()) {
+  case Linearity::None:
     return {};
-  // Every operand partial alike.
-  if (isa<AddOp, SubOp, ConcatOp>(op)) {
+  case Linearity::Joint:
+    // Every operand partial alike.
     for (ShardingAttr s : shardings)
-      if (!partialSum(s) || !same(s, shardings.front()))
+      if (!partialSum(s) ||
+          s.getPartialAxes() != shardings.front().getPartialAxes())
         return {};
     return shardings.front().getPartialAxisNames();
-  }
-  // One operand, linear.
-  if (isa<NegOp, ReshapeOp, TransposeOp, BroadcastOp, ReduceSumOp, SliceOp>(
-          op)) {
-    if (partialSum(shardings.front()))
-      return shardings.front().getPartialAxisNames();
-    return {};
-  }
-  if (auto cast = dyn_cast<CastOp>(op)) {
-    if (isa<FloatType>(cast.getInput().getType().getElementType()) &&
-        isa<FloatType>(cast.getType().getElementType()) &&
-        partialSum(shardings.front()))
-      return shardings.front().getPartialAxisNames();
-    return {};
-  }
-  // Scaling by a whole value.
-  if (isa<MulOp>(op) && shardings.size() == 2) {
-    bool p0 = partialSum(shardings[0]), p1 = partialSum(shardings[1]);
-    bool known0 = static_cast<bool>(shardings[0]),
-         known1 = static_cast<bool>(shardings[1]);
-    if (p0 && known1 && !shardings[1].isPartial())
-      return shardings[0].getPartialAxisNames();
-    if (p1 && known0 && !shardings[0].isPartial())
-      return shardings[1].getPartialAxisNames();
-    return {};
-  }
-  if (isa<DivOp>(op) && shardings.size() == 2) {
-    if (partialSum(shardings[0]) && shardings[1] && !shardings[1].isPartial())
-      return shardings[0].getPartialAxisNames();
+  case Linearity::PerOperand:
+    // One linear operand partial, every other operand known and whole.
+    for (unsigned k : rule.getLinearOperands()) {
+      if (k >= shardings.size() || !partialSum(shardings[k]))
+        continue;
+      bool othersWhole = true;
+      for (auto [i, s] : llvm::enumerate(shardings))
+        if (i != k && (!s || s.isPartial()))
+          othersWhole = false;
+      if (othersWhole)
+        return shardings[k].getPartialAxisNames();
+    }
     return {};
   }
   return {};

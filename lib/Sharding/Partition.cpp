@@ -21,6 +21,7 @@
 #include "loom/Dialect/Loom/Utils/Utils.h"
 #include "loom/Sharding/Propagation.h"
 #include "loom/Sharding/FactorSharding.h"
+#include "loom/Sharding/Reshard.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Sharding/Passes.h"
 #include "mlir/IR/IRMapping.h"
@@ -38,7 +39,6 @@ using namespace mlir::loom;
 
 namespace {
 
-using Axes = SmallVector<StringRef>;
 
 void computeOnSlices(Block &block);
 
@@ -52,24 +52,13 @@ public:
   Partitioner(MeshOp mesh, OpBuilder &b) : mesh(mesh), b(b) {}
 
   /// Collectives taking `v` (global type `global`) from sharding `from` to
-  /// `to`.
+  /// `to`: the resharding library's steps (Reshard.h).
   FailureOr<Value> reshard(Location loc, Value v, ShardingAttr from,
                            ShardingAttr to, RankedTensorType global);
   LogicalResult partition(func::FuncOp fn, const PropagationResult &plan);
 
 private:
-  int64_t size(ArrayRef<StringRef> axes) {
-    int64_t n = 1;
-    for (StringRef a : axes)
-      n *= mesh.getAxis(a).getSize();
-    return n;
-  }
-  ArrayAttr axesAttr(ArrayRef<StringRef> axes) {
-    return b.getStrArrayAttr(axes);
-  }
   LogicalResult partitionOp(Operation *op, const PropagationResult &plan);
-  /// Whether the op must see whole tensors (its local form would differ).
-  bool needsWholeTensors(Operation *op, const FactorSharding &fs);
 
   MeshOp mesh;
   OpBuilder &b;
@@ -79,142 +68,7 @@ private:
 FailureOr<Value> Partitioner::reshard(Location loc, Value v, ShardingAttr from,
                                       ShardingAttr to,
                                       RankedTensorType global) {
-  if (from == to || (!from.isPartial() && !to.isPartial() &&
-                     from.getDims() == to.getDims()))
-    return v;
-  int64_t rank = global.getRank();
-  SmallVector<Axes> cur, want;
-  for (int64_t d = 0; d < rank; ++d) {
-    cur.push_back(from.getDimAxes(d));
-    want.push_back(to.getDimAxes(d));
-  }
-  Axes partial = from.getPartialAxisNames();
-  Axes keepPartial = to.getPartialAxisNames();
-  for (StringRef a : keepPartial)
-    if (!llvm::is_contained(partial, a) ||
-        from.getPartialKind() != to.getPartialKind())
-      return emitError(loc) << "cannot reshard " << from << " to " << to
-                            << ": a value cannot become partial";
-  auto type = [&]() { return cast<RankedTensorType>(v.getType()); };
-  auto withDim = [&](int64_t d, int64_t size) {
-    SmallVector<int64_t> shape(type().getShape());
-    shape[d] = size;
-    return type().clone(shape);
-  };
-  FlatSymbolRefAttr meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
-  ReductionKind kind = from.getPartialKind();
-
-  // 1. Partial axes: reduce-scatter into a dimension that wants the axis
-  // next, all-reduce the rest.
-  Axes reduce;
-  for (StringRef a : partial) {
-    if (llvm::is_contained(keepPartial, a))
-      continue;
-    bool scattered = false;
-    for (int64_t d = 0; d < rank && !scattered; ++d) {
-      if (want[d].size() == cur[d].size() + 1 &&
-          ArrayRef<StringRef>(want[d]).take_front(cur[d].size()) ==
-              ArrayRef<StringRef>(cur[d]) &&
-          want[d].back() == a) {
-        int64_t n = size({a});
-        v = ReduceScatterOp::create(b, loc, withDim(d, type().getDimSize(d) / n),
-                                    v, meshRef, axesAttr({a}),
-                                    b.getI64IntegerAttr(d),
-                                    ReductionKindAttr::get(b.getContext(), kind));
-        cur[d].push_back(a);
-        scattered = true;
-      }
-    }
-    if (!scattered)
-      reduce.push_back(a);
-  }
-  if (!reduce.empty())
-    v = AllReduceOp::create(b, loc, TypeRange{type()}, ValueRange{v}, meshRef,
-                            axesAttr(reduce),
-                            ReductionKindAttr::get(b.getContext(), kind))
-            .getResult(0);
-
-  // 2. An axis leaving the end of one dimension for the end of another: one
-  // all_to_all.
-  for (int64_t d1 = 0; d1 < rank; ++d1) {
-    if (cur[d1].empty())
-      continue;
-    StringRef a = cur[d1].back();
-    ArrayRef<StringRef> kept = ArrayRef<StringRef>(cur[d1]).drop_back();
-    if (llvm::is_contained(want[d1], a) ||
-        ArrayRef<StringRef>(want[d1]).take_front(kept.size()) != kept)
-      continue;
-    for (int64_t d2 = 0; d2 < rank; ++d2) {
-      if (d2 == d1 || want[d2].size() != cur[d2].size() + 1 ||
-          want[d2].back() != a ||
-          ArrayRef<StringRef>(want[d2]).take_front(cur[d2].size()) !=
-              ArrayRef<StringRef>(cur[d2]))
-        continue;
-      int64_t n = size({a});
-      SmallVector<int64_t> shape(type().getShape());
-      if (shape[d2] % n != 0)
-        continue;
-      shape[d2] /= n;
-      shape[d1] *= n;
-      v = AllToAllOp::create(b, loc, type().clone(shape), v, meshRef,
-                             axesAttr({a}), b.getI64IntegerAttr(d2),
-                             b.getI64IntegerAttr(d1));
-      cur[d1].pop_back();
-      cur[d2].push_back(a);
-      break;
-    }
-  }
-
-  // 3. Gather the axes past the common prefix.
-  for (int64_t d = 0; d < rank; ++d) {
-    size_t k = 0;
-    while (k < cur[d].size() && k < want[d].size() && cur[d][k] == want[d][k])
-      ++k;
-    if (k == cur[d].size())
-      continue;
-    Axes gone(cur[d].begin() + k, cur[d].end());
-    v = AllGatherOp::create(b, loc,
-                            withDim(d, type().getDimSize(d) * size(gone)), v,
-                            meshRef, axesAttr(gone), b.getI64IntegerAttr(d));
-    cur[d].resize(k);
-  }
-
-  // 4. Slice for the axes that appear.
-  for (int64_t d = 0; d < rank; ++d) {
-    if (want[d].size() == cur[d].size())
-      continue;
-    Axes added(want[d].begin() + cur[d].size(), want[d].end());
-    int64_t n = size(added);
-    if (type().getDimSize(d) % n != 0)
-      return emitError(loc) << "cannot split dimension " << d << " (size "
-                            << type().getDimSize(d) << ") over " << n
-                            << " devices for sharding " << to;
-    v = AllSliceOp::create(b, loc, withDim(d, type().getDimSize(d) / n), v,
-                           meshRef, axesAttr(added), b.getI64IntegerAttr(d));
-    cur[d] = want[d];
-  }
-  return v;
-}
-
-bool Partitioner::needsWholeTensors(Operation *op, const FactorSharding &fs) {
-  // Ops whose per-element semantics involve global positions or a global
-  // normalisation that the local op cannot know.
-  if (isa<DropoutOp, MaxPoolIndicesOp, OpaqueOp>(op))
-    return true;
-  auto splitSamples = [&]() {
-    for (int64_t f = 0, e = fs.rule.getNumFactors(); f < e; ++f)
-      if (fs.rule.getFactor(f).kind == FactorKind::Reduction &&
-          !fs.axes[f].empty())
-        return true;
-    return false;
-  };
-  if (auto ce = dyn_cast<CrossEntropyOp>(op))
-    return (ce.getWeight() || ce.getIgnoreIndex()) &&
-           ce.getReduction() == LossReduction::mean && splitSamples();
-  if (auto nll = dyn_cast<NllLossOp>(op))
-    return (nll.getWeight() || nll.getIgnoreIndex()) &&
-           nll.getReduction() == LossReduction::mean && splitSamples();
-  return false;
+  return buildReshard(b, loc, v, from, to, global, mesh);
 }
 
 LogicalResult Partitioner::partitionOp(Operation *op,
@@ -265,7 +119,7 @@ LogicalResult Partitioner::partitionOp(Operation *op,
   auto isParameter = [&](unsigned i) {
     Value v = op->getOperand(i);
     while (Operation *def = v.getDefiningOp()) {
-      if (!isa<TransposeOp, ReshapeOp, CastOp>(def))
+      if (!def->hasTrait<OpTrait::loom::Relayout>())
         break;
       v = def->getOperand(0);
     }
@@ -293,7 +147,9 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     fs.absorb(rule.getResults()[i], plan.shardings.lookup(r),
               {FactorKind::Parallel});
   fs.legalize();
-  if (needsWholeTensors(op, fs)) {
+  // Ops whose per-element semantics involve global positions see whole
+  // tensors (ShardingRule::needsWholeTensors).
+  if (rule.needsWholeTensors()) {
     fs.axes.assign(rule.getNumFactors(), {});
     fs.used.clear();
   }
@@ -344,37 +200,14 @@ LogicalResult Partitioner::partitionOp(Operation *op,
   }
 
   // Attributes that name global sizes.
-  if (auto slice = dyn_cast<SliceOp>(copy)) {
-    SmallVector<int64_t> limit(slice.getLimit());
-    ArrayRef<int64_t> in = slice.getInput().getType().getShape();
-    ArrayRef<int64_t> globalIn =
-        cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
-    for (auto [d, l] : llvm::enumerate(limit))
-      if (in[d] != globalIn[d])
-        l = in[d]; // a split dimension is taken whole
-    slice.setLimit(limit);
-  }
+  cast<ShardingRuleOpInterface>(copy).adaptToLocalTypes(op->getOperandTypes());
   // Means over split dimensions: each device's mean, divided by the number
   // of shards, sums to the global mean.
-  double scale = 1.0;
-  auto splitReduction = [&]() {
-    int64_t n = 1;
-    for (int64_t f = 0, e = rule.getNumFactors(); f < e; ++f)
-      if (rule.getFactor(f).kind == FactorKind::Reduction)
-        n *= fs.shards(f);
-    return n;
-  };
-  if (isa<ReduceMeanOp>(copy))
-    scale = 1.0 / static_cast<double>(splitReduction());
-  if (auto l = dyn_cast<CrossEntropyOp>(copy);
-      l && l.getReduction() == LossReduction::mean)
-    scale = 1.0 / static_cast<double>(splitReduction());
-  if (auto l = dyn_cast<NllLossOp>(copy);
-      l && l.getReduction() == LossReduction::mean)
-    scale = 1.0 / static_cast<double>(splitReduction());
-  if (auto l = dyn_cast<MseLossOp>(copy);
-      l && l.getReduction() == LossReduction::mean)
-    scale = 1.0 / static_cast<double>(splitReduction());
+  int64_t averagedShards = 1;
+  for (int64_t f = 0, e = rule.getNumFactors(); f < e; ++f)
+    if (rule.getFactor(f).averaged)
+      averagedShards *= fs.shards(f);
+  double scale = 1.0 / static_cast<double>(averagedShards);
   Value result0 = copy->getNumResults() ? copy->getResult(0) : Value();
   if (scale != 1.0) {
     auto t = cast<RankedTensorType>(result0.getType());
@@ -474,13 +307,10 @@ LogicalResult Partitioner::partition(func::FuncOp fn,
 //===----------------------------------------------------------------------===//
 
 /// Ops that compute a block of their result from the same block of their
-/// operands along any parallel factor, with no attribute naming a size.
+/// operands along any parallel factor (Loom_ComputesOnSlices).
 bool sliceable(Operation *op) {
   return op->getNumResults() == 1 && op->getNumRegions() == 0 &&
-         isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp,
-             ReluOp, ErfOp, FloorOp, CeilOp, RoundOp, SinOp, CosOp, GeluOp,
-             AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, CompareOp,
-             SelectOp, CastOp, BroadcastOp, TransposeOp>(op);
+         op->hasTrait<OpTrait::loom::ComputesOnSlices>();
 }
 
 /// The all_slices that are all of `v`'s users, when they all agree.

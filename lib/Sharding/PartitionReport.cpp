@@ -1,4 +1,4 @@
-//===- PlanReport.cpp - What a partitioned program does, for humans -------===//
+//===- PartitionReport.cpp - What a partitioned program does, for humans --===//
 
 #include "loom/Sharding/PartitionReport.h"
 
@@ -77,42 +77,19 @@ void mlir::loom::printPartitionReport(func::FuncOp fn, llvm::raw_ostream &os) {
   };
   llvm::MapVector<std::string, Group, llvm::StringMap<unsigned>> groups;
   double total = 0;
-  fn.walk([&](Operation *op) {
-    std::string key;
-    double sent = 0;
-    auto axesOf = [](ArrayAttr axes) {
-      std::string s = "[";
-      llvm::raw_string_ostream os(s);
-      llvm::interleaveComma(axes, os, [&](Attribute a) {
-        os << cast<StringAttr>(a).getValue();
-      });
-      return s + "]";
-    };
-    if (auto ar = dyn_cast<AllReduceOp>(op)) {
-      double n = ar.getGroupSize();
-      for (Value v : ar.getInputs())
-        sent += 2 * (n - 1) / n * loom::tensorBytes(v.getType());
-      key = "all_reduce (" + stringifyReductionKind(ar.getReduction()).str() +
-            ") over " + axesOf(ar.getAxes());
-    } else if (auto ag = dyn_cast<AllGatherOp>(op)) {
-      double n = ag.getGroupSize();
-      sent = (n - 1) / n * loom::tensorBytes(ag.getType());
-      key = "all_gather over " + axesOf(ag.getAxes());
-    } else if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
-      double n = rs.getGroupSize();
-      sent = (n - 1) / n * loom::tensorBytes(rs.getInput().getType());
-      key = "reduce_scatter (" +
-            stringifyReductionKind(rs.getReduction()).str() + ") over " +
-            axesOf(rs.getAxes());
-    } else if (auto aa = dyn_cast<AllToAllOp>(op)) {
-      double n = aa.getGroupSize();
-      sent = (n - 1) / n * loom::tensorBytes(aa.getInput().getType());
-      key = "all_to_all over " + axesOf(aa.getAxes());
-    } else if (auto sl = dyn_cast<AllSliceOp>(op)) {
-      key = "all_slice over " + axesOf(sl.getAxes()) + " (no communication)";
-    } else {
-      return;
-    }
+  fn.walk([&](CollectiveOpInterface op) {
+    std::string key = collectiveName(op.getCollectiveKind()).str();
+    if (auto r = op->getAttrOfType<ReductionKindAttr>("reduction"))
+      key += " (" + stringifyReductionKind(r.getValue()).str() + ")";
+    key += " over [";
+    llvm::raw_string_ostream keyOs(key);
+    llvm::interleaveComma(op.getAxes(), keyOs, [&](Attribute a) {
+      keyOs << cast<StringAttr>(a).getValue();
+    });
+    key += "]";
+    if (op.getCollectiveKind() == CollectiveKind::AllSlice)
+      key += " (no communication)";
+    double sent = op.getBytesSent();
     Group &g = groups[key];
     ++g.count;
     g.bytes += sent;

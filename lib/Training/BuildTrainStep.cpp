@@ -83,9 +83,11 @@ struct BuildTrainStepPass
 
   LogicalResult checkOptions(func::FuncOp fn);
   LogicalResult build(ModuleOp module, func::FuncOp fn);
-  /// Declares a zero-initialised optimizer-state parameter after `after`.
+  /// Declares a zero-initialised optimizer-state parameter after `after`,
+  /// the state of weight `owner` (null: of the optimizer, the step count).
   FailureOr<ParameterOp> declareState(ModuleOp module, Operation *after,
-                                      StringRef name, RankedTensorType type);
+                                      StringRef name, RankedTensorType type,
+                                      FlatSymbolRefAttr owner);
   Value learningRate(Arith &a, Value step);
 
   double effectiveLr() const {
@@ -138,7 +140,8 @@ LogicalResult BuildTrainStepPass::checkOptions(func::FuncOp fn) {
 
 FailureOr<ParameterOp>
 BuildTrainStepPass::declareState(ModuleOp module, Operation *after,
-                                 StringRef name, RankedTensorType type) {
+                                 StringRef name, RankedTensorType type,
+                                 FlatSymbolRefAttr owner) {
   if (Operation *existing = module.lookupSymbol(name))
     return existing->emitError()
            << "loom-build-train-step: optimizer state @" << name
@@ -150,7 +153,7 @@ BuildTrainStepPass::declareState(ModuleOp module, Operation *after,
                        : Attribute(IntegerAttr::get(type.getElementType(), 0));
   return ParameterOp::create(b, after->getLoc(), name, type,
                              DenseElementsAttr::get(type, zero),
-                             /*trainable=*/false);
+                             /*trainable=*/false, owner);
 }
 
 /// lr * schedule(step), in f64; `step` counts completed steps.
@@ -218,7 +221,7 @@ LogicalResult BuildTrainStepPass::build(ModuleOp module, func::FuncOp fn) {
     for (const std::string &suffix : stateSuffixes) {
       FailureOr<ParameterOp> state = declareState(
           module, after, (param.getSymName() + "." + suffix).str(),
-          param.getType());
+          param.getType(), FlatSymbolRefAttr::get(param.getSymNameAttr()));
       if (failed(state))
         return failure();
       states[p].push_back(*state);
@@ -231,7 +234,8 @@ LogicalResult BuildTrainStepPass::build(ModuleOp module, func::FuncOp fn) {
     if (isa<ParameterOp, MeshOp>(op))
       lastDecl = &op;
   FailureOr<ParameterOp> stepDecl =
-      lastDecl ? declareState(module, lastDecl, "optimizer.step", stepType)
+      lastDecl ? declareState(module, lastDecl, "optimizer.step", stepType,
+                              /*owner=*/nullptr)
                : FailureOr<ParameterOp>(failure());
   if (!lastDecl) {
     OpBuilder b(ctx);
@@ -241,7 +245,7 @@ LogicalResult BuildTrainStepPass::build(ModuleOp module, func::FuncOp fn) {
     stepDecl = ParameterOp::create(
         b, fn.getLoc(), "optimizer.step", stepType,
         DenseElementsAttr::get(stepType, IntegerAttr::get(stepType.getElementType(), 0)),
-        false);
+        false, /*state_of=*/nullptr);
   }
   if (failed(stepDecl))
     return failure();

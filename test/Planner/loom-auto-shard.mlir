@@ -3,7 +3,7 @@
 
 // RUN: loom-opt %s --split-input-file --mlir-disable-threading --loom-auto-shard="cluster=%S/Inputs/fast-links.json fixed-mesh=1 brute-force=1 report=text" -o %t.mlir | FileCheck %s --check-prefix=BRUTE
 // RUN: FileCheck %s --check-prefix=IR --input-file=%t.mlir
-// RUN: loom-opt %s --split-input-file --mlir-disable-threading --loom-auto-shard="cluster=%S/Inputs/fast-links.json fixed-mesh=1" --plan-report=json -o /dev/null | FileCheck %s --check-prefix=JSON
+// RUN: loom-opt %s --split-input-file --mlir-disable-threading --loom-auto-shard="cluster=%S/Inputs/fast-links.json fixed-mesh=1 report=json" -o /dev/null | FileCheck %s --check-prefix=JSON
 // RUN: not loom-opt %s --split-input-file --mlir-disable-threading --loom-auto-shard="cluster=%S/Inputs/fast-links.json fixed-mesh=1 memory-limit-gib=0.0000001" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOFIT
 // RUN: not loom-opt %s --split-input-file --mlir-disable-threading --loom-auto-shard="cluster=no-such-cluster" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADCLUSTER
 

@@ -6,7 +6,7 @@
 // data gains a leading micro-batch dimension; each micro-batch's gradient is
 // seeded with 1/2 and the two are summed; L2 decay is added to the gradient;
 // buf = 0.9 buf + d; w -= lr * buf.
-// SGD: loom.parameter @w.momentum_buffer : tensor<3x2xf32> = dense<0.000000e+00> : tensor<3x2xf32>{{$}}
+// SGD: loom.parameter @w.momentum_buffer : tensor<3x2xf32> = dense<0.000000e+00> : tensor<3x2xf32> state_of @w{{$}}
 // SGD: loom.parameter @optimizer.step : tensor<i64> = dense<0> : tensor<i64>
 // SGD-LABEL: func.func @train_step(%arg0: tensor<2x4x3xf32> {loom.name = "x"}, %arg1: tensor<3x2xf32> {loom.param = @w}, %arg2: tensor<3x2xf32> {loom.param = @w.momentum_buffer}, %arg3: tensor<i64> {loom.param = @optimizer.step})
 // SGD-SAME: -> (tensor<f32> {loom.name = "loss"}, tensor<3x2xf32> {loom.param = @w}, tensor<3x2xf32> {loom.param = @w.momentum_buffer}, tensor<i64> {loom.param = @optimizer.step}) attributes {loom.micro_batches = 2 : i64}

@@ -14,6 +14,8 @@
 #include "loom/Training/Passes.h"
 #include "loom/Execution/Executor.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetOperations.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Pass/PassManager.h"
 #include <cmath>
@@ -161,6 +163,74 @@ TEST_P(GradientCheck, MatchesCentralDifferences) {
   if (!name.starts_with("floor") && !name.starts_with("ceil") &&
       !name.starts_with("round"))
     EXPECT_GT(maxAbs, 1e-3) << c.name << " has only zero gradients";
+}
+
+/// The forward values of `op` that its gradient rule reads, found by
+/// building the rule right after `op` and looking at what the new ops use.
+static SmallVector<Value> readByGradient(Operation *op) {
+  auto rule = cast<DifferentiableOpInterface>(op);
+  OpBuilder b(op->getContext());
+  b.setInsertionPointAfter(op);
+  Operation *next = op->getNextNode();
+  SmallVector<Value> seeds;
+  for (Value r : op->getResults()) {
+    auto t = cast<RankedTensorType>(r.getType());
+    if (!isa<FloatType>(t.getElementType())) {
+      seeds.push_back(nullptr);
+      continue;
+    }
+    seeds.push_back(ConstantOp::create(
+        b, op->getLoc(),
+        DenseElementsAttr::get(t, FloatAttr::get(t.getElementType(), 1.0))));
+  }
+  SmallVector<bool> wanted;
+  for (auto [i, v] : llvm::enumerate(op->getOperands()))
+    wanted.push_back(isa<FloatType>(getElementTypeOrSelf(v.getType())) &&
+                     rule.isDifferentiableOperand(i));
+  SmallVector<Value> grads;
+  EXPECT_TRUE(succeeded(rule.buildGradients(b, seeds, wanted, grads)));
+  llvm::SetVector<Value> read;
+  for (Operation *o = op->getNextNode(); o && o != next; o = o->getNextNode())
+    for (Value v : o->getOperands())
+      if (v.getDefiningOp() == op || llvm::is_contained(op->getOperands(), v))
+        read.insert(v);
+  return read.takeVector();
+}
+
+// What a rule says it saves (the planner's activation memory and the
+// rematerialization pass rely on it) is what it reads.
+TEST_P(GradientCheck, SavesWhatTheRuleReads) {
+  const GradCase &c = GetParam();
+  ModuleOp m = parse(c.ir);
+  ASSERT_TRUE(m);
+  auto f = m.lookupSymbol<func::FuncOp>("f");
+  for (Operation &op : llvm::make_early_inc_range(f.getBody().front())) {
+    auto rule = dyn_cast<DifferentiableOpInterface>(op);
+    if (!rule || isa<ConstantOp>(op))
+      continue;
+    SmallVector<Value> declared;
+    rule.getSavedForBackward(declared);
+    llvm::SmallSetVector<Value, 4> declaredSet(declared.begin(), declared.end());
+    SmallVector<Value> read = readByGradient(&op);
+    llvm::SmallSetVector<Value, 4> readSet(read.begin(), read.end());
+    auto show = [&](ArrayRef<Value> vs) {
+      std::string s;
+      for (Value v : vs) {
+        if (auto r = dyn_cast<OpResult>(v); r && r.getOwner() == &op)
+          s += " result#" + std::to_string(r.getResultNumber());
+        else
+          for (auto [i, o] : llvm::enumerate(op.getOperands()))
+            if (o == v)
+              s += " operand#" + std::to_string(i);
+      }
+      return s;
+    };
+    EXPECT_TRUE(llvm::set_is_subset(declaredSet, readSet) &&
+                llvm::set_is_subset(readSet, declaredSet))
+        << c.name << ": " << op.getName().getStringRef().str()
+        << " declares" << show(declaredSet.getArrayRef()) << " but its gradient reads"
+        << show(readSet.getArrayRef());
+  }
 }
 
 // clang-format off

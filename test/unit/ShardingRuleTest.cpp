@@ -219,4 +219,93 @@ TEST_F(ShardingRuleTest, VerifyRejectsInconsistentRules) {
   EXPECT_TRUE(failed(unused.verify(op)));
 }
 
+//===----------------------------------------------------------------------===//
+// What passes ask of a rule instead of listing op kinds
+//===----------------------------------------------------------------------===//
+
+TEST_F(ShardingRuleTest, ContractionsCountTwoFlopsPerPoint) {
+  ShardingRule dot = ruleOf<DotGeneralOp>(
+      "%a: tensor<8x16xf32>, %b: tensor<16x32xf32>",
+      "%0 = loom.dot_general %a, %b contracting_dims = [1] x [0] "
+      ": (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>");
+  EXPECT_TRUE(dot.isContraction());
+  EXPECT_DOUBLE_EQ(dot.getFlops(), 2.0 * 8 * 16 * 32);
+  ShardingRule add = ruleOf<AddOp>("%a: tensor<4x8xf32>",
+                                   "%0 = loom.add %a, %a : tensor<4x8xf32>");
+  EXPECT_FALSE(add.isContraction());
+  EXPECT_DOUBLE_EQ(add.getFlops(), 32);
+}
+
+TEST_F(ShardingRuleTest, ConvolutionFlopsAreMultiplyAccumulates) {
+  // N=2, F=8, C=3, kernel 3x3, output 4x4: 2 * 2*8*3*9*16.
+  ShardingRule rule = ruleOf<ConvOp>(
+      "%x: tensor<2x3x6x6xf32>, %w: tensor<8x3x3x3xf32>",
+      "%0 = loom.conv %x, %w strides = [1, 1] padding = [0, 0, 0, 0] "
+      "dilations = [1, 1] groups = 1 : (tensor<2x3x6x6xf32>, "
+      "tensor<8x3x3x3xf32>) -> tensor<2x8x4x4xf32>");
+  EXPECT_TRUE(rule.isContraction());
+  EXPECT_DOUBLE_EQ(rule.getFlops(), 2.0 * 2 * 8 * 3 * 9 * 16);
+}
+
+TEST_F(ShardingRuleTest, GlobalPositionsNeedWholeTensors) {
+  ShardingRule rule = ruleOf<DropoutOp>(
+      "%x: tensor<4x8xf32>, %s: tensor<i64>",
+      "%0:2 = loom.dropout %x, %s ratio = 0.5 : (tensor<4x8xf32>, "
+      "tensor<i64>) -> (tensor<4x8xf32>, tensor<4x8xi1>)");
+  EXPECT_TRUE(rule.needsWholeTensors());
+  ShardingRule relu = ruleOf<ReluOp>("%x: tensor<4x8xf32>",
+                                     "%0 = loom.relu %x : tensor<4x8xf32>");
+  EXPECT_FALSE(relu.needsWholeTensors());
+}
+
+TEST_F(ShardingRuleTest, MeansAreAveragedFactors) {
+  ShardingRule mean = ruleOf<ReduceMeanOp>(
+      "%x: tensor<4x8xf32>",
+      "%0 = loom.reduce_mean %x dims = [1] : (tensor<4x8xf32>) -> "
+      "tensor<4xf32>");
+  EXPECT_FALSE(mean.getFactor(0).averaged);
+  EXPECT_TRUE(mean.getFactor(1).averaged);
+  ShardingRule sum = ruleOf<ReduceSumOp>(
+      "%x: tensor<4x8xf32>",
+      "%0 = loom.reduce_sum %x dims = [1] : (tensor<4x8xf32>) -> "
+      "tensor<4xf32>");
+  EXPECT_FALSE(sum.getFactor(1).averaged);
+}
+
+TEST_F(ShardingRuleTest, GloballyNormalizedLossesKeepSamplesWhole) {
+  ShardingRule plain = ruleOf<CrossEntropyOp>(
+      "%x: tensor<4x10xf32>, %l: tensor<4xi64>",
+      "%0 = loom.cross_entropy %x, %l reduction = mean : (tensor<4x10xf32>, "
+      "tensor<4xi64>) -> tensor<f32>");
+  EXPECT_EQ(plain.getFactor(0).kind, FactorKind::Reduction);
+  EXPECT_TRUE(plain.getFactor(0).averaged);
+  ShardingRule ignoring = ruleOf<CrossEntropyOp>(
+      "%x: tensor<4x10xf32>, %l: tensor<4xi64>",
+      "%0 = loom.cross_entropy %x, %l reduction = mean ignore_index = 0 : "
+      "(tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>");
+  EXPECT_EQ(ignoring.getFactor(0).kind, FactorKind::Replicated);
+}
+
+TEST_F(ShardingRuleTest, LinearityOfPartialSums) {
+  ShardingRule mul = ruleOf<MulOp>("%a: tensor<4xf32>",
+                                   "%0 = loom.mul %a, %a : tensor<4xf32>");
+  EXPECT_EQ(mul.getLinearity(), Linearity::PerOperand);
+  EXPECT_EQ(mul.getLinearOperands(), ArrayRef<unsigned>({0, 1}));
+  ShardingRule div = ruleOf<DivOp>("%a: tensor<4xf32>",
+                                   "%0 = loom.div %a, %a : tensor<4xf32>");
+  EXPECT_EQ(div.getLinearOperands(), ArrayRef<unsigned>({0}));
+  ShardingRule add = ruleOf<AddOp>("%a: tensor<4xf32>",
+                                   "%0 = loom.add %a, %a : tensor<4xf32>");
+  EXPECT_EQ(add.getLinearity(), Linearity::Joint);
+  ShardingRule exp = ruleOf<ExpOp>("%a: tensor<4xf32>",
+                                   "%0 = loom.exp %a : tensor<4xf32>");
+  EXPECT_EQ(exp.getLinearity(), Linearity::None);
+  ShardingRule toInt = ruleOf<CastOp>(
+      "%a: tensor<4xf32>", "%0 = loom.cast %a : tensor<4xf32> to tensor<4xi32>");
+  EXPECT_EQ(toInt.getLinearity(), Linearity::None);
+  ShardingRule toHalf = ruleOf<CastOp>(
+      "%a: tensor<4xf32>", "%0 = loom.cast %a : tensor<4xf32> to tensor<4xbf16>");
+  EXPECT_EQ(toHalf.getLinearity(), Linearity::Joint);
+}
+
 } // namespace

@@ -343,10 +343,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<DistributedContext> distributed;
   if (auto fn = module->lookupSymbol<func::FuncOp>(function)) {
     bool collectives = false;
-    fn.walk([&](Operation *op) {
-      collectives |= isa<AllReduceOp, AllGatherOp, ReduceScatterOp,
-                         AllToAllOp, AllSliceOp>(op);
-    });
+    fn.walk([&](CollectiveOpInterface) { collectives = true; });
     if (collectives) {
       DistributedOptions dopts;
       dopts.timeoutSeconds = timeout;

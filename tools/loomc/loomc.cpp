@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Dialect/Loom/Utils/Utils.h"
 #include "loom/Sharding/Passes.h"
 #include "loom/Training/Passes.h"
 #include "loom/Planner/AutoShard.h"
@@ -214,17 +215,13 @@ static std::string applyShardFile(func::FuncOp step, MeshOp mesh,
     step.setArgAttr(it->second, LoomDialect::kShardingAttrName, attr);
     given[name] = attr;
   }
-  // Optimizer state (<weight>.<suffix>) follows its weight unless given.
+  // Optimizer state (state_of its weight) follows its weight unless given.
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-    auto p = step.getArgAttrOfType<FlatSymbolRefAttr>(
-        i, LoomDialect::kParamAttrName);
-    if (!p || given.count(p.getValue()))
+    ParameterOp p = boundParameter(step, i);
+    if (!p || !p.getStateOfAttr() || given.count(p.getSymName()))
       continue;
-    StringRef name = p.getValue();
-    for (StringRef suffix : {".exp_avg_sq", ".exp_avg", ".momentum_buffer"})
-      if (name.ends_with(suffix))
-        if (ShardingAttr s = given.lookup(name.drop_back(suffix.size())))
-          step.setArgAttr(i, LoomDialect::kShardingAttrName, s);
+    if (ShardingAttr s = given.lookup(p.getStateOfAttr().getValue()))
+      step.setArgAttr(i, LoomDialect::kShardingAttrName, s);
   }
   return "";
 }

@@ -10,24 +10,19 @@
 #ifndef LOOM_PLANNER_COSTMODEL_H
 #define LOOM_PLANNER_COSTMODEL_H
 
+#include "loom/Dialect/Loom/IR/Collectives.h"
 #include "loom/Planner/Cluster.h"
-
-#include "llvm/ADT/StringRef.h"
 
 namespace mlir::loom::planner {
 
-enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll };
+// The kinds and byte counts are the dialect's (Collectives.h): what the
+// planner prices is what the ops report.
+using ::mlir::loom::CollectiveKind;
+using ::mlir::loom::collectiveBytesSent;
+using ::mlir::loom::collectiveName;
 
-llvm::StringRef collectiveName(CollectiveKind kind);
-
-/// Bytes each device sends: all-reduce 2(n-1)/n S, the others (n-1)/n S.
-/// `bytes` (S) is the whole buffer for all-reduce, the gathered result for
-/// all-gather, the input for reduce-scatter, the local buffer for
-/// all-to-all.
-double collectiveBytesSent(CollectiveKind kind, double bytes, int64_t n);
-
-/// Sent bytes over the bandwidth plus one latency per ring step: 2(n-1)
-/// for all-reduce, n-1 for the others. Zero for one device.
+/// Sent bytes over the bandwidth plus one latency per ring step
+/// (collectiveSteps). Zero for one device.
 double collectiveTime(CollectiveKind kind, double bytes, int64_t n,
                       const Link &link);
 

@@ -82,13 +82,12 @@ FailureOr<RankedTensorType> localType(RankedTensorType global,
 
 namespace mlir::loom {
 
-/// For ops linear in their operands, the partial sum (over the same axes)
-/// of operands can flow to the result without a collective: returns the
-/// common partial axes when `shardings` (one per operand, null for
-/// unknown) allow it — every operand of add/sub/concat partial alike; the
-/// only partial operand of mul (or the dividend of div); the operand of
-/// neg, reshape, transpose, broadcast, reduce_sum, slice, float casts.
-/// Only sums qualify.
+/// For ops linear in their operands (ShardingRule::getLinearity), the
+/// partial sum (over the same axes) of operands can flow to the result
+/// without a collective: returns the common partial axes when `shardings`
+/// (one per operand, null for unknown) allow it — every operand partial
+/// alike for a jointly linear op (add, concat, reshape...), one partial
+/// linear operand and the rest whole for mul or div. Only sums qualify.
 SmallVector<StringRef> linearPartial(Operation *op,
                                      ArrayRef<ShardingAttr> shardings);
 

@@ -1,7 +1,7 @@
-//===- PlanReport.h - What a partitioned program does, for humans -*- C++ -*-===//
+//===- PartitionReport.h - What a partitioned program does -----*- C++ -*-===//
 
-#ifndef LOOM_DIALECT_LOOM_TRANSFORMS_PLANREPORT_H
-#define LOOM_DIALECT_LOOM_TRANSFORMS_PLANREPORT_H
+#ifndef LOOM_SHARDING_PARTITIONREPORT_H
+#define LOOM_SHARDING_PARTITIONREPORT_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -17,4 +17,4 @@ void printPartitionReport(func::FuncOp fn, llvm::raw_ostream &os);
 
 } // namespace mlir::loom
 
-#endif // LOOM_DIALECT_LOOM_TRANSFORMS_PLANREPORT_H
+#endif // LOOM_SHARDING_PARTITIONREPORT_H

@@ -530,7 +530,7 @@ FailureOr<Value> Importer::parameterFor(const onnx::TensorProto &init) {
   auto param = ParameterOp::create(
       b, NameLoc::get(StringAttr::get(ctx, init.name()), fileLoc()),
       b.getStringAttr(init.name()), TypeAttr::get(type), initial,
-      trainable ? b.getUnitAttr() : UnitAttr());
+      trainable ? b.getUnitAttr() : UnitAttr(), /*state_of=*/nullptr);
   Block &entry = fn.getBody().front();
   BlockArgument arg = entry.addArgument(type, param.getLoc());
   NamedAttrList attrs;

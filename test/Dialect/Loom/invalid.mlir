@@ -35,6 +35,19 @@ loom.parameter @w : tensor<4xf32> = "zeros"
 
 // -----
 
+// Optimizer state belongs to a trainable weight.
+loom.parameter @b : tensor<4xf32>
+// expected-error @+1 {{state_of names @b, which is not a trainable loom.parameter}}
+loom.parameter @b.exp_avg : tensor<4xf32> state_of @b
+
+// -----
+
+loom.parameter @w : tensor<4xf32> trainable
+// expected-error @+1 {{optimizer state (state_of @w) cannot be trainable}}
+loom.parameter @w.exp_avg : tensor<4xf32> trainable state_of @w
+
+// -----
+
 // Unary ops take floats where the math needs them.
 func.func @exp_of_int(%x: tensor<4xi32>) {
   // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}

@@ -77,25 +77,31 @@ static LogicalResult verifyScaledDim(Operation *op, RankedTensorType in,
   return success();
 }
 
-int64_t AllReduceOp::getGroupSize() {
-  return groupSizeOf(*this, getMeshAttr(), getAxes());
-}
-int64_t AllGatherOp::getGroupSize() {
-  return groupSizeOf(*this, getMeshAttr(), getAxes());
-}
-int64_t ReduceScatterOp::getGroupSize() {
-  return groupSizeOf(*this, getMeshAttr(), getAxes());
-}
-int64_t AllToAllOp::getGroupSize() {
-  return groupSizeOf(*this, getMeshAttr(), getAxes());
-}
-int64_t AllSliceOp::getGroupSize() {
-  return groupSizeOf(*this, getMeshAttr(), getAxes());
+static int64_t bytesOf(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  Type e = t.getElementType();
+  return t.getNumElements() * std::max<int64_t>(8, e.getIntOrFloatBitWidth()) / 8;
 }
 
-int64_t SendRecvOp::getGroupSize() {
-  return groupSizeOf(*this, getMeshAttr(), getAxes());
-}
+// What each collective is, and the buffer its byte formula is stated for.
+#define LOOM_COLLECTIVE(OP, KIND, BUFFER)                                      \
+  int64_t OP::getGroupSize() {                                                 \
+    return groupSizeOf(*this, getMeshAttr(), getAxes());                       \
+  }                                                                            \
+  CollectiveKind OP::getCollectiveKind() { return CollectiveKind::KIND; }      \
+  int64_t OP::getBufferBytes() { return BUFFER; }
+LOOM_COLLECTIVE(AllGatherOp, AllGather, bytesOf(getType()))
+LOOM_COLLECTIVE(ReduceScatterOp, ReduceScatter, bytesOf(getInput().getType()))
+LOOM_COLLECTIVE(AllToAllOp, AllToAll, bytesOf(getInput().getType()))
+LOOM_COLLECTIVE(AllSliceOp, AllSlice, bytesOf(getInput().getType()))
+LOOM_COLLECTIVE(SendRecvOp, SendRecv, bytesOf(getInput().getType()))
+LOOM_COLLECTIVE(AllReduceOp, AllReduce, [this] {
+  int64_t total = 0;
+  for (Value v : getInputs())
+    total += bytesOf(v.getType());
+  return total;
+}())
+#undef LOOM_COLLECTIVE
 
 LogicalResult SendRecvOp::verify() {
   FailureOr<int64_t> n = verifyGroup(*this, getMeshAttr(), getAxes());

@@ -335,6 +335,21 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *ctx,
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+LogicalResult
+ParameterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FlatSymbolRefAttr owner = getStateOfAttr();
+  if (!owner)
+    return success();
+  auto weight = symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this, owner);
+  if (!weight || !weight.getTrainable())
+    return emitOpError("state_of names ")
+           << owner << ", which is not a trainable loom.parameter";
+  if (getTrainable())
+    return emitOpError("optimizer state (state_of ")
+           << owner << ") cannot be trainable";
+  return success();
+}
+
 LogicalResult ParameterOp::verify() {
   RankedTensorType type = getTensorType();
   if (getTrainable() && !isa<FloatType>(type.getElementType()))

@@ -66,6 +66,7 @@ ShardingRule OpaqueOp::getShardingRule() {
     b.operand(b.factorsFor(shapeOf(v), FactorKind::Replicated));
   for (Value v : getResults())
     b.result(b.factorsFor(shapeOf(v), FactorKind::Replicated));
+  b.rule.setNeedsWholeTensors();
   return b.rule;
 }
 
@@ -73,9 +74,16 @@ ShardingRule OpaqueOp::getShardingRule() {
   ShardingRule OP::getShardingRule() {                                         \
     return ShardingRule::elementwise(getOperation());                          \
   }
+// Elementwise and linear: partial sums pass through.
+#define LOOM_LINEAR_RULE(OP, ...)                                              \
+  ShardingRule OP::getShardingRule() {                                         \
+    ShardingRule rule = ShardingRule::elementwise(getOperation());             \
+    rule.setLinearity(__VA_ARGS__);                                            \
+    return rule;                                                               \
+  }
 LOOM_ELEMENTWISE_RULE(ConstantOp)
 LOOM_ELEMENTWISE_RULE(ShardingConstraintOp)
-LOOM_ELEMENTWISE_RULE(NegOp)
+LOOM_LINEAR_RULE(NegOp, Linearity::Joint)
 LOOM_ELEMENTWISE_RULE(AbsOp)
 LOOM_ELEMENTWISE_RULE(ExpOp)
 LOOM_ELEMENTWISE_RULE(LogOp)
@@ -91,20 +99,35 @@ LOOM_ELEMENTWISE_RULE(RoundOp)
 LOOM_ELEMENTWISE_RULE(SinOp)
 LOOM_ELEMENTWISE_RULE(CosOp)
 LOOM_ELEMENTWISE_RULE(GeluOp)
-LOOM_ELEMENTWISE_RULE(AddOp)
-LOOM_ELEMENTWISE_RULE(SubOp)
-LOOM_ELEMENTWISE_RULE(MulOp)
-LOOM_ELEMENTWISE_RULE(DivOp)
+LOOM_LINEAR_RULE(AddOp, Linearity::Joint)
+LOOM_LINEAR_RULE(SubOp, Linearity::Joint)
+LOOM_LINEAR_RULE(MulOp, Linearity::PerOperand, {0, 1})
+LOOM_LINEAR_RULE(DivOp, Linearity::PerOperand, {0})
 LOOM_ELEMENTWISE_RULE(PowOp)
 LOOM_ELEMENTWISE_RULE(MaxOp)
 LOOM_ELEMENTWISE_RULE(MinOp)
 LOOM_ELEMENTWISE_RULE(CompareOp)
 LOOM_ELEMENTWISE_RULE(SelectOp)
-LOOM_ELEMENTWISE_RULE(CastOp)
-// The dropout mask is a function of the global element index, so every
-// dimension splits freely; the seed is a scalar.
-LOOM_ELEMENTWISE_RULE(DropoutOp)
 #undef LOOM_ELEMENTWISE_RULE
+#undef LOOM_LINEAR_RULE
+
+// Linear between float types (an integer cast truncates).
+ShardingRule CastOp::getShardingRule() {
+  ShardingRule rule = ShardingRule::elementwise(getOperation());
+  if (isa<FloatType>(getInput().getType().getElementType()) &&
+      isa<FloatType>(getType().getElementType()))
+    rule.setLinearity(Linearity::Joint);
+  return rule;
+}
+
+// The mask is a function of the global element index, which a per-device
+// op does not know: dropout runs on whole tensors (values around it stay
+// split; the seed is a scalar).
+ShardingRule DropoutOp::getShardingRule() {
+  ShardingRule rule = ShardingRule::elementwise(getOperation());
+  rule.setNeedsWholeTensors();
+  return rule;
+}
 
 //===----------------------------------------------------------------------===//
 // Contraction and reductions
@@ -138,11 +161,13 @@ ShardingRule DotGeneralOp::getShardingRule() {
   b.operand(lf);
   b.operand(rf);
   b.result(out);
+  b.rule.setContraction();
   return b.rule;
 }
 
 static ShardingRule reduceRule(Operation *op, ArrayRef<int64_t> dims,
-                               bool keepdims, ReductionKind kind) {
+                               bool keepdims, ReductionKind kind,
+                               bool mean = false) {
   RuleBuilder b;
   ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
   SmallVector<int64_t> inF, outF;
@@ -151,6 +176,8 @@ static ShardingRule reduceRule(Operation *op, ArrayRef<int64_t> dims,
     int64_t f = b.factor(in[d], reduced ? FactorKind::Reduction
                                         : FactorKind::Parallel,
                          kind);
+    if (reduced && mean && f >= 0)
+      b.rule.setAveraged(f);
     inF.push_back(f);
     if (!reduced)
       outF.push_back(f);
@@ -162,13 +189,17 @@ static ShardingRule reduceRule(Operation *op, ArrayRef<int64_t> dims,
   return b.rule;
 }
 
-// A split mean is a sum of partial sums divided by the global count; the
-// partitioner rescales, so the combiner is `sum`.
 ShardingRule ReduceSumOp::getShardingRule() {
-  return reduceRule(*this, getDims(), getKeepdims(), ReductionKind::sum);
+  ShardingRule rule =
+      reduceRule(*this, getDims(), getKeepdims(), ReductionKind::sum);
+  rule.setLinearity(Linearity::Joint);
+  return rule;
 }
+// A split mean is a sum of local means scaled by 1/shards (the factors are
+// `averaged`), so the combiner is `sum`.
 ShardingRule ReduceMeanOp::getShardingRule() {
-  return reduceRule(*this, getDims(), getKeepdims(), ReductionKind::sum);
+  return reduceRule(*this, getDims(), getKeepdims(), ReductionKind::sum,
+                    /*mean=*/true);
 }
 ShardingRule ReduceMaxOp::getShardingRule() {
   return reduceRule(*this, getDims(), getKeepdims(), ReductionKind::max);
@@ -207,6 +238,15 @@ ShardingRule ConvOp::getShardingRule() {
   b.operand(xf);
   b.operand(wf);
   b.result(yf);
+  b.rule.setContraction();
+  // Multiply-accumulates: every output element, every input channel of
+  // its group, every kernel position.
+  double flops = 2.0 * x[0] * w[0] * w[1];
+  for (int64_t d : w.drop_front(2))
+    flops *= d;
+  for (int64_t d : y.drop_front(2))
+    flops *= d;
+  b.rule.setFlops(flops);
   return b.rule;
 }
 
@@ -226,18 +266,27 @@ static ShardingRule poolRule(Operation *op) {
 
 ShardingRule MaxPoolOp::getShardingRule() { return poolRule(*this); }
 ShardingRule AvgPoolOp::getShardingRule() { return poolRule(*this); }
-ShardingRule MaxPoolIndicesOp::getShardingRule() { return poolRule(*this); }
+// Indices are flat positions in the global input.
+ShardingRule MaxPoolIndicesOp::getShardingRule() {
+  ShardingRule rule = poolRule(*this);
+  rule.setNeedsWholeTensors();
+  return rule;
+}
 
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//
 
 ShardingRule ReshapeOp::getShardingRule() {
-  return ShardingRule::reshape(*this);
+  ShardingRule rule = ShardingRule::reshape(*this);
+  rule.setLinearity(Linearity::Joint);
+  return rule;
 }
 
 ShardingRule TransposeOp::getShardingRule() {
-  return ShardingRule::permutation(*this, getPermutation());
+  ShardingRule rule = ShardingRule::permutation(*this, getPermutation());
+  rule.setLinearity(Linearity::Joint);
+  return rule;
 }
 
 ShardingRule BroadcastOp::getShardingRule() {
@@ -249,6 +298,7 @@ ShardingRule BroadcastOp::getShardingRule() {
     inF.push_back(in[i] == out[d] ? outF[d] : -1);
   b.operand(inF);
   b.result(outF);
+  b.rule.setLinearity(Linearity::Joint);
   return b.rule;
 }
 
@@ -268,6 +318,7 @@ ShardingRule ConcatOp::getShardingRule() {
   SmallVector<int64_t> f = shared;
   f[axis] = b.factor(out[axis], FactorKind::Replicated);
   b.result(f);
+  b.rule.setLinearity(Linearity::Joint);
   return b.rule;
 }
 
@@ -300,7 +351,22 @@ ShardingRule SliceOp::getShardingRule() {
   for (int64_t d = 0, e = in.size(); d < e; ++d)
     keep.push_back(getStart()[d] == 0 && getLimit()[d] == in[d] &&
                    getStride()[d] == 1);
-  return sameOrReplicated(*this, keep);
+  ShardingRule rule = sameOrReplicated(*this, keep);
+  rule.setLinearity(Linearity::Joint);
+  return rule;
+}
+
+// A dimension split over devices is taken whole on each (only dimensions
+// the slice keeps whole can be split): its limit becomes the local size.
+void SliceOp::adaptToLocalTypes(TypeRange globalOperandTypes) {
+  SmallVector<int64_t> limit(getLimit());
+  ArrayRef<int64_t> local = getInput().getType().getShape();
+  ArrayRef<int64_t> global =
+      cast<RankedTensorType>(globalOperandTypes[0]).getShape();
+  for (auto [d, l] : llvm::enumerate(limit))
+    if (local[d] != global[d])
+      l = local[d];
+  setLimit(limit);
 }
 
 ShardingRule PadOp::getShardingRule() {
@@ -434,12 +500,15 @@ ShardingRule BatchNormTrainingOp::getShardingRule() {
 }
 
 static ShardingRule classLossRule(Operation *op, Value weight,
-                                  LossReduction reduction) {
+                                  bool ignoreIndex, LossReduction reduction) {
   RuleBuilder b;
   ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
-  FactorKind sampleKind = reduction == LossReduction::none
-                              ? FactorKind::Parallel
-                              : FactorKind::Reduction;
+  // A mean over samples splits into local means scaled by 1/shards, unless
+  // it is normalized by a global count (class weights, ignored labels).
+  bool globalNorm = reduction == LossReduction::mean && (weight || ignoreIndex);
+  FactorKind sampleKind = reduction == LossReduction::none ? FactorKind::Parallel
+                          : globalNorm                     ? FactorKind::Replicated
+                                                           : FactorKind::Reduction;
   SmallVector<int64_t> inF, labelF;
   for (int64_t d = 0, e = in.size(); d < e; ++d) {
     if (d == 1) {
@@ -448,6 +517,8 @@ static ShardingRule classLossRule(Operation *op, Value weight,
       continue;
     }
     inF.push_back(b.factor(in[d], sampleKind, ReductionKind::sum));
+    if (reduction == LossReduction::mean && !globalNorm && inF.back() >= 0)
+      b.rule.setAveraged(inF.back());
     labelF.push_back(inF.back());
   }
   b.operand(inF);
@@ -462,10 +533,12 @@ static ShardingRule classLossRule(Operation *op, Value weight,
 }
 
 ShardingRule CrossEntropyOp::getShardingRule() {
-  return classLossRule(*this, getWeight(), getReduction());
+  return classLossRule(*this, getWeight(), getIgnoreIndex().has_value(),
+                       getReduction());
 }
 ShardingRule NllLossOp::getShardingRule() {
-  return classLossRule(*this, getWeight(), getReduction());
+  return classLossRule(*this, getWeight(), getIgnoreIndex().has_value(),
+                       getReduction());
 }
 
 ShardingRule MseLossOp::getShardingRule() {
@@ -473,8 +546,11 @@ ShardingRule MseLossOp::getShardingRule() {
     return ShardingRule::elementwise(*this);
   RuleBuilder b;
   SmallVector<int64_t> f;
-  for (int64_t size : shapeOf(getInput()))
+  for (int64_t size : shapeOf(getInput())) {
     f.push_back(b.factor(size, FactorKind::Reduction, ReductionKind::sum));
+    if (getReduction() == LossReduction::mean && f.back() >= 0)
+      b.rule.setAveraged(f.back());
+  }
   b.operand(f);
   b.operand(f);
   b.result({});

@@ -19,6 +19,15 @@ int64_t ShardingRule::addFactor(int64_t size, FactorKind kind,
   return factors.size() - 1;
 }
 
+double ShardingRule::getFlops() const {
+  if (flops >= 0)
+    return flops;
+  double points = 1;
+  for (const ShardingFactor &f : factors)
+    points *= double(f.size);
+  return contraction ? 2 * points : points;
+}
+
 std::string ShardingRule::factorName(int64_t i) {
   static constexpr llvm::StringLiteral kNames = "ijklmnopqrstuvwxyz";
   if (i < static_cast<int64_t>(kNames.size()))

@@ -81,26 +81,17 @@ llvm::DenseSet<Operation *> loom::lossAncestors(func::FuncOp fn) {
 }
 
 SmallVector<int> loom::optimizerStateOwners(func::FuncOp fn) {
-  llvm::StringMap<int> weightArg;
+  llvm::DenseMap<StringAttr, int> weightArg;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     ParameterOp p = boundParameter(fn, i);
     if (p && p.getTrainable())
-      weightArg[p.getSymName()] = i;
+      weightArg[p.getSymNameAttr()] = i;
   }
   SmallVector<int> owner(fn.getNumArguments(), -1);
-  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-    ParameterOp p = boundParameter(fn, i);
-    if (!p || p.getTrainable())
-      continue;
-    StringRef name = p.getSymName();
-    for (StringRef suffix : {".exp_avg_sq", ".exp_avg", ".momentum_buffer"})
-      if (name.ends_with(suffix)) {
-        auto it = weightArg.find(name.drop_back(suffix.size()));
-        if (it != weightArg.end())
-          owner[i] = it->second;
-        break;
-      }
-  }
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (ParameterOp p = boundParameter(fn, i))
+      if (FlatSymbolRefAttr w = p.getStateOfAttr())
+        owner[i] = weightArg.lookup_or(w.getAttr(), -1);
   return owner;
 }
 

@@ -32,10 +32,14 @@ def Loom_SeedTensor : 0DTensorOf<[I64]>;
 // Op base classes
 //===----------------------------------------------------------------------===//
 
-class Loom_Op<string mnemonic, list<Trait> traits = []>
+// `ruleMethods`: ShardingRuleOpInterface methods with a default that the op
+// overrides (adaptToLocalTypes).
+class Loom_Op<string mnemonic, list<Trait> traits = [],
+              list<string> ruleMethods = []>
     : Op<Loom_Dialect, mnemonic,
          !listconcat(traits,
-                     [DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>])>;
+                     [DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface,
+                                                ruleMethods>])>;
 
 // An op with a gradient rule (LoomGradients.cpp).
 defvar Loom_Differentiable =
@@ -45,7 +49,9 @@ defvar Loom_DifferentiableSome =
                               ["buildGradients", "isDifferentiableOperand"]>;
 
 // Pure tensor op whose result types follow from operands and attributes.
-class Loom_InferredOp<string mnemonic, list<Trait> traits = []>
-    : Loom_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])>;
+class Loom_InferredOp<string mnemonic, list<Trait> traits = [],
+                      list<string> ruleMethods = []>
+    : Loom_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor]),
+              ruleMethods>;
 
 #endif // LOOM_DIALECT_LOOM_IR_LOOMBASE_TD

@@ -15,12 +15,8 @@
 include "loom/Dialect/Loom/IR/LoomBase.td"
 
 class Loom_CollectiveOp<string mnemonic, list<Trait> traits = []>
-    : Loom_Op<mnemonic, !listconcat(traits, [Pure])> {
-  code collectiveDecls = [{
-    /// The number of devices in each group of this collective.
-    int64_t getGroupSize();
-  }];
-  let extraClassDeclaration = collectiveDecls;
+    : Loom_Op<mnemonic, !listconcat(traits, [Pure,
+          DeclareOpInterfaceMethods<Loom_CollectiveOpInterface>])> {
   let hasVerifier = 1;
 }
 

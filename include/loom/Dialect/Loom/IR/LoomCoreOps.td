@@ -27,7 +27,8 @@ def Loom_ConstantOp : Loom_Op<"constant",
   let hasFolder = 1;
 }
 
-def Loom_ParameterOp : Loom_Op<"parameter", [Symbol]> {
+def Loom_ParameterOp : Loom_Op<"parameter",
+    [Symbol, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "a named model parameter or buffer and its initial value";
   let description = [{
     Declares a parameter (trainable weight) or buffer (non-trainable state
@@ -41,12 +42,17 @@ def Loom_ParameterOp : Loom_Op<"parameter", [Symbol]> {
     bytes in a side file; without one, the parameter is initialized by the
     training driver's seeded initializer.
 
+    Optimizer state (Adam's moments, SGD's momentum buffer) names the
+    trainable parameter it belongs to with `state_of`: it is stored and
+    sharded like that weight (ZeRO splits it further).
+
     Example:
 
     ```mlir
     loom.parameter @"fc1.weight" : tensor<512x784xf32> = dense_resource<fc1_weight> trainable
     loom.parameter @"bn.running_mean" : tensor<16xf32> = dense<0.0> : tensor<16xf32>
     loom.parameter @"h.0.mlp.weight" : tensor<768x3072xf32> trainable
+    loom.parameter @"h.0.mlp.weight.exp_avg" : tensor<768x3072xf32> = dense<0.0> : tensor<768x3072xf32> state_of @"h.0.mlp.weight"
     func.func @forward(%x: tensor<8x784xf32>,
                        %w: tensor<512x784xf32> {loom.param = @"fc1.weight"}) -> tensor<8x512xf32> {
       ...
@@ -54,9 +60,11 @@ def Loom_ParameterOp : Loom_Op<"parameter", [Symbol]> {
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<Loom_Tensor>:$type,
-                       OptionalAttr<AnyAttr>:$initial_value, UnitAttr:$trainable);
+                       OptionalAttr<AnyAttr>:$initial_value, UnitAttr:$trainable,
+                       OptionalAttr<FlatSymbolRefAttr>:$state_of);
   let assemblyFormat = [{
-    $sym_name `:` $type (`=` $initial_value^)? (`trainable` $trainable^)? attr-dict
+    $sym_name `:` $type (`=` $initial_value^)? (`trainable` $trainable^)?
+      (`state_of` $state_of^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -16,7 +16,8 @@ include "loom/Dialect/Loom/IR/LoomBase.td"
 class Loom_UnaryOp<string mnemonic, Type tensorType, string formula,
                    list<Trait> traits = []>
     : Loom_Op<mnemonic, !listconcat(traits,
-          [Pure, SameOperandsAndResultType, InferTypeOpInterface, Loom_Differentiable])> {
+          [Pure, SameOperandsAndResultType, InferTypeOpInterface, Loom_Differentiable,
+           Loom_ComputesOnSlices])> {
   let summary = "elementwise " # formula;
   let description = "Computes `" # formula # "` for every element; the result "
     # "has the operand's type.\n\n"
@@ -28,24 +29,25 @@ class Loom_UnaryOp<string mnemonic, Type tensorType, string formula,
 }
 
 def Loom_NegOp : Loom_UnaryOp<"neg", Loom_NumericTensor, "-x">;
-def Loom_AbsOp : Loom_UnaryOp<"abs", Loom_NumericTensor, "|x|">;
-def Loom_ExpOp : Loom_UnaryOp<"exp", Loom_FloatTensor, "e^x">;
-def Loom_LogOp : Loom_UnaryOp<"log", Loom_FloatTensor, "ln(x)">;
-def Loom_SqrtOp : Loom_UnaryOp<"sqrt", Loom_FloatTensor, "sqrt(x)">;
-def Loom_RsqrtOp : Loom_UnaryOp<"rsqrt", Loom_FloatTensor, "1 / sqrt(x)">;
-def Loom_TanhOp : Loom_UnaryOp<"tanh", Loom_FloatTensor, "tanh(x)">;
-def Loom_SigmoidOp : Loom_UnaryOp<"sigmoid", Loom_FloatTensor, "1 / (1 + e^-x)">;
-def Loom_ReluOp : Loom_UnaryOp<"relu", Loom_NumericTensor, "max(x, 0)">;
-def Loom_ErfOp : Loom_UnaryOp<"erf", Loom_FloatTensor, "erf(x)">;
+def Loom_AbsOp : Loom_UnaryOp<"abs", Loom_NumericTensor, "|x|", [Loom_Saves<[0]>]>;
+def Loom_ExpOp : Loom_UnaryOp<"exp", Loom_FloatTensor, "e^x", [Loom_Saves<[], [0]>]>;
+def Loom_LogOp : Loom_UnaryOp<"log", Loom_FloatTensor, "ln(x)", [Loom_Saves<[0]>]>;
+def Loom_SqrtOp : Loom_UnaryOp<"sqrt", Loom_FloatTensor, "sqrt(x)", [Loom_Saves<[], [0]>]>;
+def Loom_RsqrtOp : Loom_UnaryOp<"rsqrt", Loom_FloatTensor, "1 / sqrt(x)", [Loom_Saves<[], [0]>]>;
+def Loom_TanhOp : Loom_UnaryOp<"tanh", Loom_FloatTensor, "tanh(x)", [Loom_Saves<[], [0]>]>;
+def Loom_SigmoidOp : Loom_UnaryOp<"sigmoid", Loom_FloatTensor, "1 / (1 + e^-x)", [Loom_Saves<[], [0]>]>;
+def Loom_ReluOp : Loom_UnaryOp<"relu", Loom_NumericTensor, "max(x, 0)", [Loom_Saves<[], [0]>]>;
+def Loom_ErfOp : Loom_UnaryOp<"erf", Loom_FloatTensor, "erf(x)", [Loom_Saves<[0]>]>;
 def Loom_FloorOp : Loom_UnaryOp<"floor", Loom_FloatTensor, "floor(x)">;
 def Loom_CeilOp : Loom_UnaryOp<"ceil", Loom_FloatTensor, "ceil(x)">;
 def Loom_RoundOp : Loom_UnaryOp<"round", Loom_FloatTensor,
     "x rounded to the nearest integer, halves to even">;
-def Loom_SinOp : Loom_UnaryOp<"sin", Loom_FloatTensor, "sin(x)">;
-def Loom_CosOp : Loom_UnaryOp<"cos", Loom_FloatTensor, "cos(x)">;
+def Loom_SinOp : Loom_UnaryOp<"sin", Loom_FloatTensor, "sin(x)", [Loom_Saves<[0]>]>;
+def Loom_CosOp : Loom_UnaryOp<"cos", Loom_FloatTensor, "cos(x)", [Loom_Saves<[0]>]>;
 
 def Loom_GeluOp : Loom_Op<"gelu",
-    [Pure, SameOperandsAndResultType, InferTypeOpInterface, Loom_Differentiable]> {
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface, Loom_Differentiable,
+     Loom_ComputesOnSlices, Loom_Saves<[0]>]> {
   let summary = "elementwise GELU";
   let description = [{
     `approximate = none` computes `x/2 * (1 + erf(x / sqrt(2)))`;
@@ -72,7 +74,8 @@ def Loom_GeluOp : Loom_Op<"gelu",
 
 class Loom_BinaryOp<string mnemonic, Type tensorType, string formula,
                     list<Trait> traits = []>
-    : Loom_InferredOp<mnemonic, !listconcat(traits, [AllElementTypesMatch<["lhs", "rhs", "result"]>, Loom_Differentiable])> {
+    : Loom_InferredOp<mnemonic, !listconcat(traits, [AllElementTypesMatch<["lhs", "rhs", "result"]>,
+                                                      Loom_Differentiable, Loom_ComputesOnSlices])> {
   let summary = "elementwise " # formula # " with numpy broadcasting";
   let description = "Computes `" # formula # "` elementwise. Shapes broadcast "
     # "as in numpy and ONNX: they are aligned at the trailing dimension and "
@@ -93,20 +96,24 @@ class Loom_BinaryOp<string mnemonic, Type tensorType, string formula,
 
 def Loom_AddOp : Loom_BinaryOp<"add", Loom_NumericTensor, "lhs + rhs", [Commutative]>;
 def Loom_SubOp : Loom_BinaryOp<"sub", Loom_NumericTensor, "lhs - rhs">;
-def Loom_MulOp : Loom_BinaryOp<"mul", Loom_NumericTensor, "lhs * rhs", [Commutative]>;
+def Loom_MulOp : Loom_BinaryOp<"mul", Loom_NumericTensor, "lhs * rhs",
+    [Commutative, Loom_Saves<[0, 1]>]>;
 def Loom_DivOp : Loom_BinaryOp<"div", Loom_NumericTensor,
-    "lhs / rhs (integer division truncates toward zero)">;
+    "lhs / rhs (integer division truncates toward zero)", [Loom_Saves<[0, 1]>]>;
 def Loom_PowOp : Loom_BinaryOp<"pow", Loom_NumericTensor,
-    "lhs ^ rhs (for integers, a negative exponent gives 0 unless |lhs| = 1)"> {
+    "lhs ^ rhs (for integers, a negative exponent gives 0 unless |lhs| = 1)",
+    [Loom_Saves<[0, 1], [0]>]> {
   // x^2 (LayerNorm as exported by PyTorch), x^1 and x^0.5 by constants
   // become mul, identity and sqrt.
   let hasCanonicalizer = 1;
 }
-def Loom_MaxOp : Loom_BinaryOp<"max", Loom_NumericTensor, "max(lhs, rhs)", [Commutative]>;
-def Loom_MinOp : Loom_BinaryOp<"min", Loom_NumericTensor, "min(lhs, rhs)", [Commutative]>;
+def Loom_MaxOp : Loom_BinaryOp<"max", Loom_NumericTensor, "max(lhs, rhs)",
+    [Commutative, Loom_Saves<[0, 1]>]>;
+def Loom_MinOp : Loom_BinaryOp<"min", Loom_NumericTensor, "min(lhs, rhs)",
+    [Commutative, Loom_Saves<[0, 1]>]>;
 
 def Loom_CompareOp : Loom_InferredOp<"compare",
-    [AllElementTypesMatch<["lhs", "rhs"]>]> {
+    [AllElementTypesMatch<["lhs", "rhs"]>, Loom_ComputesOnSlices]> {
   let summary = "elementwise comparison with numpy broadcasting";
   let description = [{
     Compares `lhs` and `rhs` elementwise with `direction` (`eq`, `ne`, `lt`,
@@ -129,7 +136,8 @@ def Loom_CompareOp : Loom_InferredOp<"compare",
 }
 
 def Loom_SelectOp : Loom_InferredOp<"select",
-    [AllElementTypesMatch<["on_true", "on_false", "result"]>, Loom_Differentiable]> {
+    [AllElementTypesMatch<["on_true", "on_false", "result"]>, Loom_Differentiable,
+     Loom_ComputesOnSlices, Loom_Saves<[0]>]> {
   let summary = "elementwise choice (ONNX Where) with numpy broadcasting";
   let description = [{
     `result[i] = condition[i] ? on_true[i] : on_false[i]`, with all three
@@ -150,7 +158,8 @@ def Loom_SelectOp : Loom_InferredOp<"select",
   }];
 }
 
-def Loom_CastOp : Loom_Op<"cast", [Pure, SameOperandsAndResultShape, Loom_Differentiable]> {
+def Loom_CastOp : Loom_Op<"cast", [Pure, SameOperandsAndResultShape, Loom_Differentiable,
+                                   Loom_ComputesOnSlices, Loom_Relayout]> {
   let summary = "elementwise element-type conversion";
   let description = [{
     Converts every element to the result's element type: float to float

@@ -11,7 +11,7 @@ include "loom/Dialect/Loom/IR/LoomBase.td"
 
 class Loom_SoftmaxBase<string mnemonic, string formula>
     : Loom_Op<mnemonic, [Pure, SameOperandsAndResultType, InferTypeOpInterface,
-                         Loom_Differentiable]> {
+                         Loom_Differentiable, Loom_Saves<[], [0]>]> {
   let summary = formula # " along one axis";
   let description = "Computes `" # formula # "` along dimension `axis` "
     # "(in `[0, rank)`; the importer normalizes ONNX's negative axes and "
@@ -32,7 +32,8 @@ def Loom_LogSoftmaxOp : Loom_SoftmaxBase<"log_softmax", "x - log(sum(exp(x)))">;
 //===----------------------------------------------------------------------===//
 
 def Loom_LayerNormOp : Loom_InferredOp<"layer_norm",
-    [AllElementTypesMatch<["input", "scale", "bias", "result"]>, Loom_Differentiable]> {
+    [AllElementTypesMatch<["input", "scale", "bias", "result"]>, Loom_Differentiable,
+     Loom_Saves<[0, 1]>]> {
   let summary = "layer normalization over the trailing dimensions";
   let description = [{
     Normalizes `input` over dimensions `axis ..< rank` (`axis` in
@@ -59,7 +60,8 @@ def Loom_LayerNormOp : Loom_InferredOp<"layer_norm",
 }
 
 def Loom_BatchNormInferenceOp : Loom_InferredOp<"batch_norm_inference",
-    [AllElementTypesMatch<["input", "scale", "bias", "mean", "variance", "result"]>, Loom_Differentiable]> {
+    [AllElementTypesMatch<["input", "scale", "bias", "mean", "variance", "result"]>, Loom_Differentiable,
+     Loom_Saves<[0, 1, 3, 4]>]> {
   let summary = "batch normalization with given statistics (NC... layout)";
   let description = [{
     `(x - mean[c]) / sqrt(variance[c] + epsilon) * scale[c] + bias[c]` where
@@ -86,7 +88,8 @@ def Loom_BatchNormInferenceOp : Loom_InferredOp<"batch_norm_inference",
 }
 
 def Loom_BatchNormTrainingOp : Loom_InferredOp<"batch_norm_training",
-    [AllElementTypesMatch<["input", "scale", "bias", "result"]>, Loom_Differentiable]> {
+    [AllElementTypesMatch<["input", "scale", "bias", "result"]>, Loom_Differentiable,
+     Loom_Saves<[0, 1]>]> {
   let summary = "batch normalization with batch statistics (NC... layout)";
   let description = [{
     Computes per-channel `batch_mean` and biased `batch_variance` of an
@@ -118,7 +121,8 @@ def Loom_BatchNormTrainingOp : Loom_InferredOp<"batch_norm_training",
 //===----------------------------------------------------------------------===//
 
 def Loom_DropoutOp : Loom_InferredOp<"dropout",
-    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
+    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable,
+     Loom_Saves<[], [1]>]> {
   let summary = "inverted dropout with an explicit seed";
   let description = [{
     Zeroes each element with probability `ratio` and scales the others by
@@ -147,8 +151,8 @@ def Loom_DropoutOp : Loom_InferredOp<"dropout",
 // Losses
 //===----------------------------------------------------------------------===//
 
-class Loom_ClassLossOp<string mnemonic>
-    : Loom_InferredOp<mnemonic, [Loom_DifferentiableSome]> {
+class Loom_ClassLossOp<string mnemonic, list<Trait> traits = []>
+    : Loom_InferredOp<mnemonic, !listconcat(traits, [Loom_DifferentiableSome])> {
   let arguments = (ins Loom_FloatTensor:$input, Loom_IndexTensor:$labels,
                        Optional<Loom_FloatTensor>:$weight,
                        DefaultValuedAttr<Loom_LossReductionAttr,
@@ -161,7 +165,7 @@ class Loom_ClassLossOp<string mnemonic>
   }];
 }
 
-def Loom_CrossEntropyOp : Loom_ClassLossOp<"cross_entropy"> {
+def Loom_CrossEntropyOp : Loom_ClassLossOp<"cross_entropy", [Loom_Saves<[0, 1, 2]>]> {
   let summary = "softmax cross-entropy with integer labels";
   let description = [{
     `input` holds logits `[N, C]` or `[N, C, d1, ...]`, `labels` class
@@ -183,7 +187,7 @@ def Loom_CrossEntropyOp : Loom_ClassLossOp<"cross_entropy"> {
   }];
 }
 
-def Loom_NllLossOp : Loom_ClassLossOp<"nll_loss"> {
+def Loom_NllLossOp : Loom_ClassLossOp<"nll_loss", [Loom_Saves<[1, 2]>]> {
   let summary = "negative log-likelihood of integer labels";
   let description = [{
     As `loom.cross_entropy`, but `input` already holds log-probabilities
@@ -200,7 +204,7 @@ def Loom_NllLossOp : Loom_ClassLossOp<"nll_loss"> {
 }
 
 def Loom_MseLossOp : Loom_InferredOp<"mse_loss",
-    [AllTypesMatch<["input", "target"]>, Loom_Differentiable]> {
+    [AllTypesMatch<["input", "target"]>, Loom_Differentiable, Loom_Saves<[0, 1]>]> {
   let summary = "mean squared error";
   let description = [{
     `(input - target)^2` per element, summed, averaged (`mean`, the default)

@@ -6,7 +6,8 @@
 include "loom/Dialect/Loom/IR/LoomBase.td"
 
 def Loom_ReshapeOp : Loom_Op<"reshape",
-    [Pure, AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
+    [Pure, AllElementTypesMatch<["input", "result"]>, Loom_Differentiable,
+     Loom_Relayout]> {
   let summary = "reinterpret a tensor with a new shape (row-major order)";
   let description = [{
     Returns the elements of `input`, in row-major order, with the result's
@@ -25,7 +26,8 @@ def Loom_ReshapeOp : Loom_Op<"reshape",
 }
 
 def Loom_TransposeOp : Loom_InferredOp<"transpose",
-    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
+    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable,
+     Loom_ComputesOnSlices, Loom_Relayout]> {
   let summary = "permute dimensions";
   let description = [{
     `result` dimension `i` is `input` dimension `permutation[i]`.
@@ -45,7 +47,8 @@ def Loom_TransposeOp : Loom_InferredOp<"transpose",
 }
 
 def Loom_BroadcastOp : Loom_Op<"broadcast",
-    [Pure, AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
+    [Pure, AllElementTypesMatch<["input", "result"]>, Loom_Differentiable,
+     Loom_ComputesOnSlices]> {
   let summary = "broadcast into a larger shape (StableHLO broadcast_in_dim)";
   let description = [{
     Operand dimension `i` becomes result dimension `dims[i]` (`dims` strictly
@@ -87,7 +90,8 @@ def Loom_ConcatOp : Loom_InferredOp<"concat",
 }
 
 def Loom_SliceOp : Loom_InferredOp<"slice",
-    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
+    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable],
+    ["adaptToLocalTypes"]> {
   let summary = "static strided slice";
   let description = [{
     For each dimension, takes elements `start, start + stride, ...` below
@@ -111,7 +115,8 @@ def Loom_SliceOp : Loom_InferredOp<"slice",
 }
 
 def Loom_GatherOp : Loom_InferredOp<"gather",
-    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
+    [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable,
+     Loom_Saves<[1]>]> {
   let summary = "take slices along one axis by index (ONNX Gather, embedding lookup)";
   let description = [{
     `result.shape = input.shape[:axis] + indices.shape + input.shape[axis+1:]`
@@ -136,7 +141,8 @@ def Loom_GatherOp : Loom_InferredOp<"gather",
 }
 
 def Loom_ScatterAddOp : Loom_Op<"scatter_add",
-    [Pure, AllElementTypesMatch<["updates", "result"]>, Loom_Differentiable]> {
+    [Pure, AllElementTypesMatch<["updates", "result"]>, Loom_Differentiable,
+     Loom_Saves<[1]>]> {
   let summary = "sum slices into a zero tensor by index (the adjoint of loom.gather)";
   let description = [{
     Starts from zeros of the result type and adds

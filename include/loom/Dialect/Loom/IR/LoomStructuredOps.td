@@ -10,7 +10,8 @@ include "loom/Dialect/Loom/IR/LoomBase.td"
 //===----------------------------------------------------------------------===//
 
 def Loom_DotGeneralOp : Loom_InferredOp<"dot_general",
-    [AllElementTypesMatch<["lhs", "rhs", "result"]>, Loom_Differentiable]> {
+    [AllElementTypesMatch<["lhs", "rhs", "result"]>, Loom_Differentiable,
+     Loom_Saves<[0, 1]>]> {
   let summary = "general matrix product with batch and contracting dimensions";
   let description = [{
     Contracts `lhs` and `rhs` over pairs of contracting dimensions, with
@@ -55,8 +56,9 @@ def Loom_DotGeneralOp : Loom_InferredOp<"dot_general",
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class Loom_ReduceOp<string mnemonic, string formula>
-    : Loom_InferredOp<mnemonic, [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
+class Loom_ReduceOp<string mnemonic, string formula, list<Trait> traits = []>
+    : Loom_InferredOp<mnemonic, !listconcat(traits,
+          [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable])> {
   let summary = formula # " over dimensions";
   let description = "Reduces `input` with " # formula # " over `dims` (sorted, "
     # "unique). With `keepdims` the reduced dimensions stay as size 1; "
@@ -76,16 +78,17 @@ class Loom_ReduceOp<string mnemonic, string formula>
 
 def Loom_ReduceSumOp : Loom_ReduceOp<"reduce_sum", "sum">;
 def Loom_ReduceMeanOp : Loom_ReduceOp<"reduce_mean", "arithmetic mean">;
-def Loom_ReduceMaxOp : Loom_ReduceOp<"reduce_max", "maximum">;
-def Loom_ReduceMinOp : Loom_ReduceOp<"reduce_min", "minimum">;
-def Loom_ReduceProdOp : Loom_ReduceOp<"reduce_prod", "product">;
+def Loom_ReduceMaxOp : Loom_ReduceOp<"reduce_max", "maximum", [Loom_Saves<[0], [0]>]>;
+def Loom_ReduceMinOp : Loom_ReduceOp<"reduce_min", "minimum", [Loom_Saves<[0], [0]>]>;
+def Loom_ReduceProdOp : Loom_ReduceOp<"reduce_prod", "product", [Loom_Saves<[0], [0]>]>;
 
 //===----------------------------------------------------------------------===//
 // Windowed ops (channels-first, 1 to 3 spatial dimensions)
 //===----------------------------------------------------------------------===//
 
 def Loom_ConvOp : Loom_InferredOp<"conv",
-    [AllElementTypesMatch<["input", "filter", "result"]>, Loom_Differentiable]> {
+    [AllElementTypesMatch<["input", "filter", "result"]>, Loom_Differentiable,
+     Loom_Saves<[0, 1]>]> {
   let summary = "N-d convolution, channels first (ONNX Conv), 1 to 3 spatial dims";
   let description = [{
     `input` is `[N, C, D1, ..., Dk]` (k = 1, 2 or 3), `filter` is
@@ -120,8 +123,9 @@ def Loom_ConvOp : Loom_InferredOp<"conv",
 }
 
 class Loom_PoolOp<string mnemonic, string what, dag extraArgs, string extraFormat,
-                  Type tensorType = Loom_FloatTensor>
-    : Loom_InferredOp<mnemonic, [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
+                  Type tensorType = Loom_FloatTensor, list<Trait> traits = []>
+    : Loom_InferredOp<mnemonic, !listconcat(traits,
+          [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable])> {
   let summary = "N-d " # what # " pooling, channels first, 1 to 3 spatial dims";
   let arguments = !con((ins tensorType:$input,
       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
@@ -134,7 +138,7 @@ class Loom_PoolOp<string mnemonic, string what, dag extraArgs, string extraForma
 
 def Loom_MaxPoolOp : Loom_PoolOp<"max_pool", "maximum",
     (ins DenseI64ArrayAttr:$dilations), "`dilations` `=` $dilations",
-    Loom_NumericTensor> {
+    Loom_NumericTensor, [Loom_Saves<[0]>]> {
   let description = [{
     Slides a `kernel` window (with `dilations`) with `strides` over the
     spatial dimensions of an `[N, C, D1, ..., Dk]` input, padded by

@@ -34,6 +34,24 @@ struct ShardingFactor {
   FactorKind kind;
   /// Meaningful for FactorKind::Reduction only.
   ReductionKind reduction = ReductionKind::sum;
+  /// The op divides by this factor's size (a mean over it): split, each
+  /// device computes a local mean, which the partitioner scales by 1/shards
+  /// so that the partial results sum to the global mean.
+  bool averaged = false;
+};
+
+/// How partial sums may pass through an op without being reduced first.
+enum class Linearity {
+  /// They may not: a partial operand is reduced before the op.
+  None,
+  /// The op is linear in all its operands together (add, concat, reshape,
+  /// reduce_sum): when every operand is a partial sum over the same axes,
+  /// so is the result.
+  Joint,
+  /// The op is linear in each operand of `getLinearOperands()` while the
+  /// others stay fixed (mul in either, div in its dividend): one partial
+  /// operand with every other operand whole gives a partial result.
+  PerOperand,
 };
 
 /// Factors of one tensor dimension, major to minor. Empty for a size-1
@@ -48,6 +66,34 @@ public:
   /// Adds a factor and returns its index.
   int64_t addFactor(int64_t size, FactorKind kind,
                     ReductionKind reduction = ReductionKind::sum);
+  void setAveraged(int64_t factor) { factors[factor].averaged = true; }
+
+  //===--------------------------------------------------------------------===//
+  // What else passes need to know (instead of switching on op kinds).
+  //===--------------------------------------------------------------------===//
+
+  /// The op multiply-accumulates over its reduction factors (a matmul, a
+  /// convolution): two flops per point, and the planner names the mesh
+  /// axes that split its weights "tp".
+  void setContraction() { contraction = true; }
+  bool isContraction() const { return contraction; }
+  /// Floating-point operations of the whole op; by default the points of
+  /// the iteration space (the product of the factor sizes), twice that for
+  /// a contraction. Split over factors, each device does its share.
+  void setFlops(double value) { flops = value; }
+  double getFlops() const;
+  /// The per-device op would not compute a slice of the global op whatever
+  /// is split (its results depend on global element positions: dropout
+  /// masks, pooling indices): the partitioner gives it whole tensors and
+  /// the planner plans it so.
+  void setNeedsWholeTensors() { wholeTensors = true; }
+  bool needsWholeTensors() const { return wholeTensors; }
+  void setLinearity(Linearity kind, llvm::ArrayRef<unsigned> operands = {}) {
+    linearity = kind;
+    linearOperands.assign(operands.begin(), operands.end());
+  }
+  Linearity getLinearity() const { return linearity; }
+  llvm::ArrayRef<unsigned> getLinearOperands() const { return linearOperands; }
   void addOperand(TensorFactors dims) { operands.push_back(std::move(dims)); }
   void addResult(TensorFactors dims) { results.push_back(std::move(dims)); }
 
@@ -85,6 +131,10 @@ public:
   static ShardingRule reshape(Operation *op);
 
 private:
+  bool contraction = false, wholeTensors = false;
+  double flops = -1;
+  Linearity linearity = Linearity::None;
+  llvm::SmallVector<unsigned, 2> linearOperands;
   llvm::SmallVector<ShardingFactor> factors;
   llvm::SmallVector<TensorFactors> operands;
   llvm::SmallVector<TensorFactors> results;

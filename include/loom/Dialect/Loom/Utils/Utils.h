@@ -24,9 +24,9 @@ std::string argumentName(func::FuncOp fn, unsigned index);
 /// of a training step.
 llvm::DenseSet<Operation *> lossAncestors(func::FuncOp fn);
 
-/// Per argument of a training step: for optimizer state (a non-trainable
-/// parameter named `<weight>.exp_avg`, `.exp_avg_sq` or `.momentum_buffer`),
-/// the argument of the trainable weight it belongs to; -1 otherwise.
+/// Per argument of a training step: for optimizer state (a parameter with
+/// `state_of`, set by loom-build-train-step), the argument of the trainable
+/// weight it belongs to; -1 otherwise.
 SmallVector<int> optimizerStateOwners(func::FuncOp fn);
 
 /// Removes the `loom.sharding` hints on ops of `fn` (a strategy or plan
