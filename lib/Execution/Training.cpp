@@ -1,13 +1,18 @@
-//===- Training.cpp - Training artifacts and the CPU training loop --------===//
+//===- Training.cpp - The CPU training loop -------------------------------===//
+//
+// A Trainer runs the steps: it sets up the mesh of a partitioned step,
+// compiles @train_step, binds parameters (this rank's shards), opens the
+// data, runs the steps feeding updated parameters back, and writes the
+// final parameters and optimizer state (gathered from every rank).
+//
+//===----------------------------------------------------------------------===//
 
 #include "loom/Execution/Training.h"
 
-#include "loom/Execution/Distributed.h"
-
 #include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Execution/Distributed.h"
 #include "loom/Execution/TensorIO.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/AsmState.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -16,132 +21,13 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <unistd.h>
 #include <map>
 #include <random>
 
 using namespace mlir;
 using namespace mlir::loom;
-
-//===----------------------------------------------------------------------===//
-// Initialisation
-//===----------------------------------------------------------------------===//
-
-static uint64_t splitmix64(uint64_t &state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-static uint64_t fnv1a(StringRef s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : s)
-    h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
-  return h;
-}
-
-HostTensor mlir::loom::initialParameterValue(StringRef name,
-                                             RankedTensorType type,
-                                             uint64_t seed) {
-  HostTensor t(type);
-  StringRef lower = name;
-  auto endsWith = [&](StringRef suffix) {
-    return lower.ends_with_insensitive(suffix);
-  };
-  if (endsWith("bias") || endsWith("beta"))
-    return t; // zeros
-  if (type.getRank() <= 1 &&
-      (endsWith("weight") || endsWith("gamma") || endsWith("scale"))) {
-    for (int64_t i = 0; i < t.getNumElements(); ++i)
-      t.setFromDouble(i, 1.0);
-    return t;
-  }
-  int64_t fanIn = 1;
-  for (int64_t d = 1; d < type.getRank(); ++d)
-    fanIn *= type.getDimSize(d);
-  if (type.getRank() <= 1)
-    fanIn = std::max<int64_t>(1, type.getNumElements());
-  double bound = 1.0 / std::sqrt(static_cast<double>(fanIn));
-  uint64_t state = seed ^ fnv1a(name);
-  for (int64_t i = 0; i < t.getNumElements(); ++i) {
-    double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-    t.setFromDouble(i, (2.0 * u - 1.0) * bound);
-  }
-  return t;
-}
-
-//===----------------------------------------------------------------------===//
-// Artifact
-//===----------------------------------------------------------------------===//
-
-bool mlir::loom::writeTrainingArtifact(ModuleOp module, StringRef dir,
-                                       const ArtifactOptions &options,
-                                       std::string &error) {
-  MLIRContext *ctx = module.getContext();
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
-    error = "cannot create " + dir.str() + ": " + ec.message();
-    return false;
-  }
-  SmallString<256> binPath(dir);
-  llvm::sys::path::append(binPath, "params.bin");
-  std::error_code ec;
-  llvm::raw_fd_ostream bin(binPath, ec, llvm::sys::fs::OF_None);
-  if (ec) {
-    error = "cannot write " + std::string(binPath) + ": " + ec.message();
-    return false;
-  }
-  uint64_t offset = 0;
-  for (ParameterOp param : module.getOps<ParameterOp>()) {
-    RankedTensorType type = param.getType();
-    std::optional<Attribute> init = param.getInitialValue();
-    std::optional<HostTensor> value;
-    bool initialise = !init || (!options.initFromModel && param.getTrainable());
-    if (initialise) {
-      if (!param.getTrainable()) {
-        error = "buffer @" + param.getSymName().str() +
-                " (a non-trainable parameter) has no initial value";
-        return false;
-      }
-      value = initialParameterValue(param.getSymName(), type, options.seed);
-    } else {
-      // Splat values (optimizer state starts at zero) stay in the IR.
-      if (auto dense = dyn_cast<DenseElementsAttr>(*init); dense && dense.isSplat())
-        continue;
-      value = readInitialValue(*init, type, param.getSymName(), "", error);
-      if (!value)
-        return false;
-    }
-    // 64-byte aligned records.
-    while (offset % 64) {
-      bin << '\0';
-      ++offset;
-    }
-    bin.write(value->data(), value->byteSize());
-    param.setInitialValueAttr(
-        ExternalDataAttr::get(ctx, StringAttr::get(ctx, "params.bin"), offset));
-    offset += value->byteSize();
-  }
-  bin.close();
-  if (bin.has_error()) {
-    error = "cannot write " + std::string(binPath);
-    return false;
-  }
-  SmallString<256> irPath(dir);
-  llvm::sys::path::append(irPath, "train.mlir");
-  llvm::raw_fd_ostream ir(irPath, ec, llvm::sys::fs::OF_Text);
-  if (ec) {
-    error = "cannot write " + std::string(irPath) + ": " + ec.message();
-    return false;
-  }
-  module.print(ir, OpPrintingFlags().enableDebugInfo(false));
-  ir << "\n";
-  return !ir.has_error();
-}
-
-//===----------------------------------------------------------------------===//
-// Training loop
-//===----------------------------------------------------------------------===//
 
 namespace {
 /// One data argument's source.
@@ -189,25 +75,78 @@ static std::optional<HostTensor> convertData(const HostTensor &t, Type element,
   return out;
 }
 
-bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
-                             const TrainOptions &options, TrainResult &result,
-                             std::string &error) {
-  MLIRContext *ctx = module.getContext();
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+std::string mlir::loom::parseFault(StringRef spec, TrainOptions &options) {
+  SmallVector<StringRef> parts;
+  spec.split(parts, ':');
+  if (parts.size() != 3 || parts[0].getAsInteger(10, options.faultRank) ||
+      parts[1].getAsInteger(10, options.faultStep) ||
+      !llvm::is_contained({"kill", "stop", "exit"}, parts[2]))
+    return "LOOM_FAULT: expected RANK:STEP:kill|stop|exit, got '" +
+           spec.str() + "'";
+  options.faultMode = parts[2].str();
+  return "";
+}
+
+namespace {
+
+class Trainer {
+public:
+  Trainer(ModuleOp module, StringRef dir, const TrainOptions &options,
+          TrainResult &result, std::string &error)
+      : module(module), dir(dir), options(options), result(result),
+        error(error) {}
+
+  bool run() {
+    return setUp() && compile() && bindArguments() && checkResults() &&
+           openData() && runSteps() && save(options.paramsOut, true) &&
+           save(options.stateOut, false);
+  }
+
+private:
+  bool setUp();
+  bool compile();
+  bool bindArguments();
+  bool checkResults();
+  bool openData();
+  bool openFile(DataSource &source);
+  bool runSteps();
+  void injectFault(int64_t step);
+  bool save(StringRef outDir, bool trainable);
+
+  HostTensor toLocal(unsigned arg, const HostTensor &global) const {
+    return mesh ? mesh->localShard(global, argShardings[arg]) : global;
+  }
+
+  ModuleOp module;
+  StringRef dir;
+  const TrainOptions &options;
+  TrainResult &result;
+  std::string &error;
+
+  func::FuncOp step;
+  int64_t micro = 1;
+  std::unique_ptr<DistributedContext> mesh;
+  SmallVector<ShardingAttr> argShardings;
+  std::unique_ptr<Executor> exec;
+  ArrayRef<ValueInfo> args, results;
+  /// Parameter store, keyed by symbol (this rank's shards).
+  std::map<std::string, HostTensor> store;
+  std::vector<DataSource> data;
+};
+
+/// Finds @train_step and, for a partitioned step, starts the mesh it runs
+/// on: one rank per device, each holding its shard of every argument.
+bool Trainer::setUp() {
+  step = module.lookupSymbol<func::FuncOp>("train_step");
   if (!step) {
     error = "the module has no @train_step (build it with loomc --train or "
             "loom-opt --loom-build-train-step)";
     return false;
   }
-  int64_t micro = 1;
   if (auto attr = step->getAttrOfType<IntegerAttr>(
           LoomDialect::kMicroBatchesAttrName))
     micro = attr.getInt();
-
-  // A partitioned step runs on its mesh: one rank per device, each holding
-  // its shard of every argument (global values are read and written whole).
-  std::unique_ptr<DistributedContext> mesh;
-  SmallVector<ShardingAttr> argShardings(step.getNumArguments());
+  argShardings.assign(step.getNumArguments(), nullptr);
   if (auto meshRef = step->getAttrOfType<FlatSymbolRefAttr>(
           LoomDialect::kPartitionedAttrName)) {
     DistributedOptions dopts;
@@ -221,32 +160,31 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
           i, LoomDialect::kShardingAttrName);
   }
   result.rank = mesh ? mesh->rank() : 0;
-  auto toLocal = [&](unsigned arg, const HostTensor &global) {
-    return mesh ? mesh->localShard(global, argShardings[arg]) : global;
-  };
+  return true;
+}
 
-  auto compileStart = std::chrono::steady_clock::now();
-  std::unique_ptr<Executor> exec =
-      Executor::create(module, "train_step", options.executor, error);
+bool Trainer::compile() {
+  auto start = std::chrono::steady_clock::now();
+  exec = Executor::create(module, "train_step", options.executor, error);
   if (!exec)
     return false;
   result.compileSeconds = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - compileStart)
+                              std::chrono::steady_clock::now() - start)
                               .count();
+  args = exec->getArguments();
+  results = exec->getResults();
+  return true;
+}
 
-  // Parameter store, keyed by symbol (local shards).
-  std::map<std::string, HostTensor> store;
-  ArrayRef<ValueInfo> args = exec->getArguments();
-  ArrayRef<ValueInfo> results = exec->getResults();
-  SmallVector<RankedTensorType> globalTypes;
-  for (auto [i, info] : llvm::enumerate(args))
-    globalTypes.push_back(mesh ? mesh->globalType(info.type, argShardings[i])
-                               : info.type);
-  std::vector<DataSource> data;
+/// Parameters from their initial values (this rank's shard); the other
+/// arguments are data.
+bool Trainer::bindArguments() {
   for (auto [i, info] : llvm::enumerate(args)) {
+    RankedTensorType global =
+        mesh ? mesh->globalType(info.type, argShardings[i]) : info.type;
     if (!info.parameter.empty()) {
       std::optional<HostTensor> value = readInitialValue(
-          info.initialValue, globalTypes[i], info.parameter, dir, error);
+          info.initialValue, global, info.parameter, dir, error);
       if (!value)
         return false;
       store[info.parameter] = toLocal(i, *value);
@@ -255,14 +193,17 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
     DataSource source;
     source.arg = i;
     source.name = info.name;
-    source.type = globalTypes[i];
-    source.perEntry = globalTypes[i];
+    source.type = global;
+    source.perEntry = global;
     if (micro > 1)
-      source.perEntry =
-          RankedTensorType::get(globalTypes[i].getShape().drop_front(),
-                                globalTypes[i].getElementType());
+      source.perEntry = RankedTensorType::get(global.getShape().drop_front(),
+                                              global.getElementType());
     data.push_back(std::move(source));
   }
+  return true;
+}
+
+bool Trainer::checkResults() {
   if (results.empty() || !results[0].parameter.empty() ||
       results[0].type.getRank() != 0) {
     error = "@train_step must return the scalar loss first";
@@ -274,91 +215,99 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
               "' of @train_step updates no parameter argument (loom.param)";
       return false;
     }
+  return true;
+}
 
-  // Data.
+/// Synthetic data needs a range for integer inputs; files must exist and
+/// hold enough entries of the right shape.
+bool Trainer::openData() {
   bool synthetic = options.data == "synthetic";
-  if (synthetic)
-    for (DataSource &source : data)
-      if (!isa<FloatType>(source.type.getElementType()) &&
-          args[source.arg].indexBound <= 0) {
-        error = "synthetic data for integer input '" + source.name +
-                "' needs its range: give the argument loom.index_bound "
-                "(loomc sets it for token ids and labels) or use --data";
-        return false;
-      }
-  int64_t needed = options.steps * micro;
   for (DataSource &source : data) {
-    if (synthetic)
+    if (!synthetic) {
+      if (!openFile(source))
+        return false;
       continue;
-    SmallString<256> path(options.data);
-    llvm::sys::path::append(path, source.name + ".npy");
-    if (!llvm::sys::fs::exists(path)) {
-      error = llvm::formatv("no data for input '{0}': {1} does not exist (the "
-                            "data directory needs one .npy per input, with a "
-                            "leading step axis, shaped [steps, {2}])",
-                            source.name, path,
-                            llvm::make_range(source.perEntry.getShape().begin(),
-                                             source.perEntry.getShape().end()))
-                  .str();
+    }
+    if (!isa<FloatType>(source.type.getElementType()) &&
+        args[source.arg].indexBound <= 0) {
+      error = "synthetic data for integer input '" + source.name +
+              "' needs its range: give the argument loom.index_bound "
+              "(loomc sets it for token ids and labels) or use --data";
       return false;
     }
-    std::optional<HostTensor> t = readTensorFile(path, ctx, error);
-    if (!t)
-      return false;
-    ArrayRef<int64_t> shape = t->getShape();
-    ArrayRef<int64_t> entry = source.perEntry.getShape();
-    if (shape.size() != entry.size() + 1 || shape.drop_front() != entry) {
-      std::string got, want;
-      llvm::raw_string_ostream g(got), w(want);
-      llvm::interleave(shape, g, "x");
-      llvm::interleave(entry, w, "x");
-      error = llvm::formatv("{0} has shape [{1}] but input '{2}' needs "
-                            "[steps x {3}] (a leading step axis, then the "
-                            "input's shape)",
-                            path, got, source.name, want)
-                  .str();
-      return false;
-    }
-    if (shape[0] < needed) {
-      error = llvm::formatv("{0} has {1} entries; {2} steps{3} need {4}", path,
-                            shape[0], options.steps,
-                            micro > 1 ? llvm::formatv(" of {0} micro-batches",
-                                                      micro)
-                                            .str()
-                                      : std::string(),
-                            needed)
-                  .str();
-      return false;
-    }
-    std::optional<HostTensor> converted = convertData(
-        *t, source.type.getElementType(), path.str(), error);
-    if (!converted)
-      return false;
-    source.file = std::move(*converted);
-    source.entries = shape[0];
   }
+  return true;
+}
 
-  // Fault injection for testing failure handling: LOOM_FAULT=RANK:STEP:MODE
-  // makes rank RANK, before step STEP, die (kill: SIGKILL), stall (stop:
-  // SIGSTOP) or exit with status 3 (exit).
-  int64_t faultRank = -1, faultStep = -1;
-  std::string faultMode;
-  if (const char *fault = std::getenv("LOOM_FAULT")) {
-    SmallVector<StringRef> parts;
-    StringRef(fault).split(parts, ':');
-    if (parts.size() != 3 || parts[0].getAsInteger(10, faultRank) ||
-        parts[1].getAsInteger(10, faultStep) ||
-        !llvm::is_contained({"kill", "stop", "exit"}, parts[2])) {
-      error = "LOOM_FAULT: expected RANK:STEP:kill|stop|exit, got '" +
-              std::string(fault) + "'";
-      return false;
-    }
-    faultMode = parts[2].str();
+bool Trainer::openFile(DataSource &source) {
+  SmallString<256> path(options.data);
+  llvm::sys::path::append(path, source.name + ".npy");
+  ArrayRef<int64_t> entry = source.perEntry.getShape();
+  if (!llvm::sys::fs::exists(path)) {
+    error = llvm::formatv("no data for input '{0}': {1} does not exist (the "
+                          "data directory needs one .npy per input, with a "
+                          "leading step axis, shaped [steps, {2}])",
+                          source.name, path,
+                          llvm::make_range(entry.begin(), entry.end()))
+                .str();
+    return false;
   }
+  std::optional<HostTensor> t =
+      readTensorFile(path, module.getContext(), error);
+  if (!t)
+    return false;
+  ArrayRef<int64_t> shape = t->getShape();
+  if (shape.size() != entry.size() + 1 || shape.drop_front() != entry) {
+    std::string got, want;
+    llvm::raw_string_ostream g(got), w(want);
+    llvm::interleave(shape, g, "x");
+    llvm::interleave(entry, w, "x");
+    error = llvm::formatv("{0} has shape [{1}] but input '{2}' needs "
+                          "[steps x {3}] (a leading step axis, then the "
+                          "input's shape)",
+                          path, got, source.name, want)
+                .str();
+    return false;
+  }
+  int64_t needed = options.steps * micro;
+  if (shape[0] < needed) {
+    error = llvm::formatv(
+                "{0} has {1} entries; {2} steps{3} need {4}", path, shape[0],
+                options.steps,
+                micro > 1 ? llvm::formatv(" of {0} micro-batches", micro).str()
+                          : std::string(),
+                needed)
+                .str();
+    return false;
+  }
+  std::optional<HostTensor> converted =
+      convertData(*t, source.type.getElementType(), path.str(), error);
+  if (!converted)
+    return false;
+  source.file = std::move(*converted);
+  source.entries = shape[0];
+  return true;
+}
 
-  // Steps.
+void Trainer::injectFault(int64_t s) {
+  if (options.faultMode.empty() || result.rank != options.faultRank ||
+      s != options.faultStep)
+    return;
+  llvm::errs() << llvm::formatv("loom: LOOM_FAULT: rank {0} {1} before "
+                                "step {2}\n",
+                                options.faultRank, options.faultMode, s);
+  llvm::errs().flush();
+  if (options.faultMode == "kill")
+    std::raise(SIGKILL);
+  else if (options.faultMode == "stop")
+    std::raise(SIGSTOP);
+  else
+    _exit(3);
+}
+
+bool Trainer::runSteps() {
   std::mt19937_64 gen(options.seed);
-  auto trainStart = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now();
   SmallVector<HostTensor> outs;
   for (int64_t s = 0; s < options.steps; ++s) {
     std::vector<HostTensor> dataValues(args.size());
@@ -375,18 +324,7 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
       std::memcpy(t.data(), source.file->data() + s * bytes, bytes);
       dataValues[source.arg] = toLocal(source.arg, t);
     }
-    if (result.rank == faultRank && s == faultStep) {
-      llvm::errs() << llvm::formatv("loom: LOOM_FAULT: rank {0} {1} before "
-                                    "step {2}\n",
-                                    faultRank, faultMode, s);
-      llvm::errs().flush();
-      if (faultMode == "kill")
-        std::raise(SIGKILL);
-      else if (faultMode == "stop")
-        std::raise(SIGSTOP);
-      else
-        _exit(3);
-    }
+    injectFault(s);
     std::vector<const HostTensor *> argPtrs;
     for (auto [i, info] : llvm::enumerate(args))
       argPtrs.push_back(info.parameter.empty() ? &dataValues[i]
@@ -406,38 +344,46 @@ bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
     }
   }
   result.trainSeconds = std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - trainStart)
+                            std::chrono::steady_clock::now() - start)
                             .count();
+  return true;
+}
 
-  // Final parameters.
-  auto save = [&](StringRef outDir, bool trainable) {
-    if (outDir.empty())
-      return true;
-    if (std::error_code ec = llvm::sys::fs::create_directories(outDir);
-        ec && (!mesh || mesh->rank() == 0)) {
-      error = "cannot create " + outDir.str() + ": " + ec.message();
-      return false;
-    }
-    for (auto [i, info] : llvm::enumerate(args)) {
-      if (info.parameter.empty() || info.trainable != trainable)
-        continue;
-      HostTensor value = store[info.parameter];
-      if (mesh) {
-        // Every rank takes part; rank 0 writes the global tensor.
-        std::optional<HostTensor> global =
-            mesh->gatherGlobal(value, argShardings[i], error);
-        if (!global)
-          return false;
-        value = *global;
-        if (mesh->rank() != 0)
-          continue;
-      }
-      SmallString<256> path(outDir);
-      llvm::sys::path::append(path, info.parameter + ".npy");
-      if (!writeTensorFile(path, value, error))
-        return false;
-    }
+/// Writes trainable parameters (or the other state) as <name>.npy; every
+/// rank takes part in gathering, rank 0 writes.
+bool Trainer::save(StringRef outDir, bool trainable) {
+  if (outDir.empty())
     return true;
-  };
-  return save(options.paramsOut, true) && save(options.stateOut, false);
+  if (std::error_code ec = llvm::sys::fs::create_directories(outDir);
+      ec && (!mesh || mesh->rank() == 0)) {
+    error = "cannot create " + outDir.str() + ": " + ec.message();
+    return false;
+  }
+  for (auto [i, info] : llvm::enumerate(args)) {
+    if (info.parameter.empty() || info.trainable != trainable)
+      continue;
+    HostTensor value = store[info.parameter];
+    if (mesh) {
+      std::optional<HostTensor> global =
+          mesh->gatherGlobal(value, argShardings[i], error);
+      if (!global)
+        return false;
+      value = *global;
+      if (mesh->rank() != 0)
+        continue;
+    }
+    SmallString<256> path(outDir);
+    llvm::sys::path::append(path, info.parameter + ".npy");
+    if (!writeTensorFile(path, value, error))
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
+                             const TrainOptions &options, TrainResult &result,
+                             std::string &error) {
+  return Trainer(module, dir, options, result, error).run();
 }

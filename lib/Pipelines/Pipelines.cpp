@@ -4,14 +4,76 @@
 
 #include "loom/Codegen/CPU/Passes.h"
 #include "loom/Conversion/Passes.h"
+#include "loom/Execution/Passes.h"
 #include "loom/Planner/Passes.h"
 #include "loom/Sharding/Passes.h"
 #include "loom/Training/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace mlir::loom;
+
+namespace {
+
+void addStrategy(OpPassManager &pm, const ShardingPipelineOptions &options) {
+  StringRef strategy = options.strategy;
+  if (strategy == "annotated")
+    return; // the model's own shardings
+  if (strategy == "file") {
+    LoomApplyShardFileOptions file;
+    file.file = options.shardFile;
+    file.function = options.function;
+    pm.addPass(createLoomApplyShardFile(file));
+    return;
+  }
+  if (strategy == "auto") {
+    LoomAutoShardOptions plan;
+    plan.function = options.function;
+    plan.cluster = options.cluster;
+    plan.fixedMesh = options.fixedMesh;
+    plan.memoryLimitGiB = options.memoryLimitGiB;
+    plan.timeLimit = options.planTimeLimit;
+    plan.compareMegatron = options.compareMegatron;
+    plan.report = options.planReport;
+    plan.reportFile = options.planReportFile;
+    pm.addPass(createLoomAutoShard(plan));
+    return;
+  }
+  LoomApplyStrategyOptions preset;
+  preset.function = options.function;
+  preset.strategy = options.strategy;
+  preset.dpAxis = options.dpAxis;
+  preset.tpAxis = options.tpAxis;
+  pm.addPass(createLoomApplyStrategy(preset));
+}
+
+} // namespace
+
+void mlir::loom::buildLoomShardingPipeline(
+    OpPassManager &pm, const ShardingPipelineOptions &options) {
+  if (!options.mesh.empty()) {
+    LoomCreateMeshOptions mesh;
+    mesh.mesh = options.mesh;
+    pm.addPass(createLoomCreateMesh(mesh));
+  }
+  if (options.strategy == "none")
+    return;
+  addStrategy(pm, options);
+  if (!options.partition)
+    return;
+  LoomPartitionOptions partition;
+  partition.function = options.function;
+  pm.addPass(createLoomPartition(partition));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (options.bucketMb > 0) {
+    LoomBucketAllReduceOptions bucket;
+    bucket.bucketBytes = static_cast<uint64_t>(options.bucketMb * 1024 * 1024);
+    pm.addPass(createLoomBucketAllReduce(bucket));
+  }
+}
 
 void mlir::loom::registerLoomPassesAndPipelines() {
   registerLoomTrainingPasses();
@@ -19,6 +81,17 @@ void mlir::loom::registerLoomPassesAndPipelines() {
   registerLoomPlannerPasses();
   registerLoomConversionPasses();
   registerLoomCodegenCPUPasses();
+  registerLoomExecutionPasses();
+  PassPipelineRegistration<TrainingPipelineOptions>(
+      "loom-training-pipeline",
+      "Build the training step from a model function (what loomc --train "
+      "does first)",
+      buildLoomTrainingPipeline);
+  PassPipelineRegistration<ShardingPipelineOptions>(
+      "loom-sharding-pipeline",
+      "Shard and partition the training step for a mesh (loomc --mesh/"
+      "--strategy)",
+      buildLoomShardingPipeline);
   PassPipelineRegistration<CpuPipelineOptions>(
       "loom-cpu-pipeline",
       "Lower loom to the LLVM dialect for CPU execution (what loom-run "

@@ -209,10 +209,17 @@ mlir::loom::linearPartial(Operation *op, ArrayRef<ShardingAttr> shardings) {
   auto iface = dyn_cast<ShardingRuleOpInterface>(op);
   if (!iface || shardings.empty())
     return {};
+  return linearPartial(iface.getShardingRule(), shardings);
+}
+
+SmallVector<StringRef>
+mlir::loom::linearPartial(const ShardingRule &rule,
+                          ArrayRef<ShardingAttr> shardings) {
+  if (shardings.empty())
+    return {};
   auto partialSum = [](ShardingAttr s) {
     return s && s.isPartial() && s.getPartialKind() == ReductionKind::sum;
   };
-  ShardingRule rule = iface.getShardingRule();
   switch (rule.getLinearity()) {
   case Linearity::None:
     return {};

@@ -158,7 +158,7 @@ LogicalResult Partitioner::partitionOp(Operation *op,
   SmallVector<ShardingAttr> actual;
   for (Value o : op->getOperands())
     actual.push_back(local.lookup(o).sharding);
-  SmallVector<StringRef> keepPartial = linearPartial(op, actual);
+  SmallVector<StringRef> keepPartial = linearPartial(rule, actual);
   ShardingAttr planned =
       op->getNumResults() ? plan.shardings.lookup(op->getResult(0)) : nullptr;
   if (!planned || !planned.isPartial() ||

@@ -101,7 +101,7 @@ bool Propagator::visit(Operation *op, bool forward) {
   SmallVector<ShardingAttr> operandShardings;
   for (Value o : op->getOperands())
     operandShardings.push_back(out.shardings.lookup(o));
-  SmallVector<StringRef> partial = linearPartial(op, operandShardings);
+  SmallVector<StringRef> partial = linearPartial(rule, operandShardings);
   for (StringRef a : partial)
     if (fs.used.contains(a))
       partial.clear();

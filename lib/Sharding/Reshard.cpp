@@ -96,27 +96,31 @@ struct Planner {
            of.take_front(prefix.size()) == prefix;
   }
 
-  /// 1. Partial axes: reduce-scatter into a dimension that wants the axis
-  /// next, all-reduce the rest.
+  /// 1. Partial axes: reduce-scatter into a dimension whose next wanted
+  /// axes they are (one reduce_scatter over all of them, in that order),
+  /// all-reduce the rest.
   void reducePartial(const AxisSharding &from, const AxisSharding &to) {
     Axes reduce;
-    for (int a : from.partial) {
-      if (llvm::is_contained(to.partial, a))
-        continue;
-      bool scattered = false;
-      for (int64_t d = 0, e = cur.size(); d < e && !scattered; ++d) {
-        if (want[d].size() != cur[d].size() + 1 || want[d].back() != a ||
-            !isPrefix(cur[d], want[d]))
-          continue;
-        ReshardStep &s = step(CollectiveKind::ReduceScatter, {a}, d);
-        s.reduction = from.reduction;
-        shape[d] /= axisSizes[a];
-        cur[d].push_back(a);
-        done(s);
-        scattered = true;
-      }
-      if (!scattered)
+    for (int a : from.partial)
+      if (!llvm::is_contained(to.partial, a))
         reduce.push_back(a);
+    for (int64_t d = 0, e = cur.size(); d < e && !reduce.empty(); ++d) {
+      if (!isPrefix(cur[d], want[d]))
+        continue;
+      Axes scatter;
+      for (int a : ArrayRef<int>(want[d]).drop_front(cur[d].size())) {
+        if (!llvm::is_contained(reduce, a))
+          break;
+        scatter.push_back(a);
+      }
+      if (scatter.empty() || shape[d] % product(scatter, axisSizes) != 0)
+        continue;
+      ReshardStep &s = step(CollectiveKind::ReduceScatter, scatter, d);
+      s.reduction = from.reduction;
+      shape[d] /= product(scatter, axisSizes);
+      llvm::append_range(cur[d], scatter);
+      llvm::erase_if(reduce, [&](int a) { return llvm::is_contained(scatter, a); });
+      done(s);
     }
     if (!reduce.empty()) {
       ReshardStep &s = step(CollectiveKind::AllReduce, reduce, -1);

@@ -74,6 +74,18 @@ func.func @partial(%a: tensor<8x4xf32> {loom.sharding = #loom.sharding<@m, [{}, 
   return %a : tensor<8x4xf32>
 }
 
+// Partial over two axes that one dimension wants next: one reduce_scatter
+// over both (the group is ordered as the dimension lists them); an axis
+// wanted after them is sliced.
+// CHECK-LABEL: func.func @partial_two_axes
+// CHECK: %[[R:.*]] = loom.reduce_scatter %{{.*}} over @m ["y", "x"] dim = 0 reduction = sum : (tensor<8x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[R]]
+// expected-remark @+1 {{reshard [{}, {}] partial sum {"x", "y"} -> [{"y", "x"}, {}]: reduce_scatter [y, x] dim 0; 96.00 bytes sent per device}}
+func.func @partial_two_axes(%a: tensor<8x4xf32> {loom.sharding = #loom.sharding<@m, [{}, {}], partial = sum {"x", "y"}>})
+    -> (tensor<8x4xf32> {loom.sharding = #loom.sharding<@m, [{"y", "x"}, {}]>}) {
+  return %a : tensor<8x4xf32>
+}
+
 // A partial max stays a max.
 // CHECK-LABEL: func.func @partial_max
 // CHECK: loom.all_reduce %{{.*}} over @m ["x"] reduction = max

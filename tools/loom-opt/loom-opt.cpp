@@ -8,6 +8,7 @@
 
 #include "loom/Dialect/Loom/IR/LoomDialect.h"
 #include "loom/Pipelines/Pipelines.h"
+#include "loom/Support/Debug.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -19,6 +20,7 @@ void registerTestReshardPass();
 } // namespace mlir::loom::test
 
 int main(int argc, char **argv) {
+  mlir::loom::registerDebugOptions();
   mlir::registerAllPasses();
   mlir::loom::registerLoomPassesAndPipelines();
   mlir::loom::test::registerTestReshardPass();

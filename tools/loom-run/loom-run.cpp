@@ -18,12 +18,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "loom/Codegen/CPU/Passes.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/Distributed.h"
 #include "loom/Execution/Executor.h"
 #include "loom/Execution/TensorIO.h"
 #include "loom/Execution/Training.h"
+#include "loom/Support/Debug.h"
 #include "loom/Target/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -43,6 +43,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <cstdlib>
+#include <map>
 #include <chrono>
 #include <cstring>
 #include <unistd.h>
@@ -200,6 +202,10 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     llvm::outs().flush();
   };
   options.timeoutSeconds = timeout;
+  // Fault injection for the failure tests (docs/distributed.md).
+  if (const char *fault = std::getenv("LOOM_FAULT"))
+    if (std::string err = parseFault(fault, options); !err.empty())
+      return fail(err);
   TrainResult result;
   std::string error;
   if (!runTraining(*module, modelPath, options, result, error))
@@ -214,12 +220,315 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   return 0;
 }
 
+/// Inputs given as files: by name (--input), and by graph-input index
+/// (--input-dir, under a launcher D/rank<R>/ when it exists).
+struct Inputs {
+  std::map<std::string, HostTensor> byName;
+  std::vector<HostTensor> byIndex;
+  bool arePb = true;
+  /// "rank<R>" under a launcher with several ranks.
+  std::string rankDir;
+};
+
+int loadInputs(MLIRContext &ctx, ArrayRef<std::string> onnxInputs,
+               Inputs &in) {
+  std::string error;
+  for (const std::string &spec : inputFiles) {
+    auto [name, file] = StringRef(spec).split('=');
+    std::optional<HostTensor> t = readTensorFile(file, &ctx, error);
+    if (!t)
+      return fail(error);
+    in.byName[name.str()] = *t;
+  }
+  loom_launch_info_t launch;
+  if (loom_status_t s = loom_launch_info_from_env(&launch))
+    return fail(loom_status_message(s));
+  if (launch.world_size > 1)
+    in.rankDir = "rank" + std::to_string(launch.rank);
+  std::string dir = inputDir;
+  if (dir.empty())
+    return 0;
+  if (!in.rankDir.empty()) {
+    SmallString<256> perRank(dir);
+    llvm::sys::path::append(perRank, in.rankDir);
+    if (llvm::sys::fs::is_directory(perRank))
+      dir = std::string(perRank);
+  }
+  for (unsigned i = 0;; ++i) {
+    std::string path = findIndexed(dir, "input", i);
+    if (path.empty())
+      break;
+    in.arePb &= StringRef(path).ends_with(".pb");
+    std::optional<HostTensor> t = readTensorFile(path, &ctx, error);
+    if (!t)
+      return fail(error);
+    in.byIndex.push_back(*t);
+  }
+  for (size_t i = 0; i < in.byIndex.size() && i < onnxInputs.size(); ++i)
+    in.byName.emplace(onnxInputs[i], in.byIndex[i]);
+  return 0;
+}
+
+/// Imports the ONNX model (integer inputs given as files compiled in with
+/// --specialize-inputs) or parses loom IR.
+OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,
+                                std::unique_ptr<llvm::MemoryBuffer> buffer,
+                                bool isOnnx, const Inputs &in,
+                                std::string &error) {
+  if (!isOnnx) {
+    sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+    return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  }
+  OnnxImportOptions options;
+  for (const std::string &spec : inputShapes) {
+    error = parseOnnxInputShape(spec, options);
+    if (!error.empty())
+      return nullptr;
+  }
+  if (specialize)
+    for (auto &[name, tensor] : in.byName) {
+      if (isa<FloatType>(tensor.getElementType()))
+        continue;
+      // i1 raw buffers are bit-packed in MLIR: rebuild those from bools.
+      if (tensor.getElementType().isInteger(1)) {
+        SmallVector<bool> bits;
+        for (int64_t i = 0; i < tensor.getNumElements(); ++i)
+          bits.push_back(tensor.getAsInt(i) != 0);
+        options.specializedInputs[name] =
+            DenseElementsAttr::get(tensor.getType(), bits);
+        continue;
+      }
+      options.specializedInputs[name] = DenseElementsAttr::getFromRawBuffer(
+          tensor.getType(),
+          ArrayRef<char>(tensor.data(), tensor.byteSize()));
+    }
+  return importOnnxModel(buffer->getBuffer(), modelPath, &ctx, options);
+}
+
+/// The function to run: --function, else @main, else the only public one.
+std::string entryFunction(ModuleOp module) {
+  if (!functionName.empty())
+    return functionName;
+  if (module.lookupSymbol<func::FuncOp>("main"))
+    return "main";
+  SmallVector<func::FuncOp> publics;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn.isPublic() && !fn.isExternal())
+      publics.push_back(fn);
+  return publics.size() == 1 ? publics.front().getName().str() : "main";
+}
+
+/// Parameters from their initial values; inputs by name or, for .mlir
+/// models, by position among the non-parameter arguments; random ones
+/// with --random-inputs.
+int bindArguments(Executor &executor, const Inputs &in, bool isOnnx,
+                  int rank, std::vector<HostTensor> &values) {
+  std::string error;
+  std::string baseDir = llvm::sys::path::parent_path(modelPath).str();
+  // Distributed runs draw different random inputs on every rank.
+  std::mt19937_64 gen(seed + rank);
+  unsigned inputIndex = 0;
+  for (auto [i, info] : llvm::enumerate(executor.getArguments())) {
+    if (!info.parameter.empty()) {
+      std::optional<HostTensor> value =
+          executor.parameterValue(i, baseDir, error);
+      if (!value)
+        return fail(error);
+      values.push_back(*value);
+      continue;
+    }
+    std::optional<HostTensor> value;
+    if (auto it = in.byName.find(info.name); it != in.byName.end())
+      value = it->second;
+    else if (!isOnnx && inputIndex < in.byIndex.size())
+      value = in.byIndex[inputIndex];
+    ++inputIndex;
+    if (!value && randomInputs)
+      value = randomTensor(info.type, gen);
+    if (!value)
+      return fail("no value for input '" + info.name + "' (" +
+                  llvm::formatv("{0}", info.type).str() +
+                  "): give --input-dir, --input " + info.name +
+                  "=FILE or --random-inputs");
+    value = reinterpretBits(*value, info.type.getElementType());
+    if (value->getType() != info.type) {
+      if (value->getShape() != info.type.getShape() ||
+          !isa<FloatType>(value->getElementType()) ||
+          !isa<FloatType>(info.type.getElementType()))
+        return fail("input '" + info.name + "' is " +
+                    llvm::formatv("{0}", value->getType()).str() +
+                    ", expected " + llvm::formatv("{0}", info.type).str());
+      value = value->convertTo(info.type.getElementType());
+    }
+    values.push_back(*value);
+  }
+  return 0;
+}
+
+/// Runs --repeat times, reporting the time per call when repeated.
+int execute(Executor &executor, ArrayRef<HostTensor> argValues,
+            double compileSeconds, SmallVectorImpl<HostTensor> &results) {
+  std::vector<const HostTensor *> args;
+  for (const HostTensor &t : argValues)
+    args.push_back(&t);
+  auto cpuSeconds = [] {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+           1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  };
+  int runs = std::max(1, static_cast<int>(repeat));
+  double cpuStart = cpuSeconds();
+  auto start = std::chrono::steady_clock::now();
+  std::string error;
+  for (int r = 0; r < runs; ++r)
+    if (!executor.run(args, results, error))
+      return fail(error);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count() /
+                   runs;
+  if (repeat > 1)
+    llvm::outs() << llvm::formatv(
+        "compile {0:f3} s, run {1:f6} s per call ({2} calls), cpu {3:f6} s "
+        "per call\n",
+        compileSeconds, seconds, runs, (cpuSeconds() - cpuStart) / runs);
+  return 0;
+}
+
+int writeOutputs(const Executor &executor, ArrayRef<HostTensor> results,
+                 const Inputs &in) {
+  SmallString<256> outDir(outputDir);
+  if (!in.rankDir.empty())
+    llvm::sys::path::append(outDir, in.rankDir);
+  (void)llvm::sys::fs::create_directories(outDir);
+  std::string ext = outputFormat.empty() ? (in.arePb ? ".pb" : ".npy")
+                                         : "." + outputFormat;
+  std::string error;
+  for (auto [i, t] : llvm::enumerate(results)) {
+    SmallString<256> path(outDir);
+    llvm::sys::path::append(path, "output_" + std::to_string(i) + ext);
+    if (!writeTensorFile(path, t, error, executor.getResults()[i].name))
+      return fail(error);
+  }
+  return 0;
+}
+
+/// Compares with --expected-dir (numpy.allclose); 1 on any mismatch.
+int compareOutputs(MLIRContext &ctx, const Executor &executor,
+                   ArrayRef<HostTensor> results) {
+  int status = 0;
+  std::string error;
+  for (auto [i, t] : llvm::enumerate(results)) {
+    std::string path = findIndexed(expectedDir, "output", i);
+    if (path.empty())
+      return fail("no expected output_" + std::to_string(i) + " in " +
+                  expectedDir);
+    std::optional<HostTensor> expected = readTensorFile(path, &ctx, error);
+    if (!expected)
+      return fail(error);
+    expected = reinterpretBits(*expected, t.getElementType());
+    Comparison c = compareTensors(t, *expected, relTol, absTol);
+    StringRef name = executor.getResults()[i].name;
+    if (!c.reason.empty()) {
+      llvm::outs() << "output " << i << " '" << name
+                   << "': MISMATCH: " << c.reason << "\n";
+      status = 1;
+      continue;
+    }
+    llvm::outs() << llvm::formatv(
+        "output {0} '{1}': max abs error {2:e2}, max rel error {3:e2}: {4}", i,
+        name, c.maxAbsError, c.maxRelError, c.match ? "ok" : "MISMATCH");
+    if (!c.match) {
+      llvm::outs() << llvm::formatv(
+          " ({0} of {1} elements, first at {2}: {3} vs expected {4})",
+          c.mismatches, t.getNumElements(), c.firstMismatch,
+          t.getAsDouble(c.firstMismatch),
+          expected->getAsDouble(c.firstMismatch));
+      status = 1;
+    }
+    llvm::outs() << "\n";
+  }
+  return status;
+}
+
+/// Runs one function of a model on given, random or parameter inputs.
+int runModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
+  bool isOnnx = StringRef(modelPath).ends_with(".onnx");
+  std::string error;
+  auto buffer = llvm::MemoryBuffer::getFile(modelPath, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/!isOnnx);
+  if (!buffer)
+    return fail("cannot read " + modelPath + ": " +
+                buffer.getError().message());
+  std::vector<std::string> onnxInputs;
+  if (isOnnx) {
+    onnxInputs = onnxGraphInputNames((*buffer)->getBuffer(), error);
+    if (!error.empty())
+      return fail(modelPath + ": " + error);
+  }
+  Inputs in;
+  if (int status = loadInputs(ctx, onnxInputs, in))
+    return status;
+  OwningOpRef<ModuleOp> module =
+      loadModel(ctx, sourceMgr, std::move(*buffer), isOnnx, in, error);
+  if (!module)
+    return error.empty() ? 2 : fail(error);
+  std::string function = entryFunction(*module);
+
+  // A partitioned program (collectives in it) runs on the mesh it declares,
+  // one process per device, under mpirun/srun.
+  std::unique_ptr<DistributedContext> distributed;
+  if (auto fn = module->lookupSymbol<func::FuncOp>(function)) {
+    bool collectives = false;
+    fn.walk([&](CollectiveOpInterface) { collectives = true; });
+    if (collectives) {
+      DistributedOptions dopts;
+      dopts.timeoutSeconds = timeout;
+      distributed = DistributedContext::create(*module, nullptr, dopts, error);
+      if (!distributed)
+        return fail(error);
+    }
+  }
+  ExecutorOptions options;
+  options.useBlas = !noBlas;
+  options.optLevel = optLevel;
+  auto compileStart = std::chrono::steady_clock::now();
+  std::unique_ptr<Executor> executor =
+      Executor::create(*module, function, options, error);
+  if (!executor)
+    return fail(error);
+  double compileSeconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - compileStart)
+                              .count();
+  std::vector<HostTensor> argValues;
+  int rank = distributed ? distributed->rank() : 0;
+  if (int status = bindArguments(*executor, in, isOnnx, rank, argValues))
+    return status;
+  SmallVector<HostTensor> results;
+  if (int status = execute(*executor, argValues, compileSeconds, results))
+    return status;
+  if (!outputDir.empty())
+    if (int status = writeOutputs(*executor, results, in))
+      return status;
+  if (printOutputs) {
+    std::string prefix = distributed && distributed->size() > 1
+                             ? "rank " + std::to_string(rank) + ": "
+                             : "";
+    for (auto [i, t] : llvm::enumerate(results))
+      printTensor(prefix + executor->getResults()[i].name, t);
+  }
+  return expectedDir.empty() ? 0 : compareOutputs(ctx, *executor, results);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  registerDebugOptions();
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv, "Loom: compile and run a model on the CPU\n");
+  cl::ParseCommandLineOptions(argc, argv,
+                              "Loom: compile and run a model on the CPU\n");
 
   DialectRegistry registry;
   registry.insert<LoomDialect, func::FuncDialect>();
@@ -239,252 +548,5 @@ int main(int argc, char **argv) {
   }
   if (llvm::sys::fs::is_directory(modelPath))
     return train(ctx, sourceMgr);
-
-  bool isOnnx = StringRef(modelPath).ends_with(".onnx");
-  std::string error;
-
-  // Inputs given by file, keyed by graph-input index or name.
-  std::map<std::string, HostTensor> byName;
-  std::vector<std::string> onnxInputs;
-  auto buffer = llvm::MemoryBuffer::getFile(modelPath, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/!isOnnx);
-  if (!buffer)
-    return fail("cannot read " + modelPath + ": " + buffer.getError().message());
-  if (isOnnx) {
-    onnxInputs = onnxGraphInputNames((*buffer)->getBuffer(), error);
-    if (!error.empty())
-      return fail(modelPath + ": " + error);
-  }
-  for (const std::string &spec : inputFiles) {
-    auto [name, file] = StringRef(spec).split('=');
-    std::optional<HostTensor> t = readTensorFile(file, &ctx, error);
-    if (!t)
-      return fail(error);
-    byName[name.str()] = *t;
-  }
-  std::vector<HostTensor> byIndex;
-  bool inputsArePb = true;
-  // Under a launcher, rank R reads D/rank<R>/ when it exists and writes
-  // O/rank<R>/.
-  loom_launch_info_t launch;
-  std::string rankDir;
-  if (loom_status_t s = loom_launch_info_from_env(&launch))
-    return fail(loom_status_message(s));
-  if (launch.world_size > 1)
-    rankDir = "rank" + std::to_string(launch.rank);
-  std::string inputs = inputDir;
-  if (!inputs.empty() && !rankDir.empty()) {
-    SmallString<256> perRank(inputs);
-    llvm::sys::path::append(perRank, rankDir);
-    if (llvm::sys::fs::is_directory(perRank))
-      inputs = std::string(perRank);
-  }
-  if (!inputs.empty()) {
-    for (unsigned i = 0;; ++i) {
-      std::string path = findIndexed(inputs, "input", i);
-      if (path.empty())
-        break;
-      inputsArePb &= StringRef(path).ends_with(".pb");
-      std::optional<HostTensor> t = readTensorFile(path, &ctx, error);
-      if (!t)
-        return fail(error);
-      byIndex.push_back(*t);
-    }
-    for (size_t i = 0; i < byIndex.size() && i < onnxInputs.size(); ++i)
-      byName.emplace(onnxInputs[i], byIndex[i]);
-  }
-
-  // Load or import the model.
-  OwningOpRef<ModuleOp> module;
-  if (isOnnx) {
-    OnnxImportOptions options;
-    for (const std::string &spec : inputShapes) {
-      std::string err = parseOnnxInputShape(spec, options);
-      if (!err.empty())
-        return fail(err);
-    }
-    if (specialize)
-      for (auto &[name, tensor] : byName)
-        if (!isa<FloatType>(tensor.getElementType()))
-          options.specializedInputs[name] = DenseElementsAttr::getFromRawBuffer(
-              tensor.getType(), ArrayRef<char>(tensor.data(), tensor.byteSize()));
-    // i1 raw buffers are bit-packed in MLIR: rebuild those from bools.
-    for (auto &[name, attr] : options.specializedInputs)
-      if (attr.getElementType().isInteger(1)) {
-        const HostTensor &t = byName[name];
-        SmallVector<bool> bits;
-        for (int64_t i = 0; i < t.getNumElements(); ++i)
-          bits.push_back(t.getAsInt(i) != 0);
-        attr = DenseElementsAttr::get(t.getType(), bits);
-      }
-    module = importOnnxModel((*buffer)->getBuffer(), modelPath, &ctx, options);
-  } else {
-    sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
-  }
-  if (!module)
-    return 2;
-
-  std::string function = functionName;
-  if (function.empty()) {
-    function = "main";
-    if (!module->lookupSymbol<func::FuncOp>("main")) {
-      SmallVector<func::FuncOp> publics;
-      for (auto fn : module->getOps<func::FuncOp>())
-        if (fn.isPublic() && !fn.isExternal())
-          publics.push_back(fn);
-      if (publics.size() == 1)
-        function = publics.front().getName().str();
-    }
-  }
-
-  // A partitioned program (collectives in it) runs on the mesh it declares,
-  // one process per device, under mpirun/srun.
-  std::unique_ptr<DistributedContext> distributed;
-  if (auto fn = module->lookupSymbol<func::FuncOp>(function)) {
-    bool collectives = false;
-    fn.walk([&](CollectiveOpInterface) { collectives = true; });
-    if (collectives) {
-      DistributedOptions dopts;
-      dopts.timeoutSeconds = timeout;
-      distributed = DistributedContext::create(*module, nullptr, dopts, error);
-      if (!distributed)
-        return fail(error);
-    }
-  }
-  std::string rankPrefix =
-      distributed && distributed->size() > 1
-          ? "rank " + std::to_string(distributed->rank()) + ": "
-          : "";
-
-  ExecutorOptions options;
-  options.useBlas = !noBlas;
-  options.optLevel = optLevel;
-  auto compileStart = std::chrono::steady_clock::now();
-  std::unique_ptr<Executor> executor =
-      Executor::create(*module, function, options, error);
-  if (!executor)
-    return fail(error);
-  double compileSeconds = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - compileStart)
-                              .count();
-
-  // Bind arguments: parameters from their initial values, inputs by name
-  // or, for .mlir models, by position among the non-parameter arguments.
-  std::string baseDir = llvm::sys::path::parent_path(modelPath).str();
-  std::vector<HostTensor> argValues;
-  // Distributed runs draw different random inputs on every rank.
-  std::mt19937_64 gen(seed + (distributed ? distributed->rank() : 0));
-  unsigned inputIndex = 0;
-  for (auto [i, info] : llvm::enumerate(executor->getArguments())) {
-    if (!info.parameter.empty()) {
-      std::optional<HostTensor> value = executor->parameterValue(i, baseDir, error);
-      if (!value)
-        return fail(error);
-      argValues.push_back(*value);
-      continue;
-    }
-    std::optional<HostTensor> value;
-    if (auto it = byName.find(info.name); it != byName.end())
-      value = it->second;
-    else if (!isOnnx && inputIndex < byIndex.size())
-      value = byIndex[inputIndex];
-    ++inputIndex;
-    if (!value && randomInputs)
-      value = randomTensor(info.type, gen);
-    if (!value)
-      return fail("no value for input '" + info.name + "' (" +
-                  llvm::formatv("{0}", info.type).str() +
-                  "): give --input-dir, --input " + info.name +
-                  "=FILE or --random-inputs");
-    value = reinterpretBits(*value, info.type.getElementType());
-    if (value->getType() != info.type) {
-      if (value->getShape() == info.type.getShape() &&
-          isa<FloatType>(value->getElementType()) &&
-          isa<FloatType>(info.type.getElementType()))
-        value = value->convertTo(info.type.getElementType());
-      else
-        return fail("input '" + info.name + "' is " +
-                    llvm::formatv("{0}", value->getType()).str() + ", expected " +
-                    llvm::formatv("{0}", info.type).str());
-    }
-    argValues.push_back(*value);
-  }
-  std::vector<const HostTensor *> args;
-  for (const HostTensor &t : argValues)
-    args.push_back(&t);
-
-  SmallVector<HostTensor> results;
-  auto cpuSeconds = [] {
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
-           1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
-  };
-  double cpuStart = cpuSeconds();
-  auto runStart = std::chrono::steady_clock::now();
-  for (int r = 0; r < std::max(1, static_cast<int>(repeat)); ++r)
-    if (!executor->run(args, results, error))
-      return fail(error);
-  double runSeconds = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - runStart)
-                          .count() /
-                      std::max(1, static_cast<int>(repeat));
-  double cpuPerCall = (cpuSeconds() - cpuStart) / std::max(1, static_cast<int>(repeat));
-  if (repeat > 1)
-    llvm::outs() << llvm::formatv(
-        "compile {0:f3} s, run {1:f6} s per call ({2} calls), cpu {3:f6} s per call\n",
-        compileSeconds, runSeconds, int(repeat), cpuPerCall);
-
-  if (!outputDir.empty()) {
-    SmallString<256> outDir(outputDir);
-    if (!rankDir.empty())
-      llvm::sys::path::append(outDir, rankDir);
-    (void)llvm::sys::fs::create_directories(outDir);
-    std::string ext = outputFormat.empty()
-                          ? (inputsArePb ? ".pb" : ".npy")
-                          : "." + outputFormat;
-    for (auto [i, t] : llvm::enumerate(results)) {
-      SmallString<256> path(outDir);
-      llvm::sys::path::append(path, "output_" + std::to_string(i) + ext);
-      if (!writeTensorFile(path, t, error, executor->getResults()[i].name))
-        return fail(error);
-    }
-  }
-  if (printOutputs)
-    for (auto [i, t] : llvm::enumerate(results))
-      printTensor(rankPrefix + executor->getResults()[i].name, t);
-
-  int status = 0;
-  if (!expectedDir.empty()) {
-    for (auto [i, t] : llvm::enumerate(results)) {
-      std::string path = findIndexed(expectedDir, "output", i);
-      if (path.empty())
-        return fail("no expected output_" + std::to_string(i) + " in " + expectedDir);
-      std::optional<HostTensor> expected = readTensorFile(path, &ctx, error);
-      if (!expected)
-        return fail(error);
-      expected = reinterpretBits(*expected, t.getElementType());
-      Comparison c = compareTensors(t, *expected, relTol, absTol);
-      StringRef name = executor->getResults()[i].name;
-      if (!c.reason.empty()) {
-        llvm::outs() << "output " << i << " '" << name << "': MISMATCH: " << c.reason << "\n";
-        status = 1;
-        continue;
-      }
-      llvm::outs() << llvm::formatv(
-          "output {0} '{1}': max abs error {2:e2}, max rel error {3:e2}: {4}",
-          i, name, c.maxAbsError, c.maxRelError,
-          c.match ? "ok" : "MISMATCH");
-      if (!c.match) {
-        llvm::outs() << llvm::formatv(
-            " ({0} of {1} elements, first at {2}: {3} vs expected {4})",
-            c.mismatches, t.getNumElements(), c.firstMismatch,
-            t.getAsDouble(c.firstMismatch), expected->getAsDouble(c.firstMismatch));
-        status = 1;
-      }
-      llvm::outs() << "\n";
-    }
-  }
-  return status;
+  return runModel(ctx, sourceMgr);
 }

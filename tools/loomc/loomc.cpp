@@ -4,33 +4,33 @@
 //         --optimizer=adamw|adam|sgd --lr=R [--weight-decay=W --momentum=M
 //         --betas=B1,B2 --eps=E --grad-clip=C --micro-batches=K
 //         --lr-schedule=constant|warmup-cosine --warmup-steps=S
-//         --total-steps=T] [--init-from-onnx|--init=seeded --seed=N] -o out/
+//         --total-steps=T] [--init-from-onnx|--init=seeded --seed=N]
+//         [--mesh dp=2,tp=2 --strategy dp|tp|...|auto ...] -o out/
 //
-// Imports the model (ONNX, or loom IR with one function), turns output 0
-// into a loss, builds the training step (forward, backward, optimizer) and
-// writes out/train.mlir and out/params.bin, which `loom-run out/ --steps N`
-// trains. Defaults follow PyTorch's optimizers.
+// Imports the model (ONNX, or loom IR with one function) and runs Loom's
+// pipelines on it (Pipelines/Pipelines.h): --loom-training-pipeline,
+// --loom-sharding-pipeline and --loom-export-parameters, with options from
+// these flags. Writes out/train.mlir and out/params.bin, which `loom-run
+// out/ --steps N` trains, and for a partitioned step out/plan.txt.
+// `loom-opt` with the same pipelines writes the same train.mlir.
 //
 //===----------------------------------------------------------------------===//
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
-#include "loom/Dialect/Loom/Utils/Utils.h"
-#include "loom/Sharding/Passes.h"
-#include "loom/Training/Passes.h"
-#include "loom/Planner/AutoShard.h"
+#include "loom/Execution/Artifact.h"
+#include "loom/Execution/Passes.h"
+#include "loom/Pipelines/Pipelines.h"
 #include "loom/Sharding/PartitionReport.h"
-#include "loom/Sharding/Strategies.h"
-#include "loom/Execution/Training.h"
+#include "loom/Support/Debug.h"
 #include "loom/Target/ONNX/ImportONNX.h"
+#include "loom/Training/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/AsmParser/AsmParser.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -142,105 +142,201 @@ static cl::opt<std::string> tpAxis("tp-axis", cl::desc("Tensor-parallel mesh axi
 static cl::list<std::string> inputShapes("input-shape",
     cl::desc("ONNX: NAME=D0xD1x... binds an input's shape"), cl::cat(category));
 
-static int fail(const Twine &message) {
+namespace {
+
+int fail(const Twine &message) {
   llvm::errs() << "loomc: error: " << message << "\n";
   return 2;
 }
 
-/// Integer inputs used as gather indices (token ids) or class labels get
-/// loom.index_bound, so that synthetic data stays in range.
-static void annotateIndexBounds(func::FuncOp fn) {
-  for (BlockArgument arg : fn.getArguments()) {
-    if (fn.getArgAttr(arg.getArgNumber(), LoomDialect::kIndexBoundAttrName))
-      continue;
-    int64_t bound = 0;
-    auto limit = [&](int64_t size) {
-      bound = bound ? std::min(bound, size) : size;
-    };
-    for (Operation *user : arg.getUsers()) {
-      if (auto gather = dyn_cast<GatherOp>(user);
-          gather && gather.getIndices() == arg)
-        limit(gather.getInput().getType().getDimSize(gather.getAxis()));
-      if (auto ce = dyn_cast<CrossEntropyOp>(user); ce && ce.getLabels() == arg)
-        limit(ce.getInput().getType().getDimSize(1));
-      if (auto nll = dyn_cast<NllLossOp>(user); nll && nll.getLabels() == arg)
-        limit(nll.getInput().getType().getDimSize(1));
-    }
-    if (bound > 0)
-      fn.setArgAttr(arg.getArgNumber(), LoomDialect::kIndexBoundAttrName,
-                    IntegerAttr::get(IntegerType::get(fn.getContext(), 64), bound));
-  }
+/// Messages that are not the JSON report go to stderr when stdout carries
+/// one (--plan-report=json), so that stdout stays one JSON document.
+llvm::raw_ostream &messages() {
+  return planReport == "json" ? llvm::errs() : llvm::outs();
 }
 
-/// Applies a file of `NAME [sharding dims]` lines to the training step's
-/// arguments (by parameter symbol or input name); optimizer state follows
-/// its weight. Returns an error message or "".
-static std::string applyShardFile(func::FuncOp step, MeshOp mesh,
-                                  StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return "cannot read " + path.str();
-  MLIRContext *ctx = step.getContext();
-  llvm::StringMap<unsigned> byName;
-  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-    if (auto p = step.getArgAttrOfType<FlatSymbolRefAttr>(
-            i, LoomDialect::kParamAttrName))
-      byName[p.getValue()] = i;
-    if (auto n = step.getArgAttrOfType<StringAttr>(i,
-                                                   LoomDialect::kNameAttrName))
-      byName[n.getValue()] = i;
+/// The model as a module with one function (ONNX import or loom IR).
+OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,
+                                std::string &error) {
+  OwningOpRef<ModuleOp> module;
+  if (StringRef(input).ends_with(".onnx")) {
+    OnnxImportOptions options;
+    for (const std::string &spec : inputShapes) {
+      error = parseOnnxInputShape(spec, options);
+      if (!error.empty())
+        return nullptr;
+    }
+    module = importOnnxFile(input, &ctx, options);
+  } else {
+    auto buffer = mlir::openInputFile(input, &error);
+    if (!buffer)
+      return nullptr;
+    sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   }
-  SmallVector<StringRef> lines;
-  (*buffer)->getBuffer().split(lines, '\n');
-  llvm::StringMap<ShardingAttr> given;
-  for (auto [n, raw] : llvm::enumerate(lines)) {
-    StringRef line = raw.split('#').first.trim();
-    if (line.empty())
-      continue;
-    auto [name, dims] = line.split(' ');
-    std::string where = path.str() + ":" + std::to_string(n + 1) + ": ";
-    auto it = byName.find(name);
-    if (it == byName.end())
-      return where + "'" + name.str() +
-             "' is neither a parameter nor an input of the model";
-    std::string text = "#loom.sharding<@" + mesh.getSymName().str() + ", " +
-                       dims.trim().str() + ">";
-    auto attr = dyn_cast_or_null<ShardingAttr>(parseAttribute(text, ctx));
-    if (!attr)
-      return where + "cannot parse the sharding '" + dims.trim().str() +
-             "' (expected e.g. [{\"dp\"}, {}])";
-    if (failed(attr.verifyFor(step.getArgumentTypes()[it->second], step,
-                              name.str())))
-      return where + "the sharding does not fit '" + name.str() + "'";
-    step.setArgAttr(it->second, LoomDialect::kShardingAttrName, attr);
-    given[name] = attr;
+  if (!module)
+    return nullptr;
+  auto fns = llvm::to_vector(module->getOps<func::FuncOp>());
+  if (fns.size() != 1) {
+    error = llvm::formatv("{0} has {1} functions; loomc needs exactly one "
+                          "(the model)",
+                          input, fns.size());
+    return nullptr;
   }
-  // Optimizer state (state_of its weight) follows its weight unless given.
-  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-    ParameterOp p = boundParameter(step, i);
-    if (!p || !p.getStateOfAttr() || given.count(p.getSymName()))
-      continue;
-    if (ShardingAttr s = given.lookup(p.getStateOfAttr().getValue()))
-      step.setArgAttr(i, LoomDialect::kShardingAttrName, s);
-  }
+  for (const std::string &name : frozen)
+    if (!module->lookupSymbol<ParameterOp>(name)) {
+      error = "--frozen names '" + name + "', which is not a parameter of " +
+              input;
+      return nullptr;
+    }
+  return module;
+}
+
+std::string checkFlags(double &beta1, double &beta2) {
+  if (!train)
+    return "only --train is implemented: say --train";
+  if (init != "onnx" && init != "seeded")
+    return "--init must be onnx or seeded, not '" + init + "'";
+  auto [b1, b2] = StringRef(betas).split(',');
+  if (b1.trim().getAsDouble(beta1) || b2.trim().getAsDouble(beta2))
+    return "--betas must be two numbers B1,B2, got '" + betas + "'";
   return "";
 }
 
+void fillTrainingOptions(TrainingPipelineOptions &o, double beta1,
+                         double beta2) {
+  o.loss = loss;
+  o.classAxis = classAxis;
+  o.frozen = frozen;
+  o.inferBuffers = !noInferBuffers;
+  o.optimizer = optimizer;
+  o.lr = lr;
+  o.weightDecay = weightDecay;
+  o.momentum = momentum;
+  o.dampening = dampening;
+  o.nesterov = nesterov;
+  o.beta1 = beta1;
+  o.beta2 = beta2;
+  o.eps = eps;
+  o.gradClip = gradClip;
+  o.microBatches = microBatches;
+  o.lrSchedule = lrSchedule;
+  o.warmupSteps = warmupSteps;
+  o.totalSteps = totalSteps;
+}
+
+/// The strategy the flags ask for, with loomc's defaults: a shard file's,
+/// the model's own shardings when it declares a mesh, dp for --mesh alone,
+/// none without a mesh. Returns "" and sets `error` when they conflict.
+std::string resolveStrategy(ModuleOp module, std::string &error) {
+  size_t declared = llvm::range_size(module.getOps<MeshOp>());
+  if (declared > 1) {
+    error = "the model declares several meshes; loomc needs one";
+    return "";
+  }
+  bool hasMesh = declared == 1 || !meshSpec.empty();
+  std::string chosen = strategy;
+  if (chosen.empty())
+    chosen = !shardFile.empty()                ? "file"
+             : declared == 1 && meshSpec.empty() ? "annotated"
+             : hasMesh                          ? "dp"
+                                                : "none";
+  if (!shardFile.empty() && chosen != "file") {
+    error = chosen == "auto"
+                ? "--shard and --strategy auto do not go together (put the "
+                  "shardings you need in the model; the planner keeps them)"
+                : "--shard and --strategy " + chosen + " do not go together";
+    return "";
+  }
+  if (chosen != "none" && chosen != "auto" && !hasMesh) {
+    error = "--strategy " + chosen +
+            " needs a mesh: give --mesh, e.g. --mesh dp=4";
+    return "";
+  }
+  return chosen;
+}
+
+void fillShardingOptions(ShardingPipelineOptions &o, ModuleOp module,
+                         StringRef chosen, StringRef reportFile) {
+  o.mesh = meshSpec;
+  o.strategy = chosen.str();
+  o.shardFile = shardFile;
+  o.dpAxis = dpAxis;
+  o.tpAxis = tpAxis;
+  o.cluster = clusterSpec;
+  o.fixedMesh = !meshSpec.empty() || !module.getOps<MeshOp>().empty();
+  o.memoryLimitGiB = memoryLimitGiB;
+  o.planTimeLimit = planTimeLimit;
+  o.compareMegatron = compareMegatron;
+  o.planReport = planReport == "json" ? "json" : "text";
+  o.planReportFile = reportFile.str();
+  o.partition = !planOnly;
+  o.bucketMb = bucketMb;
+}
+
+bool writeText(StringRef dir, StringRef name, StringRef text,
+               std::string &error) {
+  SmallString<256> path(dir);
+  llvm::sys::path::append(path, name);
+  std::error_code ec;
+  llvm::raw_fd_ostream file(path, ec);
+  if (ec) {
+    error = "cannot write " + std::string(path) + ": " + ec.message();
+    return false;
+  }
+  file << text;
+  return true;
+}
+
+/// --plan-only: the plan as annotated IR (global shapes, loom.sharding
+/// everywhere) and as a report, for inspection.
+int writePlanOnly(ModuleOp module, StringRef report) {
+  std::string error;
+  if (!writeModule(module, outDir, "planned.mlir", error) ||
+      !writeText(outDir, planReport == "json" ? "plan.json" : "plan.txt",
+                 report, error))
+    return fail(error);
+  if (planReport != "json")
+    llvm::outs() << "loomc: wrote " << outDir << "/planned.mlir and the "
+                 << "plan report (--plan-only: no training artifact)\n";
+  return 0;
+}
+
+/// plan.txt of a partitioned step: the strategy, the planner's report and
+/// what every device holds and sends; also printed.
+int writePlan(func::FuncOp step, StringRef chosen, StringRef report) {
+  std::string plan;
+  llvm::raw_string_ostream os(plan);
+  os << "strategy: " << chosen << "\n";
+  if (!report.empty() && planReport != "json")
+    os << report << "\n";
+  printPartitionReport(step, os);
+  std::string error;
+  if (!writeText(outDir, "plan.txt", plan, error))
+    return fail(error);
+  messages() << plan << "\n";
+  return 0;
+}
+
+/// Runs `build`'s passes on `module`.
+LogicalResult runPipeline(MLIRContext &ctx, ModuleOp module,
+                          function_ref<void(OpPassManager &)> build) {
+  PassManager pm(&ctx);
+  build(pm);
+  return pm.run(module);
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  registerDebugOptions();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "Loom compiler: build a training artifact\n");
-  if (!train)
-    return fail("only --train is implemented: say --train");
-  if (init != "onnx" && init != "seeded")
-    return fail("--init must be onnx or seeded, not '" + init + "'");
   double beta1 = 0.9, beta2 = 0.999;
-  {
-    auto [b1, b2] = StringRef(betas).split(',');
-    if (b1.trim().getAsDouble(beta1) || b2.trim().getAsDouble(beta2))
-      return fail("--betas must be two numbers B1,B2, got '" + betas + "'");
-  }
+  if (std::string err = checkFlags(beta1, beta2); !err.empty())
+    return fail(err);
 
   MLIRContext ctx;
   ctx.loadDialect<LoomDialect, func::FuncDialect>();
@@ -248,214 +344,67 @@ int main(int argc, char **argv) {
   ctx.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
-  OwningOpRef<ModuleOp> module;
-  if (StringRef(input).ends_with(".onnx")) {
-    OnnxImportOptions options;
-    for (const std::string &spec : inputShapes) {
-      std::string err = parseOnnxInputShape(spec, options);
-      if (!err.empty())
-        return fail(err);
-    }
-    module = importOnnxFile(input, &ctx, options);
-  } else {
-    std::string err;
-    auto buffer = mlir::openInputFile(input, &err);
-    if (!buffer)
-      return fail(err);
-    sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
-  }
-  if (!module)
-    return 2;
-  auto fns = llvm::to_vector(module->getOps<func::FuncOp>());
-  if (fns.size() != 1)
-    return fail(llvm::formatv("{0} has {1} functions; loomc needs exactly one "
-                              "(the model)",
-                              input, fns.size()));
-  annotateIndexBounds(fns.front());
-  for (const std::string &name : frozen) {
-    auto param = module->lookupSymbol<ParameterOp>(name);
-    if (!param)
-      return fail("--frozen names '" + name + "', which is not a parameter of " +
-                  input);
-    param.setTrainable(false);
-  }
-
-  PassManager pm(&ctx);
-  if (!noInferBuffers)
-    pm.addPass(createLoomInferBuffers());
-  LoomAddLossOptions lossOptions;
-  lossOptions.loss = loss;
-  lossOptions.classAxis = classAxis;
-  if (loss != "none")
-    pm.addPass(createLoomAddLoss(lossOptions));
-  LoomBuildTrainStepOptions stepOptions;
-  stepOptions.optimizer = optimizer;
-  stepOptions.lr = lr;
-  stepOptions.weightDecay = weightDecay;
-  stepOptions.momentum = momentum;
-  stepOptions.dampening = dampening;
-  stepOptions.nesterov = nesterov;
-  stepOptions.beta1 = beta1;
-  stepOptions.beta2 = beta2;
-  stepOptions.eps = eps;
-  stepOptions.gradClip = gradClip;
-  stepOptions.microBatches = microBatches;
-  stepOptions.lrSchedule = lrSchedule;
-  stepOptions.warmupSteps = warmupSteps;
-  stepOptions.totalSteps = totalSteps;
-  pm.addPass(createLoomBuildTrainStep(stepOptions));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (failed(pm.run(*module)))
-    return 2;
-
-  // Parallelism: a mesh (given or declared by the model) and shardings.
-  auto step = module->lookupSymbol<func::FuncOp>("train_step");
-  MeshOp mesh;
-  if (!meshSpec.empty()) {
-    if (!module->getOps<MeshOp>().empty())
-      return fail("the model already declares a mesh; drop --mesh to use it "
-                  "(and its shardings)");
-    SmallVector<Attribute> axes;
-    SmallVector<StringRef> specs;
-    StringRef(meshSpec).split(specs, ',');
-    for (StringRef spec : specs) {
-      auto [name, size] = spec.split('=');
-      int64_t n = 0;
-      if (name.trim().empty() || size.trim().getAsInteger(10, n) || n < 1)
-        return fail("--mesh: expected NAME=SIZE[,NAME=SIZE...], got '" +
-                    meshSpec + "'");
-      axes.push_back(MeshAxisAttr::get(&ctx, StringAttr::get(&ctx, name.trim()),
-                                       n, nullptr, nullptr));
-    }
-    OpBuilder b(&ctx);
-    b.setInsertionPointToStart(module->getBody());
-    mesh = MeshOp::create(b, module->getLoc(), "mesh", b.getArrayAttr(axes));
-    if (failed(mlir::verify(mesh)))
-      return 2;
-  } else {
-    auto meshes = llvm::to_vector(module->getOps<MeshOp>());
-    if (meshes.size() > 1)
-      return fail("the model declares several meshes; loomc needs one");
-    if (!meshes.empty())
-      mesh = meshes.front();
-  }
-  std::string chosen = strategy;
-  if (chosen.empty())
-    chosen = !shardFile.empty() ? "file" : mesh && meshSpec.empty() ? "annotated"
-                                                                    : mesh ? "dp" : "";
-  std::string autoReport;
-  if (chosen == "auto") {
-    if (!shardFile.empty())
-      return fail("--shard and --strategy auto do not go together (put the "
-                  "shardings you need in the model; the planner keeps them)");
-    planner::PlannerOptions po;
-    po.cluster = clusterSpec;
-    po.fixedMesh = bool(mesh);
-    po.memoryLimit = memoryLimitGiB * 1024.0 * 1024 * 1024;
-    po.compareMegatron = compareMegatron;
-    po.timeLimit = planTimeLimit;
-    std::string err;
-    FailureOr<planner::Plan> plan = planner::autoShard(*module, step, po, err);
-    if (failed(plan))
-      return fail(err);
-    llvm::raw_string_ostream os(autoReport);
-    if (planReport == "json")
-      planner::printPlanJson(*plan, os);
-    else
-      planner::printPlan(*plan, os);
-    if (planReport.getNumOccurrences() || planOnly)
-      llvm::outs() << autoReport << "\n";
-    if (planOnly) {
-      // The plan as annotated IR (global shapes, loom.sharding everywhere)
-      // and as a report, for inspection.
-      if (std::error_code ec = llvm::sys::fs::create_directories(outDir))
-        return fail("cannot create " + outDir + ": " + ec.message());
-      for (auto [name, text] :
-           {std::pair<StringRef, std::string>{
-                planReport == "json" ? "plan.json" : "plan.txt", autoReport},
-            {"planned.mlir", ""}}) {
-        SmallString<256> path(outDir);
-        llvm::sys::path::append(path, name);
-        std::error_code ec;
-        llvm::raw_fd_ostream file(path, ec);
-        if (ec)
-          return fail("cannot write " + std::string(path) + ": " + ec.message());
-        if (name == "planned.mlir")
-          module->print(file);
-        else
-          file << text;
-      }
-      if (planReport != "json") // stdout stays one JSON document
-        llvm::outs() << "loomc: wrote " << outDir << "/planned.mlir and the "
-                     << "plan report (--plan-only: no training artifact)\n";
-      return 0;
-    }
-    if (!mesh)
-      mesh = *module->getOps<MeshOp>().begin();
-  }
-  if (!chosen.empty() && chosen != "none") {
-    if (!mesh)
-      return fail("--strategy " + chosen + " needs a mesh: give --mesh, e.g. "
-                  "--mesh dp=4");
-    if (!shardFile.empty()) {
-      std::string err = applyShardFile(step, mesh, shardFile);
-      if (!err.empty())
-        return fail(err);
-    } else if (chosen != "annotated" && chosen != "auto") {
-      StrategyOptions options;
-      options.strategy = chosen;
-      options.dpAxis = dpAxis;
-      options.tpAxis = tpAxis;
-      if (failed(applyStrategy(step, mesh, options)))
-        return 2;
-    }
-    PassManager spmd(&ctx);
-    spmd.addPass(createLoomPartition());
-    spmd.addPass(createCanonicalizerPass());
-    spmd.addPass(createCSEPass());
-    if (bucketMb > 0) {
-      LoomBucketAllReduceOptions bucket;
-      bucket.bucketBytes = static_cast<uint64_t>(bucketMb * 1024 * 1024);
-      spmd.addPass(createLoomBucketAllReduce(bucket));
-    }
-    if (failed(spmd.run(*module)))
-      return 2;
-    step = module->lookupSymbol<func::FuncOp>("train_step");
-  }
-
-  ArtifactOptions artifact;
-  artifact.initFromModel = init == "onnx";
-  artifact.seed = seed;
   std::string error;
-  if (!writeTrainingArtifact(*module, outDir, artifact, error))
+  OwningOpRef<ModuleOp> module = loadModel(ctx, sourceMgr, error);
+  if (!module)
+    return error.empty() ? 2 : fail(error);
+
+  TrainingPipelineOptions training;
+  fillTrainingOptions(training, beta1, beta2);
+  if (failed(runPipeline(ctx, *module, [&](OpPassManager &pm) {
+        buildLoomTrainingPipeline(pm, training);
+      })))
+    return 2;
+
+  std::string chosen = resolveStrategy(*module, error);
+  if (chosen.empty())
+    return fail(error);
+  // The planner writes its report to a file that loomc prints and keeps.
+  SmallString<128> reportPath;
+  if (chosen == "auto" &&
+      llvm::sys::fs::createTemporaryFile("loomc-plan", "txt", reportPath))
+    return fail("cannot create a temporary file for the plan report");
+  auto removeReport = llvm::make_scope_exit([&] {
+    if (!reportPath.empty())
+      llvm::sys::fs::remove(reportPath);
+  });
+  ShardingPipelineOptions sharding;
+  fillShardingOptions(sharding, *module, chosen, reportPath);
+  if (failed(runPipeline(ctx, *module, [&](OpPassManager &pm) {
+        buildLoomShardingPipeline(pm, sharding);
+      })))
+    return 2;
+  std::string report;
+  if (!reportPath.empty())
+    if (auto buffer = llvm::MemoryBuffer::getFile(reportPath))
+      report = (*buffer)->getBuffer().str();
+  if (!report.empty() && (planReport.getNumOccurrences() || planOnly))
+    llvm::outs() << report << "\n";
+  if (planOnly)
+    return writePlanOnly(*module, report);
+
+  LoomExportParametersOptions exportOptions;
+  exportOptions.dir = outDir;
+  exportOptions.init = init == "onnx" ? "model" : "seeded";
+  exportOptions.seed = seed;
+  if (failed(runPipeline(ctx, *module, [&](OpPassManager &pm) {
+        pm.addPass(createLoomExportParameters(exportOptions));
+      })))
+    return 2;
+  if (!writeModule(*module, outDir, "train.mlir", error))
     return fail(error);
 
-  if (step->hasAttr(LoomDialect::kPartitionedAttrName)) {
-    std::string plan;
-    llvm::raw_string_ostream os(plan);
-    os << "strategy: " << chosen << "\n";
-    if (!autoReport.empty() && planReport != "json")
-      os << autoReport << "\n";
-    printPartitionReport(step, os);
-    SmallString<256> path(outDir);
-    llvm::sys::path::append(path, "plan.txt");
-    std::error_code ec;
-    llvm::raw_fd_ostream file(path, ec);
-    if (ec)
-      return fail("cannot write " + std::string(path) + ": " + ec.message());
-    file << plan;
-    llvm::outs() << plan << "\n";
-  }
-
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  if (step->hasAttr(LoomDialect::kPartitionedAttrName))
+    if (int status = writePlan(step, chosen, report))
+      return status;
   int64_t numParams = 0, numElements = 0;
   for (ParameterOp p : module->getOps<ParameterOp>())
     if (p.getTrainable()) {
       ++numParams;
       numElements += p.getType().getNumElements();
     }
-  llvm::outs() << llvm::formatv(
+  messages() << llvm::formatv(
       "loomc: {0} trainable parameters ({1} values), loss {2}, optimizer {3}; "
       "wrote {4}/train.mlir and {4}/params.bin\n",
       numParams, numElements, loss, optimizer, outDir);

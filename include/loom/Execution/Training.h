@@ -1,14 +1,9 @@
-//===- Training.h - Training artifacts and the CPU training loop -*- C++ -*-===//
+//===- Training.h - The CPU training loop -----------------------*- C++ -*-===//
 //
-// A training artifact is a directory written by loomc:
-//
-//   train.mlir   the module with @train_step (loom-build-train-step) and its
-//                loom.parameter declarations (weights, optimizer state, step)
-//   params.bin   initial values, referenced by #loom.external<"params.bin">
-//
-// runTraining() JIT-compiles @train_step and runs it for a number of steps,
-// feeding each step's updated parameters (results with loom.param) back as
-// the next step's arguments.
+// runTraining() JIT-compiles @train_step of a training artifact (Artifact.h)
+// and runs it for a number of steps, feeding each step's updated parameters
+// (results with loom.param) back as the next step's arguments; a
+// partitioned step runs on its mesh, one rank per device.
 //
 // Data contract: a data directory holds `<name>.npy` for every data
 // argument (named by loom.name: the ONNX graph input names, and `labels`),
@@ -22,6 +17,7 @@
 #ifndef LOOM_EXECUTION_TRAINING_H
 #define LOOM_EXECUTION_TRAINING_H
 
+#include "loom/Execution/Artifact.h"
 #include "loom/Execution/Executor.h"
 #include "loom/Execution/HostTensor.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -30,28 +26,6 @@
 #include <string>
 
 namespace mlir::loom {
-
-/// A deterministic initial value for a parameter without one, chosen as
-/// PyTorch initialises layers: biases (`*bias`, `*beta`) zero, 1-d scales
-/// (`*weight`, `*gamma`, `*scale`) one, other tensors uniform in
-/// [-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = prod(shape[1:]) (the
-/// [out, in, ...] layout of torch.nn). Values depend only on `seed` and
-/// `name`, not on the order of parameters.
-HostTensor initialParameterValue(llvm::StringRef name, RankedTensorType type,
-                                 uint64_t seed);
-
-struct ArtifactOptions {
-  /// Keep initial values the model has (ONNX initializers); otherwise every
-  /// trainable parameter is initialised with initialParameterValue.
-  bool initFromModel = true;
-  uint64_t seed = 0;
-};
-
-/// Writes `dir`/train.mlir and `dir`/params.bin. Non-splat initial values
-/// move to params.bin; parameters without one are initialised. Modifies
-/// `module` (its parameter declarations).
-bool writeTrainingArtifact(ModuleOp module, llvm::StringRef dir,
-                           const ArtifactOptions &options, std::string &error);
 
 struct TrainOptions {
   int64_t steps = 1;
@@ -67,7 +41,16 @@ struct TrainOptions {
   std::function<void(int64_t step, double loss)> onStep;
   /// Partitioned steps: seconds a collective may take.
   double timeoutSeconds = 60.0;
+  /// For testing failure handling: rank `faultRank`, before step
+  /// `faultStep`, dies (kill: SIGKILL), stalls (stop: SIGSTOP) or exits
+  /// with status 3 (exit). Off when `faultMode` is empty.
+  int64_t faultRank = -1, faultStep = -1;
+  std::string faultMode;
 };
+
+/// Parses RANK:STEP:kill|stop|exit into `options`' fault fields; returns an
+/// error message or "".
+std::string parseFault(llvm::StringRef spec, TrainOptions &options);
 
 struct TrainResult {
   /// This process's rank (0 when not distributed).

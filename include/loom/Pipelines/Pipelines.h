@@ -1,12 +1,16 @@
 //===- Pipelines.h - Loom's named pass pipelines ----------------*- C++ -*-===//
 //
-// The compiler's stages as pass pipelines, registered by name so that
-// loom-opt runs exactly what loomc runs (as IREE's Pipelines/ does):
+// The compiler's stages as pass pipelines registered by name, so that
+// loom-opt runs exactly what loomc runs (as IREE's Pipelines/ does; loomc
+// only parses flags and builds these):
 //
-//   --loom-training-pipeline   model -> @train_step (Training/)
-//   --loom-sharding-pipeline   @train_step -> per-device program (Sharding/,
-//                              Planner/)
-//   --loom-cpu-pipeline        loom -> LLVM dialect (Codegen/CPU/)
+//   --loom-training-pipeline   model -> @train_step (Training/Passes.h)
+//   --loom-sharding-pipeline   @train_step -> the per-device program:
+//                              mesh, strategy or planner, partition,
+//                              bucketing (below)
+//   --loom-cpu-pipeline        loom -> LLVM dialect (Codegen/CPU/Passes.h)
+//
+// followed, for an artifact, by --loom-export-parameters=dir=DIR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,7 +20,80 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <string>
+
 namespace mlir::loom {
+
+/// Options of `--loom-sharding-pipeline` (and of loomc's flags).
+struct ShardingPipelineOptions
+    : public PassPipelineOptions<ShardingPipelineOptions> {
+  Option<std::string> function{
+      *this, "function", llvm::cl::desc("The training step"),
+      llvm::cl::init("train_step")};
+  Option<std::string> mesh{
+      *this, "mesh",
+      llvm::cl::desc("Create this mesh, NAME=SIZE[,NAME=SIZE...] (empty: "
+                     "the module's)"),
+      llvm::cl::init("")};
+  Option<std::string> strategy{
+      *this, "strategy",
+      llvm::cl::desc("none, annotated (the model's shardings), file "
+                     "(shard-file), auto (the planner), or a preset: dp, "
+                     "tp, dp-tp, zero1, zero2, zero3, replicated"),
+      llvm::cl::init("none")};
+  Option<std::string> shardFile{*this, "shard-file",
+                                llvm::cl::desc("strategy=file: the file"),
+                                llvm::cl::init("")};
+  Option<std::string> dpAxis{*this, "dp-axis",
+                             llvm::cl::desc("Data-parallel mesh axis"),
+                             llvm::cl::init("dp")};
+  Option<std::string> tpAxis{*this, "tp-axis",
+                             llvm::cl::desc("Tensor-parallel mesh axis"),
+                             llvm::cl::init("tp")};
+  // The planner (strategy=auto).
+  Option<std::string> cluster{*this, "cluster",
+                              llvm::cl::desc("Cluster preset or JSON file"),
+                              llvm::cl::init("cpu-local")};
+  Option<bool> fixedMesh{
+      *this, "fixed-mesh",
+      llvm::cl::desc("Plan for the module's mesh instead of choosing one"),
+      llvm::cl::init(false)};
+  Option<double> memoryLimitGiB{
+      *this, "memory-limit-gib",
+      llvm::cl::desc("Per-device memory limit (default: 90% of the device's)"),
+      llvm::cl::init(0)};
+  Option<double> planTimeLimit{*this, "plan-time-limit",
+                               llvm::cl::desc("Seconds per ILP"),
+                               llvm::cl::init(20)};
+  Option<bool> compareMegatron{
+      *this, "compare-megatron",
+      llvm::cl::desc("Also price every DP x TP Megatron plan"),
+      llvm::cl::init(false)};
+  Option<std::string> planReport{*this, "plan-report",
+                                 llvm::cl::desc("none, text or json"),
+                                 llvm::cl::init("none")};
+  Option<std::string> planReportFile{
+      *this, "plan-report-file",
+      llvm::cl::desc("Where the planner's report goes (- for stdout)"),
+      llvm::cl::init("-")};
+  // The program.
+  Option<bool> partition{
+      *this, "partition",
+      llvm::cl::desc("Partition (false: stop with the shardings chosen)"),
+      llvm::cl::init(true)};
+  Option<double> bucketMb{
+      *this, "bucket-mb",
+      llvm::cl::desc("Fuse all-reduces into buckets of this many MiB (0: off)"),
+      llvm::cl::init(25.0)};
+};
+
+/// @train_step with shardings (or a mesh to plan for) -> the per-device
+/// program: [loom-create-mesh], one of loom-apply-strategy /
+/// loom-apply-shard-file / loom-auto-shard, then loom-partition,
+/// canonicalize, cse and loom-bucket-all-reduce. Strategy "none" adds
+/// nothing.
+void buildLoomShardingPipeline(OpPassManager &pm,
+                               const ShardingPipelineOptions &options);
 
 /// Registers every Loom pass and the named pipelines above.
 void registerLoomPassesAndPipelines();

@@ -88,6 +88,8 @@ namespace mlir::loom {
 /// (one per operand, null for unknown) allow it — every operand partial
 /// alike for a jointly linear op (add, concat, reshape...), one partial
 /// linear operand and the rest whole for mul or div. Only sums qualify.
+SmallVector<StringRef> linearPartial(const ShardingRule &rule,
+                                     ArrayRef<ShardingAttr> shardings);
 SmallVector<StringRef> linearPartial(Operation *op,
                                      ArrayRef<ShardingAttr> shardings);
 

@@ -48,6 +48,42 @@ def LoomPropagateSharding : Pass<"loom-propagate-sharding", "mlir::ModuleOp"> {
   ];
 }
 
+def LoomCreateMesh : Pass<"loom-create-mesh", "mlir::ModuleOp"> {
+  let summary = "Declare the device mesh a program is planned for";
+  let description = [{
+    Adds `loom.mesh @<name> [...]` from a specification `NAME=SIZE,...`
+    (axes major to minor; devices numbered row-major), e.g.
+    `--loom-create-mesh="mesh=dp=2,tp=2"`. A module that declares a mesh
+    already is an error: its shardings name that mesh.
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
+           "Axes as NAME=SIZE[,NAME=SIZE...]">,
+    Option<"name", "name", "std::string", /*default=*/"\"mesh\"",
+           "Symbol of the new mesh">,
+  ];
+  let dependentDialects = ["mlir::loom::LoomDialect"];
+}
+
+def LoomApplyShardFile : Pass<"loom-apply-shard-file", "mlir::ModuleOp"> {
+  let summary = "Shard a training step's arguments as a file says";
+  let description = [{
+    Reads lines `NAME DIMS`, DIMS as in `#loom.sharding` (`[{"dp"}, {}` and a
+    closing bracket), `#` starting a comment, and sets the
+    sharding of the argument bound to parameter NAME, or of the input named
+    NAME, over the module's mesh; optimizer state follows its weight
+    (`state_of`) unless the file names it. Unknown names, sharding that
+    does not parse or does not fit the tensor are errors naming the line.
+    loom-propagate-sharding / loom-partition complete the rest.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"\"",
+           "The sharding file">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Training step (default: the module's only function)">,
+  ];
+}
+
 def LoomApplyStrategy : Pass<"loom-apply-strategy", "mlir::ModuleOp"> {
   let summary = "Annotate a training step with a parallelism preset";
   let description = [{

@@ -13,8 +13,8 @@
 // axes over which the value is a partial result.
 //
 // The steps, in order (the fewest collectives the two shardings allow):
-//   1. partial axes: reduce_scatter into a dimension that wants the axis
-//      next (one per axis), all_reduce over the rest;
+//   1. partial axes: reduce_scatter into a dimension whose next wanted
+//      axes they are, all_reduce over the rest;
 //   2. all_to_all for an axis leaving the end of one dimension for the
 //      place right after what another dimension holds;
 //   3. all_gather of each dimension's axes past the common prefix;

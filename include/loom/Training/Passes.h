@@ -6,6 +6,7 @@
 #include "loom/Dialect/Loom/IR/LoomDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
 
 namespace mlir::loom {
 
@@ -14,6 +15,73 @@ namespace mlir::loom {
 
 #define GEN_PASS_REGISTRATION
 #include "loom/Training/Passes.h.inc"
+
+/// Options of `--loom-training-pipeline` (and of loomc's flags of the same
+/// names): the loss, which parameters train, the optimizer.
+struct TrainingPipelineOptions
+    : public PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> loss{
+      *this, "loss",
+      llvm::cl::desc("cross_entropy, nll, mse, or none (the model's first "
+                     "result already is the loss)"),
+      llvm::cl::init("cross_entropy")};
+  Option<int64_t> classAxis{
+      *this, "class-axis",
+      llvm::cl::desc("Output dimension holding the classes (default: last)"),
+      llvm::cl::init(-1)};
+  ListOption<std::string> frozen{
+      *this, "frozen",
+      llvm::cl::desc("Parameters (by name) not to train")};
+  Option<bool> inferBuffers{
+      *this, "infer-buffers",
+      llvm::cl::desc("Parameters no gradient reaches become buffers"),
+      llvm::cl::init(true)};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd, adam or adamw"),
+                                llvm::cl::init("adamw")};
+  Option<double> lr{*this, "lr",
+                    llvm::cl::desc("Learning rate (default 1e-3 for Adam/AdamW)"),
+                    llvm::cl::init(-1.0)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.0)};
+  Option<double> dampening{*this, "dampening", llvm::cl::desc("SGD dampening"),
+                           llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov",
+                        llvm::cl::desc("SGD Nesterov momentum"),
+                        llvm::cl::init(false)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("Weight decay (default 0.01 for AdamW, 0 otherwise)"),
+      llvm::cl::init(-1.0)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("Adam beta1"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("Adam beta2"),
+                       llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("Adam epsilon"),
+                     llvm::cl::init(1e-8)};
+  Option<double> gradClip{
+      *this, "grad-clip",
+      llvm::cl::desc("Clip the global gradient norm to this (0: off)"),
+      llvm::cl::init(0.0)};
+  Option<unsigned> microBatches{
+      *this, "micro-batches",
+      llvm::cl::desc("Micro-batches per step (gradient accumulation)"),
+      llvm::cl::init(1)};
+  Option<std::string> lrSchedule{*this, "lr-schedule",
+                                 llvm::cl::desc("constant or warmup-cosine"),
+                                 llvm::cl::init("constant")};
+  Option<int64_t> warmupSteps{*this, "warmup-steps",
+                              llvm::cl::desc("warmup-cosine: warmup steps"),
+                              llvm::cl::init(0)};
+  Option<int64_t> totalSteps{*this, "total-steps",
+                             llvm::cl::desc("warmup-cosine: steps to decay over"),
+                             llvm::cl::init(0)};
+};
+
+/// Model function -> @train_step: index bounds, frozen parameters, buffers
+/// no gradient reaches, the loss, forward + backward + optimizer, cleanup.
+void buildLoomTrainingPipeline(OpPassManager &pm,
+                               const TrainingPipelineOptions &options);
 
 } // namespace mlir::loom
 

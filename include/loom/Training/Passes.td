@@ -10,6 +10,33 @@
 
 include "mlir/Pass/PassBase.td"
 
+def LoomAnnotateIndexBounds : Pass<"loom-annotate-index-bounds", "mlir::ModuleOp"> {
+  let summary = "Give integer inputs used as indices their range";
+  let description = [{
+    Sets `loom.index_bound` on integer arguments used as gather indices
+    (token ids: the gathered dimension's size) or as class labels of a
+    cross-entropy / NLL loss (the number of classes), the smallest when
+    several uses bound one argument, so that synthetic data and checks stay
+    in range. Arguments that already have a bound keep it.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Function to annotate (default: the module's only function)">,
+  ];
+}
+
+def LoomFreezeParameters : Pass<"loom-freeze-parameters", "mlir::ModuleOp"> {
+  let summary = "Keep the named parameters out of training";
+  let description = [{
+    Clears `trainable` on the named `loom.parameter`s (fine-tuning part of a
+    model): the training step neither differentiates nor updates them. A
+    name that is not a parameter is an error.
+  }];
+  let options = [
+    ListOption<"names", "names", "std::string", "Parameters to freeze">,
+  ];
+}
+
 def LoomInferBuffers : Pass<"loom-infer-buffers", "mlir::ModuleOp"> {
   let summary = "Mark parameters that no gradient can reach as buffers";
   let description = [{

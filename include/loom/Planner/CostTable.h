@@ -1,0 +1,87 @@
+//===- CostTable.h - A whole step priced, per choice ------------*- C++ -*-===//
+//
+// What one choice per node costs for a whole training step (forward,
+// backward, optimizer update): node costs (compute, own collectives, memory
+// held, rematerialization), edge costs (resharding values forward and
+// gradients backward, where a parameter's gradient and optimizer state live
+// under ZeRO-style splits). `evaluate` sums them for one choice (reports,
+// brute force, baselines); `buildCostTable` turns them into the solver's
+// plain numbers. Both call the same nodeCost and edgeCost, so what the ILP
+// minimizes is what the report says.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PLANNER_COSTTABLE_H
+#define LOOM_PLANNER_COSTTABLE_H
+
+#include "loom/Planner/Graph.h"
+#include "loom/Planner/Solver.h"
+
+namespace mlir::loom::planner {
+
+struct MemoryBreakdown {
+  double parameters = 0, gradients = 0, optimizer = 0, activations = 0,
+         inputs = 0;
+  double total() const {
+    return parameters + gradients + optimizer + activations + inputs;
+  }
+};
+
+struct Totals {
+  double time = 0, compute = 0, comm = 0;
+  MemoryBreakdown memory;
+};
+
+/// A node under a strategy, with `remat` of the repeated layers'
+/// activations recomputed (0, 0.5, 1).
+struct NodeCost {
+  double compute = 0, comm = 0, memory = 0;
+};
+NodeCost nodeCost(const Node &node, const Strategy &s, double remat,
+                  const MeshShape &mesh);
+
+/// An edge between the strategies of its ends: resharding time, and for a
+/// parameter's first use the bytes of its gradient and optimizer state.
+struct EdgeCost {
+  double time = 0, gradients = 0, optimizer = 0;
+};
+EdgeCost edgeCost(const Graph &g, const Edge &e, const Strategy &a,
+                  const Strategy &b, Costs &costs);
+
+/// The state split of a parameter stored as `storage` whose gradient is
+/// partial over `gradPartial`: further split over those axes where a
+/// dimension allows it (ZeRO-1/2 at no extra communication). Returns the
+/// extra axes and sets `dimOut` to the dimension.
+Mask zeroExtra(const AxisSharding &storage, Mask gradPartial,
+               RankedTensorType type, const MeshShape &mesh,
+               int *dimOut = nullptr);
+
+/// The whole step under one choice per node.
+Totals evaluate(const Graph &g, ArrayRef<int> choice, double remat,
+                Costs &costs);
+
+/// The solver's numbers: one variable per distinct node, edges of repeated
+/// layers priced once and weighted by their count.
+struct CostTable {
+  SolverRequest request;
+  /// Per node: the variable of its rep.
+  SmallVector<int> variableOf;
+  /// Per variable: its node.
+  SmallVector<int> nodeOf;
+
+  /// A choice per node from the solver's choice per variable.
+  SmallVector<int> choiceOf(ArrayRef<int> variableChoice) const;
+  /// The solver's start from a choice per node.
+  std::vector<int> startOf(ArrayRef<int> nodeChoice) const;
+};
+CostTable buildCostTable(const Graph &g, Costs &costs, double remat);
+
+/// The fastest choice that fits `limit` by exhaustive search over the
+/// distinct nodes (-1 when there are more than `maxCombinations`), and
+/// how many combinations there are.
+double bruteForce(const Graph &g, double remat, double limit, Costs &costs,
+                  double maxCombinations, double &combinations);
+
+} // namespace mlir::loom::planner
+
+#endif // LOOM_PLANNER_COSTTABLE_H

@@ -1,0 +1,120 @@
+//===- Graph.h - The planner's view of a training step ----------*- C++ -*-===//
+//
+// The forward ops of a step (what the loss depends on), its parameters and
+// its inputs, as nodes joined by edges from producer results to consumer
+// operands. Each distinct node gets candidate strategies (Candidates.h);
+// the cost table (CostTable.h) prices them; the solver (Solver.h) picks one
+// per distinct node.
+//
+// Repeated layers are found structurally (coarsen): ops of layer k > 0 get
+// `rep` = the matching op of layer 0 and share its choice, so a 96-layer
+// model costs one layer's ILP.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PLANNER_GRAPH_H
+#define LOOM_PLANNER_GRAPH_H
+
+#include "loom/Planner/CostModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::loom::planner {
+
+/// One way to run a node. For ops: mesh axes per factor of the op's
+/// sharding rule (ascending axes), what that makes of its operands and
+/// results, and its cost; for parameters and inputs: how the tensor is
+/// stored (`results[0]`).
+struct Strategy {
+  SmallVector<Mask, 4> factors;
+  SmallVector<AxisSharding, 2> operands;
+  /// As resolved (partial results reduced or scattered).
+  SmallVector<AxisSharding, 1> results;
+  /// Per operand: the axes its gradient is partial over (factors it lacks).
+  SmallVector<Mask, 2> gradPartial;
+  /// Forward+backward compute, forward compute alone, own collectives
+  /// (resolving partial results, both directions), memory held (saved
+  /// activations, or the tensor itself).
+  double compute = 0, fwd = 0, comm = 0, memory = 0;
+  /// The result dimension a partial result is scattered into (-1: it is
+  /// all-reduced), and the axes it is partial over before that.
+  int rsDim = -1;
+  Mask partial = 0;
+
+  /// The same from outside (operands, results, gradients).
+  bool sameOutside(const Strategy &o) const {
+    return operands == o.operands && results == o.results &&
+           gradPartial == o.gradPartial;
+  }
+};
+
+enum class NodeKind { Op, Param, Data };
+
+struct Node {
+  NodeKind kind = NodeKind::Op;
+  Operation *op = nullptr;
+  /// Parameters and inputs: the function argument and its type.
+  int argIndex = -1;
+  RankedTensorType type;
+  bool trainable = false;
+  std::vector<Strategy> strategies;
+  /// Per operand: whether a gradient flows to it.
+  SmallVector<bool, 2> gradOperand;
+  /// Per result: whether the backward pass reads it (a consumer's gradient
+  /// rule saves it, DifferentiableOpInterface::getSavedForBackward).
+  SmallVector<bool, 1> saved;
+  /// The node whose choice this one shares (itself unless coarsened), its
+  /// layer inside the repeated run (-1 outside), and whether the next layer
+  /// reads it (its output is the layer's input kept under remat).
+  int rep = -1;
+  int layer = -1;
+  bool crossLayerProducer = false;
+  std::string name;
+};
+
+/// Result `res` of node `u` feeds operand `operand` of node `v`.
+struct Edge {
+  int u, res, v, operand;
+  RankedTensorType type;
+  /// A gradient flows back along it.
+  bool grad;
+  /// The first use of `u` (where a parameter's gradient and optimizer state
+  /// are counted).
+  bool firstUse;
+
+  double bytes() const;
+  double elementBytes() const;
+  bool half() const;
+};
+
+struct Graph {
+  func::FuncOp fn;
+  SmallVector<Node> nodes;
+  SmallVector<Edge> edges;
+  /// Optimizer state tensors per trainable parameter.
+  int nStates = 2;
+  /// Repeated layers (0: none) and ops per layer.
+  int layers = 0, period = 0;
+  /// Per argument: the weight argument it is optimizer state of, or -1.
+  SmallVector<int> stateOwner;
+};
+
+/// Forward ops, parameters and inputs of `fn`. `defaultStates`: optimizer
+/// state tensors per parameter when `fn` is not a training step.
+Graph buildGraph(func::FuncOp fn, int defaultStates);
+
+/// Finds the longest run of ops that repeats with one period and reads
+/// like layers (each layer its own ops, the previous layer's, or shared
+/// values), and makes its layers share variables.
+void coarsen(Graph &g);
+
+double bytesOf(Type type);
+bool isHalf(Type type);
+
+} // namespace mlir::loom::planner
+
+#endif // LOOM_PLANNER_GRAPH_H

@@ -1,0 +1,85 @@
+//===- Report.h - What the planner chose and predicts -----------*- C++ -*-===//
+//
+// A plan as users read it (`--plan-report`, text or JSON): the mesh and its
+// links, the predicted step time and per-device memory, the solver's
+// status, per-op shardings with their collectives and costs, the
+// collectives of a step, runners-up and the Megatron baselines.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PLANNER_REPORT_H
+#define LOOM_PLANNER_REPORT_H
+
+#include "loom/Planner/CostTable.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::loom::planner {
+
+struct OpRow {
+  std::string op;       // op name and location
+  std::string sharding; // result sharding
+  std::string note;     // e.g. "all_reduce over [tp]"
+  double count = 1;     // ops sharing this row (repeated layers)
+  double compute = 0;   // seconds per op, forward+backward
+  double comm = 0;      // seconds per op (its own collectives and resharding)
+};
+
+struct Alternative {
+  std::string mesh;
+  double remat = 0;
+  bool feasible = false;
+  double seconds = 0;
+  double memory = 0;
+};
+
+struct Plan {
+  std::string cluster, device;
+  /// Chosen mesh, as "dp=8,tp=8", and its axes.
+  std::string mesh;
+  std::vector<std::string> axisNames;
+  std::vector<int64_t> axisSizes;
+  std::vector<std::string> axisLinks;
+  double stepTime = 0, computeTime = 0, commTime = 0;
+  double remat = 0; // fraction of repeated layers recomputed
+  MemoryBreakdown memory;
+  double memoryLimit = 0;
+  // Solver.
+  std::string solverStatus;
+  double gap = 0;
+  int variables = 0, constraints = 0, ilps = 0;
+  /// Planning (graph, strategies, ILPs), and pricing the Megatron plans
+  /// (not part of planning).
+  double planningSeconds = 0, ilpSeconds = 0, megatronSeconds = 0;
+  // Graph.
+  int nodes = 0, distinctNodes = 0, layers = 0, opsPerLayer = 0;
+  std::vector<OpRow> ops;
+  std::vector<Collective> collectives;
+  std::vector<Alternative> runnersUp;
+  /// With compareMegatron: every DP x TP factorization's Megatron plan.
+  std::vector<Alternative> megatron;
+  /// With bruteForce: the exhaustive search's best step time (-1: too big).
+  double bruteForceTime = -1;
+  double bruteForceCombinations = 0;
+};
+
+/// Fills `plan.ops` and `plan.collectives` for `choice` on `mesh` (whose
+/// axes carry their final names).
+void describeChoice(Plan &plan, const Graph &g, ArrayRef<int> choice,
+                    double remat, const DeviceSpec &device,
+                    const MeshShape &mesh);
+
+void printPlan(const Plan &plan, llvm::raw_ostream &os);
+void printPlanJson(const Plan &plan, llvm::raw_ostream &os);
+
+/// Memory as "12.34 GiB" from 0.01 GiB up, smaller units below.
+std::string formatMemory(double bytes);
+/// Seconds as "1.234 s", "12.345 ms" or "5.0 us".
+std::string formatSeconds(double seconds);
+
+} // namespace mlir::loom::planner
+
+#endif // LOOM_PLANNER_REPORT_H

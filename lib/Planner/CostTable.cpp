@@ -1,0 +1,235 @@
+//===- CostTable.cpp - A whole step priced, per choice --------------------===//
+
+#include "loom/Planner/CostTable.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::planner;
+
+NodeCost mlir::loom::planner::nodeCost(const Node &node, const Strategy &s,
+                                       double remat, const MeshShape &mesh) {
+  NodeCost c;
+  c.memory = s.memory;
+  if (node.kind != NodeKind::Op)
+    return c;
+  c.compute = s.compute;
+  c.comm = s.comm;
+  if (node.layer >= 0) {
+    // Rematerialized layers run their forward again in the backward pass
+    // and keep only the layer's input (the previous layer's output).
+    c.compute += remat * s.fwd;
+    c.memory *= 1 - remat;
+    if (node.crossLayerProducer)
+      c.memory += remat * bytesOf(node.op->getResult(0).getType()) /
+                  mesh.n(s.results[0].usedMask());
+  }
+  return c;
+}
+
+Mask mlir::loom::planner::zeroExtra(const AxisSharding &storage,
+                                    Mask gradPartial, RankedTensorType type,
+                                    const MeshShape &mesh, int *dimOut) {
+  Mask extra = gradPartial & ~storage.usedMask();
+  if (!extra)
+    return 0;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.getDimSize(d) %
+            (mesh.n(maskOf(storage.dims[d])) * mesh.n(extra)) ==
+        0) {
+      if (dimOut)
+        *dimOut = d;
+      return extra;
+    }
+  return 0;
+}
+
+EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
+                                       const Strategy &a, const Strategy &b,
+                                       Costs &costs) {
+  EdgeCost c;
+  const AxisSharding &src = a.results[e.res];
+  ArrayRef<int64_t> shape = e.type.getShape();
+  double element = e.elementBytes();
+  c.time = costs.reshard(src, b.operands[e.operand], shape, element);
+  const Node &u = g.nodes[e.u];
+  if (e.grad) {
+    // The gradient comes back partial over the axes the consumer's
+    // operand lacks, and is reduced into how the value is stored.
+    AxisSharding grad = b.operands[e.operand];
+    grad.partial = axesOf(b.gradPartial[e.operand]);
+    costs.bucketed = u.kind == NodeKind::Param;
+    c.time += costs.reshard(grad, src, shape, element);
+    costs.bucketed = false;
+  }
+  if (u.kind == NodeKind::Param && u.trainable && e.firstUse) {
+    Mask extra = zeroExtra(src, b.gradPartial[e.operand], e.type, costs.mesh);
+    double local = e.bytes() / costs.mesh.n(src.usedMask() | extra);
+    c.gradients = local;
+    c.optimizer = g.nStates * local;
+    double elems = local / std::max(1.0, element);
+    c.time += costs.compute(10 * elems, (3 + 2 * g.nStates) * local, e.half());
+  }
+  return c;
+}
+
+Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
+                                     double remat, Costs &costs) {
+  Totals t;
+  for (int v = 0; v < int(g.nodes.size()); ++v) {
+    const Node &n = g.nodes[v];
+    costs.where = n.name;
+    NodeCost c = nodeCost(n, n.strategies[choice[v]], remat, costs.mesh);
+    t.compute += c.compute;
+    t.comm += c.comm;
+    if (n.kind == NodeKind::Op)
+      t.memory.activations += c.memory;
+    else if (n.kind == NodeKind::Param)
+      t.memory.parameters += c.memory;
+    else
+      t.memory.inputs += c.memory;
+  }
+  for (const Edge &e : g.edges) {
+    costs.where = g.nodes[e.v].name;
+    EdgeCost c = edgeCost(g, e, g.nodes[e.u].strategies[choice[e.u]],
+                          g.nodes[e.v].strategies[choice[e.v]], costs);
+    t.comm += c.time;
+    t.memory.gradients += c.gradients;
+    t.memory.optimizer += c.optimizer;
+  }
+  t.time = t.compute + t.comm;
+  return t;
+}
+
+//===----------------------------------------------------------------------===//
+// The solver's table
+//===----------------------------------------------------------------------===//
+
+SmallVector<int> CostTable::choiceOf(ArrayRef<int> variableChoice) const {
+  SmallVector<int> choice;
+  for (int var : variableOf)
+    choice.push_back(variableChoice[var]);
+  return choice;
+}
+
+std::vector<int> CostTable::startOf(ArrayRef<int> nodeChoice) const {
+  std::vector<int> start;
+  for (int v : nodeOf)
+    start.push_back(nodeChoice[v]);
+  return start;
+}
+
+namespace {
+
+/// Adds node costs: every member of a rep group, under each strategy.
+void addNodeCosts(const Graph &g, double remat, const MeshShape &mesh,
+                  CostTable &t) {
+  SolverRequest &r = t.request;
+  for (int v = 0; v < int(g.nodes.size()); ++v) {
+    const Node &n = g.nodes[v];
+    int var = t.variableOf[v];
+    const auto &strategies = g.nodes[n.rep].strategies;
+    for (size_t i = 0; i < strategies.size(); ++i) {
+      NodeCost c = nodeCost(n, strategies[i], remat, mesh);
+      r.cost[var][i] += c.compute + c.comm;
+      r.memory[var][i] += c.memory;
+    }
+  }
+}
+
+/// Adds edge costs. Edges of repeated layers price alike: one per kind
+/// (ends, result, operand, first use, gradient), times its count.
+void addEdgeCosts(const Graph &g, Costs &costs, CostTable &t) {
+  SolverRequest &r = t.request;
+  std::map<std::tuple<int, int, int, int, bool, bool>, std::pair<Edge, double>>
+      groups;
+  for (const Edge &e : g.edges) {
+    auto key = std::make_tuple(g.nodes[e.u].rep, g.nodes[e.v].rep, e.res,
+                               e.operand, e.firstUse, e.grad);
+    groups.try_emplace(key, e, 0.0).first->second.second += 1;
+  }
+  for (auto &[key, group] : groups) {
+    const Edge &e = group.first;
+    double weight = group.second;
+    int ru = g.nodes[e.u].rep, rv = g.nodes[e.v].rep;
+    const auto &su = g.nodes[ru].strategies, &sv = g.nodes[rv].strategies;
+    int vu = t.variableOf[e.u], vv = t.variableOf[e.v];
+    auto price = [&](size_t i, size_t j) {
+      EdgeCost c = edgeCost(g, e, su[i], sv[j], costs);
+      return std::make_pair(weight * c.time,
+                            weight * (c.gradients + c.optimizer));
+    };
+    if (ru == rv) {
+      // Both ends share one variable: only equal choices happen.
+      for (size_t i = 0; i < su.size(); ++i) {
+        auto [time, mem] = price(i, i);
+        r.cost[vu][i] += time;
+        r.memory[vu][i] += mem;
+      }
+      continue;
+    }
+    SolverRequest::Pair p{vu, vv, {}, {}};
+    for (size_t i = 0; i < su.size(); ++i)
+      for (size_t j = 0; j < sv.size(); ++j) {
+        auto [time, mem] = price(i, j);
+        p.cost.push_back(time);
+        p.memory.push_back(mem);
+      }
+    r.pairs.push_back(std::move(p));
+  }
+}
+
+} // namespace
+
+CostTable mlir::loom::planner::buildCostTable(const Graph &g, Costs &costs,
+                                              double remat) {
+  CostTable t;
+  t.variableOf.assign(g.nodes.size(), -1);
+  for (int v = 0; v < int(g.nodes.size()); ++v)
+    if (g.nodes[v].rep == v) {
+      t.variableOf[v] = t.nodeOf.size();
+      t.nodeOf.push_back(v);
+      size_t n = g.nodes[v].strategies.size();
+      t.request.cost.emplace_back(n, 0.0);
+      t.request.memory.emplace_back(n, 0.0);
+    }
+  for (int v = 0; v < int(g.nodes.size()); ++v)
+    t.variableOf[v] = t.variableOf[g.nodes[v].rep];
+  addNodeCosts(g, remat, costs.mesh, t);
+  addEdgeCosts(g, costs, t);
+  return t;
+}
+
+double mlir::loom::planner::bruteForce(const Graph &g, double remat,
+                                       double limit, Costs &costs,
+                                       double maxCombinations,
+                                       double &combinations) {
+  SmallVector<int> reps;
+  combinations = 1;
+  for (int v = 0; v < int(g.nodes.size()); ++v)
+    if (g.nodes[v].rep == v) {
+      reps.push_back(v);
+      combinations *= g.nodes[v].strategies.size();
+    }
+  if (combinations > maxCombinations)
+    return -1;
+  SmallVector<int> choice(g.nodes.size(), 0), idx(reps.size(), 0);
+  double best = std::numeric_limits<double>::infinity();
+  while (true) {
+    for (size_t k = 0; k < reps.size(); ++k)
+      choice[reps[k]] = idx[k];
+    for (int v = 0; v < int(g.nodes.size()); ++v)
+      choice[v] = choice[g.nodes[v].rep];
+    Totals t = evaluate(g, choice, remat, costs);
+    if (t.memory.total() <= limit && t.time < best)
+      best = t.time;
+    size_t k = 0;
+    while (k < reps.size() &&
+           ++idx[k] == int(g.nodes[reps[k]].strategies.size()))
+      idx[k++] = 0;
+    if (k == reps.size())
+      break;
+  }
+  return best;
+}

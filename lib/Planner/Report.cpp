@@ -1,0 +1,282 @@
+//===- Report.cpp - What the planner chose and predicts -------------------===//
+
+#include "loom/Planner/Report.h"
+
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Dialect/Loom/Utils/Utils.h"
+#include "loom/Planner/Candidates.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::planner;
+
+std::string mlir::loom::planner::formatMemory(double bytes) {
+  if (bytes < 0.01 * 1024 * 1024 * 1024)
+    return humanBytes(bytes);
+  return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024)).str();
+}
+
+std::string mlir::loom::planner::formatSeconds(double s) {
+  if (s >= 1)
+    return llvm::formatv("{0:f3} s", s).str();
+  if (s >= 1e-3)
+    return llvm::formatv("{0:f3} ms", s * 1e3).str();
+  return llvm::formatv("{0:f1} us", s * 1e6).str();
+}
+
+//===----------------------------------------------------------------------===//
+// Rows and collectives of a choice
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Every collective of the step under `choice`, priced again with a log:
+/// ops' own (resolving partial results), then the edges' resharding.
+std::vector<Collective> logCollectives(const Graph &g, ArrayRef<int> choice,
+                                       double remat, const DeviceSpec &device,
+                                       const MeshShape &mesh) {
+  std::vector<Collective> log;
+  Costs costs(device, mesh, &log);
+  DenseMap<int, double> count;
+  for (int v = 0; v < int(g.nodes.size()); ++v)
+    count[g.nodes[v].rep] += 1;
+  for (int v = 0; v < int(g.nodes.size()); ++v) {
+    const Node &n = g.nodes[v];
+    if (n.kind != NodeKind::Op || n.rep != v)
+      continue;
+    const Strategy &s = n.strategies[choice[v]];
+    auto iface = dyn_cast<ShardingRuleOpInterface>(n.op);
+    if (!iface || s.factors.empty())
+      continue;
+    costs.where = n.name;
+    costs.weight = count[v];
+    opStrategy(n, iface.getShardingRule(), s.factors, s.rsDim, costs);
+  }
+  costs.weight = 1;
+  evaluate(g, choice, remat, costs);
+  // Merged by kind, axes and bytes.
+  std::map<std::tuple<std::string, std::string, int64_t>, Collective> merged;
+  for (const Collective &c : log) {
+    auto key = std::make_tuple(c.kind, c.axes, int64_t(c.bytes));
+    auto [it, fresh] = merged.try_emplace(key, c);
+    if (!fresh) {
+      it->second.count += c.count;
+      it->second.seconds += c.seconds;
+    }
+  }
+  std::vector<Collective> out;
+  for (auto &[k, c] : merged)
+    out.push_back(c);
+  llvm::stable_sort(out, [](const Collective &a, const Collective &b) {
+    return a.seconds > b.seconds;
+  });
+  return out;
+}
+
+} // namespace
+
+void mlir::loom::planner::describeChoice(Plan &plan, const Graph &g,
+                                         ArrayRef<int> choice, double remat,
+                                         const DeviceSpec &device,
+                                         const MeshShape &mesh) {
+  plan.collectives = logCollectives(g, choice, remat, device, mesh);
+  Costs costs(device, mesh);
+  DenseMap<int, double> count, comm;
+  for (int v = 0; v < int(g.nodes.size()); ++v)
+    count[g.nodes[v].rep] += 1;
+  for (const Edge &e : g.edges) {
+    EdgeCost c = edgeCost(g, e, g.nodes[e.u].strategies[choice[e.u]],
+                          g.nodes[e.v].strategies[choice[e.v]], costs);
+    comm[g.nodes[e.v].rep] += c.time;
+  }
+  for (int v = 0; v < int(g.nodes.size()); ++v) {
+    const Node &n = g.nodes[v];
+    if (n.rep != v || n.kind != NodeKind::Op)
+      continue;
+    const Strategy &s = n.strategies[choice[v]];
+    OpRow row;
+    row.op = n.name;
+    row.sharding = s.results.empty() ? "" : describe(s.results[0], mesh);
+    if (s.partial)
+      row.note = (s.rsDim >= 0 ? "reduce_scatter over " : "all_reduce over ") +
+                 mesh.axes(s.partial);
+    row.count = count[v];
+    row.compute = s.compute;
+    row.comm = s.comm + comm[v] / count[v];
+    plan.ops.push_back(row);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Text
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+void printSummary(const Plan &p, llvm::raw_ostream &os) {
+  os << "auto-sharding plan: mesh " << p.mesh << " on " << p.cluster << " ("
+     << p.device << ")\n";
+  for (size_t a = 0; a < p.axisNames.size(); ++a)
+    os << "  axis " << p.axisNames[a] << "=" << p.axisSizes[a] << ": "
+       << p.axisLinks[a] << "\n";
+  os << llvm::formatv("predicted step time {0} (compute {1}, communication "
+                      "{2}), rematerialized layers {3:f0}%\n",
+                      formatSeconds(p.stepTime), formatSeconds(p.computeTime),
+                      formatSeconds(p.commTime), p.remat * 100);
+  os << "memory per device " << formatMemory(p.memory.total()) << " of "
+     << formatMemory(p.memoryLimit) << ": parameters "
+     << formatMemory(p.memory.parameters) << ", gradients "
+     << formatMemory(p.memory.gradients) << ", optimizer state "
+     << formatMemory(p.memory.optimizer) << ", activations "
+     << formatMemory(p.memory.activations) << ", inputs "
+     << formatMemory(p.memory.inputs) << "\n";
+  os << "graph: " << p.nodes << " nodes, " << p.distinctNodes << " distinct";
+  if (p.layers >= 2)
+    os << " (" << p.layers << " repeated layers of " << p.opsPerLayer
+       << " ops)";
+  os << "; " << p.ilps << " ILPs (largest " << p.variables << " variables, "
+     << p.constraints << " constraints), " << p.solverStatus;
+  os << llvm::formatv(", gap {0:f2}%, planned in {1:f2} s (ILPs {2:f2} s)",
+                      p.gap * 100, p.planningSeconds, p.ilpSeconds);
+  if (!p.megatron.empty())
+    os << llvm::formatv("; pricing the Megatron plans took {0:f2} s",
+                        p.megatronSeconds);
+  os << "\n";
+  if (p.bruteForceTime >= 0)
+    os << llvm::formatv("brute force over {0:f0} combinations: {1} "
+                        "(ILP: {2}) {3}\n",
+                        p.bruteForceCombinations,
+                        formatSeconds(p.bruteForceTime),
+                        formatSeconds(p.stepTime),
+                        std::abs(p.bruteForceTime - p.stepTime) <=
+                                1e-9 * p.stepTime
+                            ? "equal"
+                            : "DIFFERENT");
+}
+
+void printAlternatives(const Plan &p, llvm::raw_ostream &os) {
+  if (!p.runnersUp.empty()) {
+    os << "\nrunners-up\n";
+    for (const Alternative &a : p.runnersUp)
+      os << llvm::formatv("  mesh {0}, remat {1:f0}%: ", a.mesh, a.remat * 100)
+         << (a.feasible
+                 ? formatSeconds(a.seconds) + ", " + formatMemory(a.memory)
+                 : std::string("does not fit"))
+         << "\n";
+  }
+  if (!p.megatron.empty()) {
+    os << "\nMegatron-style DP x TP plans (same cost model)\n";
+    for (const Alternative &a : p.megatron)
+      os << "  " << a.mesh << ": "
+         << (a.feasible
+                 ? llvm::formatv("{0}, {1}, remat {2:f0}%, {3:f3}x Loom's",
+                                 formatSeconds(a.seconds),
+                                 formatMemory(a.memory), a.remat * 100,
+                                 a.seconds / p.stepTime)
+                       .str()
+                 : "does not fit (" + formatMemory(a.memory) + ")")
+         << "\n";
+  }
+}
+
+} // namespace
+
+void mlir::loom::planner::printPlan(const Plan &p, llvm::raw_ostream &os) {
+  printSummary(p, os);
+  os << "\nops (forward; time per op for forward+backward)\n";
+  for (const OpRow &r : p.ops) {
+    os << "  " << r.op;
+    if (r.count > 1)
+      os << llvm::formatv(" (x{0:f0})", r.count);
+    os << ": " << r.sharding;
+    if (!r.note.empty())
+      os << ", " << r.note;
+    os << "  compute " << formatSeconds(r.compute) << ", comm "
+       << formatSeconds(r.comm) << "\n";
+  }
+  os << "\ncollectives per step (bytes sent per device per call)\n";
+  for (const Collective &c : p.collectives)
+    os << llvm::formatv("  {0} over {1}: {2:f0} x {3}, {4} total\n", c.kind,
+                        c.axes, c.count, humanBytes(c.bytes),
+                        formatSeconds(c.seconds));
+  printAlternatives(p, os);
+}
+
+//===----------------------------------------------------------------------===//
+// JSON
+//===----------------------------------------------------------------------===//
+
+void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
+  llvm::json::Array ops, colls, runners, megatron, axes;
+  for (size_t a = 0; a < p.axisNames.size(); ++a)
+    axes.push_back(llvm::json::Object{{"name", p.axisNames[a]},
+                                      {"size", p.axisSizes[a]},
+                                      {"link", p.axisLinks[a]}});
+  for (const OpRow &r : p.ops)
+    ops.push_back(llvm::json::Object{{"op", r.op},
+                                     {"sharding", r.sharding},
+                                     {"collective", r.note},
+                                     {"count", r.count},
+                                     {"compute_s", r.compute},
+                                     {"comm_s", r.comm}});
+  for (const Collective &c : p.collectives)
+    colls.push_back(llvm::json::Object{{"kind", c.kind},
+                                       {"axes", c.axes},
+                                       {"count", c.count},
+                                       {"bytes", c.bytes},
+                                       {"seconds", c.seconds}});
+  auto alt = [](const Alternative &a) {
+    return llvm::json::Object{{"mesh", a.mesh},
+                              {"remat", a.remat},
+                              {"feasible", a.feasible},
+                              {"step_s", a.seconds},
+                              {"memory_bytes", a.memory}};
+  };
+  for (const Alternative &a : p.runnersUp)
+    runners.push_back(alt(a));
+  for (const Alternative &a : p.megatron)
+    megatron.push_back(alt(a));
+  llvm::json::Object memory{{"limit", p.memoryLimit},
+                            {"total", p.memory.total()},
+                            {"parameters", p.memory.parameters},
+                            {"gradients", p.memory.gradients},
+                            {"optimizer", p.memory.optimizer},
+                            {"activations", p.memory.activations},
+                            {"inputs", p.memory.inputs}};
+  llvm::json::Object solver{{"status", p.solverStatus},
+                            {"gap", p.gap},
+                            {"ilps", p.ilps},
+                            {"variables", p.variables},
+                            {"constraints", p.constraints},
+                            {"planning_s", p.planningSeconds},
+                            {"ilp_s", p.ilpSeconds},
+                            {"megatron_pricing_s", p.megatronSeconds}};
+  llvm::json::Object graph{{"nodes", p.nodes},
+                           {"distinct", p.distinctNodes},
+                           {"layers", p.layers},
+                           {"ops_per_layer", p.opsPerLayer}};
+  llvm::json::Object o{{"cluster", p.cluster},
+                       {"device", p.device},
+                       {"mesh", p.mesh},
+                       {"axes", std::move(axes)},
+                       {"step_s", p.stepTime},
+                       {"compute_s", p.computeTime},
+                       {"comm_s", p.commTime},
+                       {"remat", p.remat},
+                       {"memory", std::move(memory)},
+                       {"solver", std::move(solver)},
+                       {"graph", std::move(graph)},
+                       {"ops", std::move(ops)},
+                       {"collectives", std::move(colls)},
+                       {"runners_up", std::move(runners)},
+                       {"megatron", std::move(megatron)}};
+  if (p.bruteForceTime >= 0)
+    o["brute_force_s"] = p.bruteForceTime;
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << "\n";
+}

@@ -1,0 +1,302 @@
+//===- Solver.cpp - The sharding ILP, on numbers only ---------------------===//
+
+#include "loom/Planner/Solver.h"
+
+#include "llvm/ADT/ScopeExit.h"
+
+#include <coin/Cbc_C_Interface.h>
+
+#include <cmath>
+#include <map>
+
+using namespace mlir::loom::planner;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// CBC's tolerances are absolute (1e-7 and so on): costs and memory are
+/// scaled so that the largest becomes these whatever their unit (tiny test
+/// models' bytes, or seconds and gigabytes of GPT-3; these targets solve
+/// the GPT-3 plans as fast as any tried).
+constexpr double kTimeTarget = 1e7, kMemoryTarget = 1e3;
+struct Scales {
+  double time = 1, memory = 1;
+};
+
+/// The request after folding: node costs, the pairs that stay, constants.
+struct Folded {
+  std::vector<std::vector<double>> cost, memory;
+  std::map<std::pair<int, int>, std::pair<std::vector<double>,
+                                          std::vector<double>>> pairs;
+  double constantCost = 0, constantMemory = 0;
+};
+
+/// Scales from the largest magnitudes in `f` (and the memory limit).
+Scales scalesOf(const Folded &f, double memoryLimit) {
+  double time = 0, memory = 0;
+  auto see = [](double &m, double x) {
+    if (std::isfinite(x))
+      m = std::max(m, std::abs(x));
+  };
+  for (size_t v = 0; v < f.cost.size(); ++v)
+    for (size_t i = 0; i < f.cost[v].size(); ++i) {
+      see(time, f.cost[v][i]);
+      see(memory, f.memory[v][i]);
+    }
+  for (auto &[key, blk] : f.pairs)
+    for (size_t k = 0; k < blk.first.size(); ++k) {
+      see(time, blk.first[k]);
+      see(memory, blk.second[k]);
+    }
+  see(memory, memoryLimit);
+  Scales s;
+  s.time = time > 0 ? kTimeTarget / time : 1;
+  s.memory = memory > 0 ? kMemoryTarget / memory : 1;
+  return s;
+}
+
+/// Merges pairs of the same variables; pairs with a one-choice side fold
+/// into the other side's node costs (or the constants).
+Folded foldPairs(const SolverRequest &r) {
+  Folded f;
+  f.cost = r.cost;
+  f.memory = r.memory;
+  f.constantCost = r.constantCost;
+  f.constantMemory = r.constantMemory;
+  for (const SolverRequest::Pair &p : r.pairs) {
+    size_t nu = r.cost[p.u].size(), nv = r.cost[p.v].size();
+    auto at = [&](const std::vector<double> &x, size_t i, size_t j) {
+      return x.empty() ? 0.0 : x[i * nv + j];
+    };
+    if (nu == 1 || nv == 1) {
+      for (size_t i = 0; i < nu; ++i)
+        for (size_t j = 0; j < nv; ++j) {
+          double t = at(p.cost, i, j), m = at(p.memory, i, j);
+          if (nu == 1 && nv == 1) {
+            f.constantCost += t;
+            f.constantMemory += m;
+          } else if (nu == 1) {
+            f.cost[p.v][j] += t;
+            f.memory[p.v][j] += m;
+          } else {
+            f.cost[p.u][i] += t;
+            f.memory[p.u][i] += m;
+          }
+        }
+      continue;
+    }
+    auto &blk = f.pairs[{p.u, p.v}];
+    if (blk.first.empty()) {
+      blk.first.assign(nu * nv, 0);
+      blk.second.assign(nu * nv, 0);
+    }
+    for (size_t k = 0; k < nu * nv; ++k) {
+      blk.first[k] += p.cost.empty() ? 0 : p.cost[k];
+      blk.second[k] += p.memory.empty() ? 0 : p.memory[k];
+    }
+  }
+  return f;
+}
+
+/// Pairs whose matrices are a_i + b_j need no pair variables: they fold
+/// into the two nodes.
+void foldSeparable(Folded &f) {
+  for (auto it = f.pairs.begin(); it != f.pairs.end();) {
+    auto [u, v] = it->first;
+    size_t nu = f.cost[u].size(), nv = f.cost[v].size();
+    auto &[bt, bm] = it->second;
+    auto at = [&](const std::vector<double> &x, size_t a, size_t b) {
+      return x[a * nv + b];
+    };
+    bool separable = true;
+    for (size_t i = 0; i < nu && separable; ++i)
+      for (size_t j = 0; j < nv && separable; ++j) {
+        double dt = at(bt, i, j) - at(bt, i, 0) - at(bt, 0, j) + at(bt, 0, 0);
+        double dm = at(bm, i, j) - at(bm, i, 0) - at(bm, 0, j) + at(bm, 0, 0);
+        double scale = std::abs(at(bt, i, j)) + 1e-12;
+        double mscale = std::abs(at(bm, i, j)) + 1;
+        separable =
+            std::abs(dt) <= 1e-9 * scale && std::abs(dm) <= 1e-9 * mscale;
+      }
+    if (!separable) {
+      ++it;
+      continue;
+    }
+    for (size_t i = 0; i < nu; ++i) {
+      f.cost[u][i] += bt[i * nv];
+      f.memory[u][i] += bm[i * nv];
+    }
+    // (b_0 is in every a_i already.)
+    for (size_t j = 1; j < nv; ++j) {
+      f.cost[v][j] += bt[j] - bt[0];
+      f.memory[v][j] += bm[j] - bm[0];
+    }
+    it = f.pairs.erase(it);
+  }
+}
+
+/// The linear program in CBC's column format.
+struct Columns {
+  double timeScale = 1, memScale = 1;
+  std::vector<int> firstCol; // per variable, -1 when it has one choice
+  std::vector<double> objective;
+  std::vector<char> integer;
+  std::vector<std::vector<std::pair<int, double>>> entries;
+  std::vector<double> rowLb, rowUb;
+
+  int add(double obj, bool isInteger) {
+    objective.push_back(obj);
+    integer.push_back(isInteger);
+    entries.emplace_back();
+    return int(entries.size()) - 1;
+  }
+  int addRow(double lb, double ub) {
+    rowLb.push_back(lb);
+    rowUb.push_back(ub);
+    return int(rowLb.size()) - 1;
+  }
+};
+
+Columns buildColumns(Folded &f, const SolverRequest &r) {
+  Columns c;
+  Scales scales = scalesOf(f, r.memoryLimit);
+  c.timeScale = scales.time;
+  c.memScale = scales.memory;
+  bool memory = r.minimizeMemory;
+  c.firstCol.assign(f.cost.size(), -1);
+  for (size_t v = 0; v < f.cost.size(); ++v) {
+    size_t n = f.cost[v].size();
+    if (n == 1) {
+      f.constantCost += f.cost[v][0];
+      f.constantMemory += f.memory[v][0];
+      continue;
+    }
+    int row = c.addRow(1.0, 1.0);
+    c.firstCol[v] = c.entries.size();
+    for (size_t i = 0; i < n; ++i) {
+      int col = c.add(memory ? f.memory[v][i] * c.memScale
+                             : f.cost[v][i] * c.timeScale,
+                      true);
+      c.entries[col].push_back({row, 1.0});
+    }
+  }
+  bool memoryRow = !memory && std::isfinite(r.memoryLimit);
+  std::vector<std::pair<int, double>> pairMemory; // (column, bytes)
+  for (auto &[key, blk] : f.pairs) {
+    auto [u, v] = key;
+    size_t nu = f.cost[u].size(), nv = f.cost[v].size();
+    int rowU = int(c.rowLb.size());
+    for (size_t i = 0; i < nu + nv; ++i)
+      c.addRow(0.0, 0.0);
+    int rowV = rowU + int(nu);
+    for (size_t i = 0; i < nu; ++i)
+      c.entries[c.firstCol[u] + i].push_back({rowU + int(i), -1.0});
+    for (size_t j = 0; j < nv; ++j)
+      c.entries[c.firstCol[v] + j].push_back({rowV + int(j), -1.0});
+    for (size_t i = 0; i < nu; ++i)
+      for (size_t j = 0; j < nv; ++j) {
+        double t = blk.first[i * nv + j], m = blk.second[i * nv + j];
+        int col = c.add(memory ? m * c.memScale : t * c.timeScale, false);
+        c.entries[col].push_back({rowU + int(i), 1.0});
+        c.entries[col].push_back({rowV + int(j), 1.0});
+        if (m != 0 && memoryRow)
+          pairMemory.push_back({col, m});
+      }
+  }
+  if (memoryRow) {
+    int row = c.addRow(-std::numeric_limits<double>::max(),
+                       (r.memoryLimit - f.constantMemory) * c.memScale);
+    for (size_t v = 0; v < f.cost.size(); ++v)
+      if (c.firstCol[v] >= 0)
+        for (size_t i = 0; i < f.memory[v].size(); ++i)
+          if (f.memory[v][i] != 0)
+            c.entries[c.firstCol[v] + i].push_back(
+                {row, f.memory[v][i] * c.memScale});
+    for (auto [col, m] : pairMemory)
+      c.entries[col].push_back({row, m * c.memScale});
+  }
+  return c;
+}
+
+/// Solves with CBC and reads the choice of every variable.
+void runCbc(const Columns &c, const Folded &f, const SolverRequest &r,
+            SolverResult &res) {
+  size_t ncols = c.entries.size(), nrows = c.rowLb.size();
+  std::vector<int> start(ncols + 1), index;
+  std::vector<double> value;
+  for (size_t col = 0; col < ncols; ++col) {
+    start[col] = index.size();
+    for (auto &[row, val] : c.entries[col]) {
+      index.push_back(row);
+      value.push_back(val);
+    }
+  }
+  start[ncols] = index.size();
+  std::vector<double> colLb(ncols, 0.0), colUb(ncols, 1.0);
+  Cbc_Model *model = Cbc_newModel();
+  auto release = llvm::make_scope_exit([&] { Cbc_deleteModel(model); });
+  Cbc_loadProblem(model, ncols, nrows, start.data(), index.data(),
+                  value.data(), colLb.data(), colUb.data(),
+                  c.objective.data(), c.rowLb.data(), c.rowUb.data());
+  for (size_t col = 0; col < ncols; ++col)
+    if (c.integer[col])
+      Cbc_setInteger(model, col);
+  Cbc_setLogLevel(model, 0);
+  Cbc_setMaximumSeconds(model, r.timeLimit);
+  Cbc_setParameter(model, "threads", "1");
+  // Plans within 0.01% of the optimum are as good as the model is.
+  Cbc_setAllowableFractionGap(model, 1e-4);
+  if (!r.start.empty()) {
+    std::vector<int> idx;
+    std::vector<double> val;
+    for (size_t v = 0; v < f.cost.size(); ++v)
+      if (c.firstCol[v] >= 0)
+        for (size_t i = 0; i < f.cost[v].size(); ++i) {
+          idx.push_back(c.firstCol[v] + i);
+          val.push_back(int(i) == r.start[v] ? 1.0 : 0.0);
+        }
+    Cbc_setMIPStartI(model, idx.size(), idx.data(), val.data());
+  }
+  Cbc_solve(model);
+  const double *x = Cbc_bestSolution(model);
+  if (!x || Cbc_isProvenInfeasible(model))
+    return;
+  res.feasible = true;
+  res.optimal = Cbc_isProvenOptimal(model);
+  double scale = r.minimizeMemory ? c.memScale : c.timeScale;
+  double constant = r.minimizeMemory ? f.constantMemory : f.constantCost;
+  res.objective = Cbc_getObjValue(model) / scale + constant;
+  res.bound = Cbc_getBestPossibleObjValue(model) / scale + constant;
+  for (size_t v = 0; v < f.cost.size(); ++v) {
+    if (c.firstCol[v] < 0)
+      continue;
+    int best = 0;
+    for (size_t i = 1; i < f.cost[v].size(); ++i)
+      if (x[c.firstCol[v] + i] > x[c.firstCol[v] + best])
+        best = i;
+    res.choice[v] = best;
+  }
+}
+
+} // namespace
+
+SolverResult mlir::loom::planner::solve(const SolverRequest &request) {
+  SolverResult res;
+  res.choice.assign(request.cost.size(), 0);
+  Folded f = foldPairs(request);
+  foldSeparable(f);
+  Columns c = buildColumns(f, request);
+  res.variables = c.entries.size();
+  res.constraints = c.rowLb.size();
+  if (c.entries.empty()) {
+    res.feasible =
+        request.minimizeMemory || f.constantMemory <= request.memoryLimit;
+    res.optimal = true;
+    res.objective = request.minimizeMemory ? f.constantMemory : f.constantCost;
+    res.bound = res.objective;
+    return res;
+  }
+  runCbc(c, f, request, res);
+  return res;
+}

@@ -1,0 +1,45 @@
+//===- Pipeline.cpp - --loom-training-pipeline ----------------------------===//
+
+#include "loom/Training/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+void mlir::loom::buildLoomTrainingPipeline(
+    OpPassManager &pm, const TrainingPipelineOptions &options) {
+  pm.addPass(createLoomAnnotateIndexBounds());
+  if (!options.frozen.empty()) {
+    LoomFreezeParametersOptions freeze;
+    freeze.names.assign(options.frozen.begin(), options.frozen.end());
+    pm.addPass(createLoomFreezeParameters(freeze));
+  }
+  if (options.inferBuffers)
+    pm.addPass(createLoomInferBuffers());
+  if (options.loss != "none") {
+    LoomAddLossOptions loss;
+    loss.loss = options.loss;
+    loss.classAxis = options.classAxis;
+    pm.addPass(createLoomAddLoss(loss));
+  }
+  LoomBuildTrainStepOptions step;
+  step.optimizer = options.optimizer;
+  step.lr = options.lr;
+  step.momentum = options.momentum;
+  step.dampening = options.dampening;
+  step.nesterov = options.nesterov;
+  step.weightDecay = options.weightDecay;
+  step.beta1 = options.beta1;
+  step.beta2 = options.beta2;
+  step.eps = options.eps;
+  step.gradClip = options.gradClip;
+  step.microBatches = options.microBatches;
+  step.lrSchedule = options.lrSchedule;
+  step.warmupSteps = options.warmupSteps;
+  step.totalSteps = options.totalSteps;
+  pm.addPass(createLoomBuildTrainStep(step));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
