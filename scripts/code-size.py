@@ -13,7 +13,7 @@ import re
 import sys
 
 CONTROL = re.compile(r'^\s*(}\s*)?(if|for|while|switch|else|do|catch|try|return)\b')
-TYPE_DECL = re.compile(r'^\s*(template\s*<.*>\s*)?(struct|class|union|enum|namespace)\b')
+TYPE_DECL = re.compile(r'^\s*(template\s*<.*>\s*)?(struct|class|union|enum|namespace|extern)\b')
 
 
 def strip(line):
@@ -26,6 +26,32 @@ def strip(line):
 def functions(lines):
     """Yields (name, first line, length) of top-level function bodies."""
     code = [strip(l) for l in lines]
+    # Block comments.
+    in_comment = False
+    for i, l in enumerate(code):
+        out, k = '', 0
+        while k < len(l):
+            if in_comment:
+                end = l.find('*/', k)
+                if end < 0:
+                    k = len(l)
+                    break
+                in_comment, k = False, end + 2
+            else:
+                start = l.find('/*', k)
+                if start < 0:
+                    out += l[k:]
+                    break
+                out += l[k:start]
+                in_comment, k = True, start + 2
+        code[i] = out
+    # Preprocessor lines (and their continuations) are not code.
+    in_directive = False
+    for i, l in enumerate(code):
+        if in_directive or l.lstrip().startswith('#'):
+            in_directive = l.rstrip().endswith('\\')
+            code[i] = ''
+
     i, n = 0, len(code)
     depth_stack = []  # kinds of open braces: 'type' or 'block'
     while i < n:

@@ -68,20 +68,15 @@ struct DiagnosticCollector {
 
 } // namespace
 
-std::unique_ptr<Executor> Executor::create(ModuleOp module,
-                                           StringRef function,
-                                           const ExecutorOptions &options,
-                                           std::string &error) {
-  MLIRContext *ctx = module.getContext();
-  auto fn = module.lookupSymbol<func::FuncOp>(function);
-  if (!fn || fn.isExternal()) {
-    error = "the module has no function @" + function.str() + "; it has:";
-    for (auto f : module.getOps<func::FuncOp>())
-      error += " @" + f.getName().str();
-    return nullptr;
-  }
-  std::unique_ptr<Executor> executor(new Executor());
-  executor->entry = function.str();
+namespace {
+
+/// What the caller binds: each argument's and result's type, name,
+/// parameter, initial value and index bound.
+LogicalResult describeSignature(ModuleOp module, func::FuncOp fn,
+                                SmallVectorImpl<ValueInfo> &arguments,
+                                SmallVectorImpl<ValueInfo> &results,
+                                std::string &error) {
+  StringRef function = fn.getName();
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     ValueInfo info;
     info.type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
@@ -89,7 +84,7 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
       error = llvm::formatv("argument #{0} of @{1} is not a static tensor", i,
                             function)
                   .str();
-      return nullptr;
+      return failure();
     }
     info.name = "arg" + std::to_string(i);
     if (auto name = fn.getArgAttrOfType<StringAttr>(i, LoomDialect::kNameAttrName))
@@ -107,7 +102,7 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
     if (auto bound = fn.getArgAttrOfType<IntegerAttr>(
             i, LoomDialect::kIndexBoundAttrName))
       info.indexBound = bound.getInt();
-    executor->arguments.push_back(info);
+    arguments.push_back(info);
   }
   for (unsigned i = 0; i < fn.getNumResults(); ++i) {
     ValueInfo info;
@@ -116,7 +111,7 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
       error = llvm::formatv("result #{0} of @{1} is not a static tensor", i,
                             function)
                   .str();
-      return nullptr;
+      return failure();
     }
     info.name = "result" + std::to_string(i);
     if (auto name =
@@ -128,9 +123,16 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
       if (!fn.getResultAttrOfType<StringAttr>(i, LoomDialect::kNameAttrName))
         info.name = info.parameter;
     }
-    executor->results.push_back(info);
+    results.push_back(info);
   }
+  return success();
+}
 
+/// A copy of `module` with only `function`, lowered by the CPU pipeline.
+OwningOpRef<ModuleOp> lowerToLLVM(ModuleOp module, StringRef function,
+                                  const ExecutorOptions &options,
+                                  std::string &error) {
+  MLIRContext *ctx = module.getContext();
   // The pipeline relies on interfaces registered as external models and
   // dialect extensions (bufferization, conversion to LLVM).
   DialectRegistry registry;
@@ -143,23 +145,27 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
   for (auto other : llvm::make_early_inc_range(lowered->getOps<func::FuncOp>()))
     if (other.getName() != function)
       other.erase();
-  {
-    DiagnosticCollector collect(ctx, error);
-    PassManager pm(ctx);
-    CpuPipelineOptions pipelineOptions;
-    pipelineOptions.useBlas = options.useBlas;
-    buildLoomCpuPipeline(pm, pipelineOptions);
-    if (failed(pm.run(*lowered))) {
-      if (error.empty())
-        error = "lowering to LLVM failed";
-      return nullptr;
-    }
+  DiagnosticCollector collect(ctx, error);
+  PassManager pm(ctx);
+  CpuPipelineOptions pipelineOptions;
+  pipelineOptions.useBlas = options.useBlas;
+  buildLoomCpuPipeline(pm, pipelineOptions);
+  if (failed(pm.run(*lowered))) {
+    if (error.empty())
+      error = "lowering to LLVM failed";
+    return nullptr;
   }
+  return lowered;
+}
 
+/// An execution engine generating code for this CPU (vector width, FMA).
+std::unique_ptr<ExecutionEngine> jitCompile(ModuleOp lowered,
+                                            const ExecutorOptions &options,
+                                            std::string &error) {
+  MLIRContext *ctx = lowered.getContext();
   initializeNativeTarget();
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
-  // Optimize and generate code for this CPU (vector width, FMA, ...).
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) {
     error = "cannot detect the host CPU: " + llvm::toString(builder.takeError());
@@ -180,44 +186,73 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = codegen;
-  auto engine = ExecutionEngine::create(*lowered, engineOptions,
+  auto engine = ExecutionEngine::create(lowered, engineOptions,
                                         std::move(*targetMachine));
   if (!engine) {
     error = "JIT compilation failed: " + llvm::toString(engine.takeError());
     return nullptr;
   }
-  executor->engine = std::move(*engine);
-  executor->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    auto add = [&](const Twine &name, void *fn) {
-      symbols[interner(name.str())] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                                 llvm::JITSymbolFlags::Exported};
-    };
-    add("_mlir_ciface_loom_rt_batch_matmul_f32",
-        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_f32));
-    add("_mlir_ciface_loom_rt_batch_matmul_f64",
-        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_f64));
-    add("memrefCopy", reinterpret_cast<void *>(&memrefCopy));
-    // Collectives: one declaration per element type in the IR (the symbol's
-    // type names it), one C function each (the element type is an argument).
-    static const char *elements[] = {"f16", "bf16", "f32", "f64", "i1",
-                                     "i8",  "i16",  "i32", "i64"};
-    for (const char *e : elements) {
-      std::string suffix = std::string("_") + e;
-      add("_mlir_ciface_loom_rt_all_reduce" + suffix,
-          reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_reduce));
-      add("_mlir_ciface_loom_rt_all_gather" + suffix,
-          reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_gather));
-      add("_mlir_ciface_loom_rt_reduce_scatter" + suffix,
-          reinterpret_cast<void *>(&_mlir_ciface_loom_rt_reduce_scatter));
-      add("_mlir_ciface_loom_rt_all_to_all" + suffix,
-          reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_to_all));
-      add("_mlir_ciface_loom_rt_send_recv" + suffix,
-          reinterpret_cast<void *>(&_mlir_ciface_loom_rt_send_recv));
-    }
-    add("loom_rt_group_index", reinterpret_cast<void *>(&loom_rt_group_index));
-    return symbols;
-  });
+  return std::move(*engine);
+}
+
+/// The runtime's entry points compiled code calls: BLAS matmuls, memref
+/// copies, and one declaration of each collective per element type (the
+/// symbol names it; one C function each takes the type as an argument).
+llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner) {
+  llvm::orc::SymbolMap symbols;
+  auto add = [&](const Twine &name, void *fn) {
+    symbols[interner(name.str())] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                                     llvm::JITSymbolFlags::Exported};
+  };
+  add("_mlir_ciface_loom_rt_batch_matmul_f32",
+      reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_f32));
+  add("_mlir_ciface_loom_rt_batch_matmul_f64",
+      reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_f64));
+  add("memrefCopy", reinterpret_cast<void *>(&memrefCopy));
+  static const char *elements[] = {"f16", "bf16", "f32", "f64", "i1",
+                                   "i8",  "i16",  "i32", "i64"};
+  for (const char *e : elements) {
+    std::string suffix = std::string("_") + e;
+    add("_mlir_ciface_loom_rt_all_reduce" + suffix,
+        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_reduce));
+    add("_mlir_ciface_loom_rt_all_gather" + suffix,
+        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_gather));
+    add("_mlir_ciface_loom_rt_reduce_scatter" + suffix,
+        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_reduce_scatter));
+    add("_mlir_ciface_loom_rt_all_to_all" + suffix,
+        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_to_all));
+    add("_mlir_ciface_loom_rt_send_recv" + suffix,
+        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_send_recv));
+  }
+  add("loom_rt_group_index", reinterpret_cast<void *>(&loom_rt_group_index));
+  return symbols;
+}
+
+} // namespace
+
+std::unique_ptr<Executor> Executor::create(ModuleOp module,
+                                           StringRef function,
+                                           const ExecutorOptions &options,
+                                           std::string &error) {
+  auto fn = module.lookupSymbol<func::FuncOp>(function);
+  if (!fn || fn.isExternal()) {
+    error = "the module has no function @" + function.str() + "; it has:";
+    for (auto f : module.getOps<func::FuncOp>())
+      error += " @" + f.getName().str();
+    return nullptr;
+  }
+  std::unique_ptr<Executor> executor(new Executor());
+  executor->entry = function.str();
+  if (failed(describeSignature(module, fn, executor->arguments,
+                               executor->results, error)))
+    return nullptr;
+  OwningOpRef<ModuleOp> lowered = lowerToLLVM(module, function, options, error);
+  if (!lowered)
+    return nullptr;
+  executor->engine = jitCompile(*lowered, options, error);
+  if (!executor->engine)
+    return nullptr;
+  executor->engine->registerSymbols(runtimeSymbols);
   // Generate machine code now (ORC would do it at the first call), so that
   // compile errors surface here and run times measure running.
   if (auto fnPtr = executor->engine->lookupPacked("_mlir_ciface_" + executor->entry);

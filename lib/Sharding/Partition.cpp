@@ -24,7 +24,9 @@
 #include "loom/Sharding/Reshard.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Sharding/Passes.h"
+#include "loom/Support/Debug.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #define DEBUG_TYPE "loom-partition"
 
@@ -59,6 +61,10 @@ public:
 
 private:
   LogicalResult partitionOp(Operation *op, const PropagationResult &plan);
+  FactorSharding chooseFactors(Operation *op, const ShardingRule &rule,
+                               const PropagationResult &plan);
+  Value rescaleMeans(Location loc, Value result, const FactorSharding &fs);
+  void copyWhole(Operation *op);
 
   MeshOp mesh;
   OpBuilder &b;
@@ -71,39 +77,33 @@ FailureOr<Value> Partitioner::reshard(Location loc, Value v, ShardingAttr from,
   return buildReshard(b, loc, v, from, to, global, mesh);
 }
 
-LogicalResult Partitioner::partitionOp(Operation *op,
-                                       const PropagationResult &plan) {
-  Location loc = op->getLoc();
-  // Constants are global values, replicated on every device.
-  if (isa<ConstantOp>(op) || op->getNumResults() == 0 ||
-      !isa<ShardingRuleOpInterface>(op)) {
-    IRMapping map;
-    for (Value o : op->getOperands())
-      if (auto it = local.find(o); it != local.end())
-        map.map(o, it->second.value);
-    Operation *copy = b.clone(*op, map);
-    copy->removeAttr(LoomDialect::kShardingAttrName);
-    for (auto [r, c] : llvm::zip(op->getResults(), copy->getResults()))
-      if (auto t = dyn_cast<RankedTensorType>(r.getType()))
-        local[r] = {c, replicated(mesh, t.getRank())};
-    return success();
+/// Whether operand `i` of `op` reads a parameter, directly or through
+/// relayout ops (transpose, reshape, cast).
+static bool readsParameter(Operation *op, unsigned i) {
+  Value v = op->getOperand(i);
+  while (Operation *def = v.getDefiningOp()) {
+    if (!def->hasTrait<OpTrait::loom::Relayout>())
+      break;
+    v = def->getOperand(0);
   }
-  if (auto constraint = dyn_cast<ShardingConstraintOp>(op)) {
-    Sharded in = local.lookup(constraint.getInput());
-    FailureOr<Value> v = reshard(loc, in.value, in.sharding,
-                                 constraint.getSharding(),
-                                 constraint.getInput().getType());
-    if (failed(v))
-      return failure();
-    local[constraint.getResult()] = {*v, constraint.getSharding()};
-    return success();
-  }
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || !isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+    return false;
+  auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return static_cast<bool>(
+      fn.getArgAttr(arg.getArgNumber(), LoomDialect::kParamAttrName));
+}
 
-  // Compute where the data is: the split of the operands as they are (the
-  // largest first, parameters last), then reduction factors (partial results, reshaded to
-  // what users need: a reduce_scatter or an all_reduce), then the plan's
-  // result sharding for factors nothing split yet.
-  ShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
+/// Computes where the data is: the split of the operands as they are (the
+/// largest first; parameters last, so that computation follows the
+/// activations and a parameter split for storage only, ZeRO-3, is gathered
+/// rather than the activations), then reduction factors (partial results,
+/// resharded to what users need), then the plan's result sharding for
+/// factors nothing split yet. Ops whose semantics involve global positions
+/// see whole tensors (ShardingRule::needsWholeTensors).
+FactorSharding Partitioner::chooseFactors(Operation *op,
+                                          const ShardingRule &rule,
+                                          const PropagationResult &plan) {
   FactorSharding fs(rule, mesh);
   SmallVector<unsigned> order;
   for (unsigned i = 0; i < op->getNumOperands(); ++i)
@@ -112,26 +112,8 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     auto t = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
     return t ? t.getNumElements() : 0;
   };
-  // Parameters as stored (possibly transposed, reshaped or cast) come
-  // last: computation follows the activations
-  // and a parameter split for storage only (ZeRO-3) is gathered, not the
-  // activations.
-  auto isParameter = [&](unsigned i) {
-    Value v = op->getOperand(i);
-    while (Operation *def = v.getDefiningOp()) {
-      if (!def->hasTrait<OpTrait::loom::Relayout>())
-        break;
-      v = def->getOperand(0);
-    }
-    auto arg = dyn_cast<BlockArgument>(v);
-    if (!arg || !isa<func::FuncOp>(arg.getOwner()->getParentOp()))
-      return false;
-    auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
-    return static_cast<bool>(
-        fn.getArgAttr(arg.getArgNumber(), LoomDialect::kParamAttrName));
-  };
   llvm::stable_sort(order, [&](unsigned a, unsigned b) {
-    bool pa = isParameter(a), pb = isParameter(b);
+    bool pa = readsParameter(op, a), pb = readsParameter(op, b);
     if (pa != pb)
       return !pa;
     return elements(a) > elements(b);
@@ -147,12 +129,67 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     fs.absorb(rule.getResults()[i], plan.shardings.lookup(r),
               {FactorKind::Parallel});
   fs.legalize();
-  // Ops whose per-element semantics involve global positions see whole
-  // tensors (ShardingRule::needsWholeTensors).
   if (rule.needsWholeTensors()) {
     fs.axes.assign(rule.getNumFactors(), {});
     fs.used.clear();
   }
+  return fs;
+}
+
+/// Means over split dimensions: each device's mean, divided by the number
+/// of shards, sums to the global mean (the rule's `averaged` factors).
+Value Partitioner::rescaleMeans(Location loc, Value result,
+                                const FactorSharding &fs) {
+  int64_t shards = 1;
+  for (int64_t f = 0, e = fs.rule.getNumFactors(); f < e; ++f)
+    if (fs.rule.getFactor(f).averaged)
+      shards *= fs.shards(f);
+  if (shards == 1)
+    return result;
+  auto t = cast<RankedTensorType>(result.getType());
+  auto scalarType = RankedTensorType::get({}, t.getElementType());
+  Value c = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          scalarType, FloatAttr::get(t.getElementType(),
+                                     1.0 / static_cast<double>(shards))));
+  return MulOp::create(b, loc, result, c);
+}
+
+/// Copies an op the partitioner cannot split (no rule, no results, a
+/// constant): it computes on whole values, replicated on every device.
+void Partitioner::copyWhole(Operation *op) {
+  IRMapping map;
+  for (Value o : op->getOperands())
+    if (auto it = local.find(o); it != local.end())
+      map.map(o, it->second.value);
+  Operation *copy = b.clone(*op, map);
+  copy->removeAttr(LoomDialect::kShardingAttrName);
+  for (auto [r, c] : llvm::zip(op->getResults(), copy->getResults()))
+    if (auto t = dyn_cast<RankedTensorType>(r.getType()))
+      local[r] = {c, replicated(mesh, t.getRank())};
+}
+
+LogicalResult Partitioner::partitionOp(Operation *op,
+                                       const PropagationResult &plan) {
+  Location loc = op->getLoc();
+  if (isa<ConstantOp>(op) || op->getNumResults() == 0 ||
+      !isa<ShardingRuleOpInterface>(op)) {
+    copyWhole(op);
+    return success();
+  }
+  if (auto constraint = dyn_cast<ShardingConstraintOp>(op)) {
+    Sharded in = local.lookup(constraint.getInput());
+    FailureOr<Value> v = reshard(loc, in.value, in.sharding,
+                                 constraint.getSharding(),
+                                 constraint.getInput().getType());
+    if (failed(v))
+      return failure();
+    local[constraint.getResult()] = {*v, constraint.getSharding()};
+    return success();
+  }
+  ShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
+  FactorSharding fs = chooseFactors(op, rule, plan);
 
   // A linear op on partial sums may stay partial when the plan says so.
   SmallVector<ShardingAttr> actual;
@@ -173,12 +210,12 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     Sharded in = local.lookup(o);
     if (!in.value)
       return op->emitError("operand #") << i << " was not partitioned";
-    auto globalType = cast<RankedTensorType>(o.getType());
-    ShardingAttr need = fs.project(rule.getOperands()[i], false,
-                                   op->getContext());
+    ShardingAttr need =
+        fs.project(rule.getOperands()[i], false, op->getContext());
     if (!keepPartial.empty() && in.sharding.isPartial())
       need = withPartial(need, keepPartial);
-    FailureOr<Value> v = reshard(loc, in.value, in.sharding, need, globalType);
+    FailureOr<Value> v = reshard(loc, in.value, in.sharding, need,
+                                 cast<RankedTensorType>(o.getType()));
     if (failed(v))
       return failure();
     map.map(o, *v);
@@ -198,28 +235,18 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     copy->getResult(i).setType(*t);
     resultShardings.push_back(s);
   }
-
   // Attributes that name global sizes.
   cast<ShardingRuleOpInterface>(copy).adaptToLocalTypes(op->getOperandTypes());
-  // Means over split dimensions: each device's mean, divided by the number
-  // of shards, sums to the global mean.
-  int64_t averagedShards = 1;
-  for (int64_t f = 0, e = rule.getNumFactors(); f < e; ++f)
-    if (rule.getFactor(f).averaged)
-      averagedShards *= fs.shards(f);
-  double scale = 1.0 / static_cast<double>(averagedShards);
-  Value result0 = copy->getNumResults() ? copy->getResult(0) : Value();
-  if (scale != 1.0) {
-    auto t = cast<RankedTensorType>(result0.getType());
-    auto scalarType = RankedTensorType::get({}, t.getElementType());
-    Value c = ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(scalarType,
-                               FloatAttr::get(t.getElementType(), scale)));
-    result0 = MulOp::create(b, loc, result0, c);
-  }
+  LLVM_DEBUG(llvm::dbgs() << "partition " << op->getName() << ": "
+                          << (resultShardings.empty()
+                                  ? std::string("-")
+                                  : llvm::formatv("{0}", resultShardings[0])
+                                        .str())
+                          << "\n");
   for (auto [i, r] : llvm::enumerate(op->getResults()))
-    local[r] = {i == 0 ? result0 : copy->getResult(i), resultShardings[i]};
+    local[r] = {i == 0 ? rescaleMeans(loc, copy->getResult(0), fs)
+                       : copy->getResult(i),
+                resultShardings[i]};
   return success();
 }
 

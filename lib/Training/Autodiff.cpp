@@ -2,6 +2,8 @@
 
 #include "loom/Training/Autodiff.h"
 
+#include "loom/Support/Debug.h"
+
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/BitVector.h"
@@ -81,137 +83,103 @@ Dependence mlir::loom::analyzeDependence(Block &block, ArrayRef<Value> from,
   return result;
 }
 
-FailureOr<SmallVector<Value>>
-mlir::loom::buildGradients(OpBuilder &builder, Value output,
-                           ArrayRef<Value> wrt,
-                           const GradientOptions &options) {
-  Block *block = builder.getInsertionBlock();
-  Location outLoc = output.getLoc();
-  auto describe = [&](unsigned i) {
-    return options.describe ? options.describe(i)
-                            : "input #" + std::to_string(i);
-  };
-  if (!isFloatTensor(output))
-    return emitError(outLoc, "cannot differentiate a value of type ")
-           << output.getType() << ": it is not a float tensor";
-  for (auto [i, v] : llvm::enumerate(wrt))
-    if (!isFloatTensor(v))
-      return emitError(v.getLoc(), "cannot differentiate with respect to ")
-             << describe(i) << " of type " << v.getType()
-             << ": it is not a float tensor";
+namespace {
 
+/// What the reverse sweep needs to know about the ops before the insertion
+/// point: which wrt values each value depends on, differentiably
+/// (`varied`) and at all (`reached`), and what the output depends on.
+struct Activity {
   SmallVector<Operation *> ops;
-  for (Operation &op :
-       llvm::make_range(block->begin(), builder.getInsertionPoint()))
-    ops.push_back(&op);
-
-  // Forward: which wrt values each value depends on, differentiably
-  // (`varied`) and at all (`reached`).
-  unsigned n = wrt.size();
   DenseMap<Value, llvm::BitVector> varied, reached;
-  forwardActivity(ops, wrt, varied, reached);
+  DenseSet<Value> useful;
+  std::function<std::string(unsigned)> describe;
+};
 
-  // Backward: what `output` depends on.
-  DenseSet<Value> useful = {output};
-  for (Operation *op : llvm::reverse(ops))
-    if (llvm::any_of(op->getResults(),
-                     [&](Value r) { return useful.contains(r); }))
-      for (Value v : op->getOperands())
-        useful.insert(v);
-
-  // An op on a float path from wrt to output that cannot pass a gradient
-  // would silently drop part of it.
-  bool failedRule = false;
-  for (Operation *op : ops) {
+/// An op on a float path from wrt to output that cannot pass a gradient
+/// would silently drop part of it: an error naming the op.
+LogicalResult checkRules(const Activity &act) {
+  for (Operation *op : act.ops) {
     bool usefulFloatResult = llvm::any_of(op->getResults(), [&](Value r) {
-      return useful.contains(r) && isFloatTensor(r);
+      return act.useful.contains(r) && isFloatTensor(r);
     });
     if (!usefulFloatResult)
       continue;
     for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-      auto it = varied.find(v);
-      if (it == varied.end() || hasRuleFor(op, i))
+      auto it = act.varied.find(v);
+      if (it == act.varied.end() || hasRuleFor(op, i))
         continue;
       InFlightDiagnostic diag = op->emitError() << describeOp(op);
       if (!isa<DifferentiableOpInterface>(op))
         diag << " has no gradient rule, but the gradient with respect to "
-             << describe(it->second.find_first()) << " flows through it";
+             << act.describe(it->second.find_first()) << " flows through it";
       else
         diag << " has no gradient for operand #" << i << ", but "
-             << describe(it->second.find_first()) << " reaches it";
-      failedRule = true;
-      break;
+             << act.describe(it->second.find_first()) << " reaches it";
+      return failure();
     }
   }
-  if (failedRule)
-    return failure();
+  return success();
+}
 
-  // A wrt value that output depends on only through non-differentiable
-  // values (integers, booleans).
-  llvm::BitVector outVaried = varied.lookup(output);
-  llvm::BitVector outReached = reached.lookup(output);
+/// A wrt value that the output depends on only through non-differentiable
+/// values (integers, booleans): an error naming the first op where the
+/// dependence stops being differentiable.
+LogicalResult checkDifferentiable(const Activity &act, Value output,
+                                  unsigned n) {
+  llvm::BitVector outVaried = act.varied.lookup(output);
+  llvm::BitVector outReached = act.reached.lookup(output);
   outVaried.resize(n);
   outReached.resize(n);
+  auto carries = [&](Value v, unsigned i) {
+    auto it = act.varied.find(v);
+    return it != act.varied.end() && it->second.test(i);
+  };
   for (unsigned i = 0; i < n; ++i) {
     if (!outReached.test(i) || outVaried.test(i))
       continue;
-    // The first op where the dependence stops being differentiable.
-    for (Operation *op : ops) {
-      bool takesVaried = llvm::any_of(op->getOperands(), [&](Value v) {
-        auto it = varied.find(v);
-        return it != varied.end() && it->second.test(i);
-      });
-      bool passesOn = llvm::any_of(op->getResults(), [&](Value r) {
-        auto it = varied.find(r);
-        return it != varied.end() && it->second.test(i);
-      });
+    for (Operation *op : act.ops) {
+      bool takesVaried = llvm::any_of(op->getOperands(),
+                                      [&](Value v) { return carries(v, i); });
+      bool passesOn = llvm::any_of(op->getResults(),
+                                   [&](Value r) { return carries(r, i); });
       bool reachesOutput = llvm::any_of(
-          op->getResults(), [&](Value r) { return useful.contains(r); });
-      if (takesVaried && !passesOn && reachesOutput) {
+          op->getResults(), [&](Value r) { return act.useful.contains(r); });
+      if (takesVaried && !passesOn && reachesOutput)
         return op->emitError()
                << "not differentiable: the result depends on "
-               << describe(i) << " only through " << describeOp(op)
+               << act.describe(i) << " only through " << describeOp(op)
                << ", which produces " << op->getResult(0).getType()
-               << ", so no gradient reaches " << describe(i);
-      }
+               << ", so no gradient reaches " << act.describe(i);
     }
-    return emitError(outLoc) << "the result depends on " << describe(i)
-                             << " only through non-differentiable values";
+    return emitError(output.getLoc())
+           << "the result depends on " << act.describe(i)
+           << " only through non-differentiable values";
   }
+  return success();
+}
 
-  // Reverse sweep.
-  DenseMap<Value, Value> grads;
-  Value seed = options.seed;
-  if (!seed) {
-    auto type = cast<RankedTensorType>(output.getType());
-    seed = ConstantOp::create(
-        builder, outLoc,
-        DenseElementsAttr::get(type,
-                               FloatAttr::get(type.getElementType(), 1.0)));
-  }
+/// Calls each active op's rule in reverse order, summing the gradients of
+/// values with several uses.
+LogicalResult reverseSweep(OpBuilder &builder, const Activity &act,
+                           Value output, Value seed,
+                           DenseMap<Value, Value> &grads) {
   grads[output] = seed;
   auto accumulate = [&](Value v, Value g) {
     auto [it, inserted] = grads.try_emplace(v, g);
     if (!inserted)
       it->second = AddOp::create(builder, g.getLoc(), it->second, g);
   };
-  for (Operation *op : llvm::reverse(ops)) {
+  for (Operation *op : llvm::reverse(act.ops)) {
     SmallVector<Value> resultGrads;
-    bool any = false;
-    for (Value r : op->getResults()) {
+    for (Value r : op->getResults())
       resultGrads.push_back(grads.lookup(r));
-      any |= static_cast<bool>(resultGrads.back());
-    }
-    if (!any)
+    if (llvm::none_of(resultGrads, [](Value g) { return bool(g); }))
       continue;
     SmallVector<bool> wanted;
-    bool wantsAny = false;
-    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-      wanted.push_back(varied.count(v) && useful.contains(v) &&
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      wanted.push_back(act.varied.count(v) && act.useful.contains(v) &&
                        hasRuleFor(op, i));
-      wantsAny |= wanted.back();
-    }
-    if (!wantsAny)
+    if (llvm::none_of(wanted, [](bool w) { return w; }))
       continue;
     auto rule = cast<DifferentiableOpInterface>(op);
     SmallVector<Value> operandGrads;
@@ -227,9 +195,59 @@ mlir::loom::buildGradients(OpBuilder &builder, Value output,
       accumulate(v, operandGrads[i]);
     }
   }
+  return success();
+}
 
+} // namespace
+
+FailureOr<SmallVector<Value>>
+mlir::loom::buildGradients(OpBuilder &builder, Value output,
+                           ArrayRef<Value> wrt,
+                           const GradientOptions &options) {
+  Block *block = builder.getInsertionBlock();
+  Activity act;
+  act.describe = [&](unsigned i) {
+    return options.describe ? options.describe(i)
+                            : "input #" + std::to_string(i);
+  };
+  if (!isFloatTensor(output))
+    return emitError(output.getLoc(), "cannot differentiate a value of type ")
+           << output.getType() << ": it is not a float tensor";
+  for (auto [i, v] : llvm::enumerate(wrt))
+    if (!isFloatTensor(v))
+      return emitError(v.getLoc(), "cannot differentiate with respect to ")
+             << act.describe(i) << " of type " << v.getType()
+             << ": it is not a float tensor";
+
+  for (Operation &op :
+       llvm::make_range(block->begin(), builder.getInsertionPoint()))
+    act.ops.push_back(&op);
+  forwardActivity(act.ops, wrt, act.varied, act.reached);
+  act.useful.insert(output);
+  for (Operation *op : llvm::reverse(act.ops))
+    if (llvm::any_of(op->getResults(),
+                     [&](Value r) { return act.useful.contains(r); }))
+      for (Value v : op->getOperands())
+        act.useful.insert(v);
+  if (failed(checkRules(act)) ||
+      failed(checkDifferentiable(act, output, wrt.size())))
+    return failure();
+
+  Value seed = options.seed;
+  if (!seed) {
+    auto type = cast<RankedTensorType>(output.getType());
+    seed = ConstantOp::create(
+        builder, output.getLoc(),
+        DenseElementsAttr::get(type,
+                               FloatAttr::get(type.getElementType(), 1.0)));
+  }
+  DenseMap<Value, Value> grads;
+  if (failed(reverseSweep(builder, act, output, seed, grads)))
+    return failure();
   SmallVector<Value> result;
   for (Value v : wrt)
     result.push_back(grads.lookup(v));
+  LLVM_DEBUG(llvm::dbgs() << "autodiff: " << act.ops.size() << " ops, "
+                          << grads.size() << " gradients\n");
   return result;
 }

@@ -28,8 +28,11 @@ struct FactorSharding {
   SmallVector<SmallVector<StringRef, 2>> axes;
   llvm::StringSet<> used;
 
-  int64_t axisSize(StringRef axis) { return mesh.getAxis(axis).getSize(); }
-  int64_t shards(int64_t factor) {
+  int64_t axisSize(StringRef axis) const {
+    MeshOp m = mesh;
+    return m.getAxis(axis).getSize();
+  }
+  int64_t shards(int64_t factor) const {
     int64_t n = 1;
     for (StringRef a : axes[factor])
       n *= axisSize(a);

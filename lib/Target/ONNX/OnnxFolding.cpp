@@ -294,81 +294,74 @@ double roundTo(Type element, double v) {
   return v;
 }
 
-} // namespace
+/// Constant: its value (sparse and string constants are not folded; the
+/// handler reports them).
+Results foldConstant(Importer &importer, const Node &node) {
+  MLIRContext *ctx = importer.context();
+  if (const auto *a = importer.attr(node, "value")) {
+    FailureOr<ElementsAttr> attr = importer.tensorAttr(a->t(), false);
+    if (failed(attr))
+      return std::nullopt;
+    return SmallVector<DenseElementsAttr>{cast<DenseElementsAttr>(*attr)};
+  }
+  Builder b(ctx);
+  if (const auto *a = importer.attr(node, "value_float"))
+    return SmallVector<DenseElementsAttr>{DenseElementsAttr::get(
+        RankedTensorType::get({}, b.getF32Type()), a->f())};
+  if (const auto *a = importer.attr(node, "value_int"))
+    return SmallVector<DenseElementsAttr>{DenseElementsAttr::get(
+        RankedTensorType::get({}, b.getI64Type()), a->i())};
+  if (const auto *a = importer.attr(node, "value_floats")) {
+    SmallVector<float> v(a->floats().begin(), a->floats().end());
+    return SmallVector<DenseElementsAttr>{DenseElementsAttr::get(
+        RankedTensorType::get({(int64_t)v.size()}, b.getF32Type()),
+        ArrayRef<float>(v))};
+  }
+  if (const auto *a = importer.attr(node, "value_ints")) {
+    SmallVector<int64_t> v(a->ints().begin(), a->ints().end());
+    return SmallVector<DenseElementsAttr>{DenseElementsAttr::get(
+        RankedTensorType::get({(int64_t)v.size()}, b.getI64Type()),
+        ArrayRef<int64_t>(v))};
+  }
+  return std::nullopt; // sparse/string constants: the handler reports it
+}
 
-std::optional<SmallVector<DenseElementsAttr>>
-mlir::loom::onnx_import::foldNode(Importer &importer, const Node &node,
-                                  ArrayRef<DenseElementsAttr> inputs) {
+/// Shape and Size of a statically shaped input.
+Results foldShapeOf(Importer &importer, const Node &node) {
   StringRef op = node.op_type();
   MLIRContext *ctx = importer.context();
-
-  if (op == "Constant") {
-    if (const auto *a = importer.attr(node, "value")) {
-      FailureOr<ElementsAttr> attr = importer.tensorAttr(a->t(), false);
-      if (failed(attr))
-        return std::nullopt;
-      return SmallVector<DenseElementsAttr>{cast<DenseElementsAttr>(*attr)};
-    }
-    Builder b(ctx);
-    if (const auto *a = importer.attr(node, "value_float"))
-      return SmallVector<DenseElementsAttr>{DenseElementsAttr::get(
-          RankedTensorType::get({}, b.getF32Type()), a->f())};
-    if (const auto *a = importer.attr(node, "value_int"))
-      return SmallVector<DenseElementsAttr>{DenseElementsAttr::get(
-          RankedTensorType::get({}, b.getI64Type()), a->i())};
-    if (const auto *a = importer.attr(node, "value_floats")) {
-      SmallVector<float> v(a->floats().begin(), a->floats().end());
-      return SmallVector<DenseElementsAttr>{DenseElementsAttr::get(
-          RankedTensorType::get({(int64_t)v.size()}, b.getF32Type()),
-          ArrayRef<float>(v))};
-    }
-    if (const auto *a = importer.attr(node, "value_ints")) {
-      SmallVector<int64_t> v(a->ints().begin(), a->ints().end());
-      return SmallVector<DenseElementsAttr>{DenseElementsAttr::get(
-          RankedTensorType::get({(int64_t)v.size()}, b.getI64Type()),
-          ArrayRef<int64_t>(v))};
-    }
-    return std::nullopt; // sparse/string constants: the handler reports it
-  }
-
-  if (op == "Shape" || op == "Size") {
-    FailureOr<RankedTensorType> type = importer.inputType(node, 0);
-    if (failed(type))
-      return std::nullopt;
-    Builder b(ctx);
-    if (op == "Size")
-      return SmallVector<DenseElementsAttr>{DenseElementsAttr::get(
-          RankedTensorType::get({}, b.getI64Type()),
-          static_cast<int64_t>(type->getNumElements()))};
-    int64_t rank = type->getRank();
-    int64_t start = importer.attrInt(node, "start", 0);
-    int64_t end = importer.attrInt(node, "end", rank);
-    if (start < 0)
-      start += rank;
-    if (end < 0)
-      end += rank;
-    start = std::clamp<int64_t>(start, 0, rank);
-    end = std::clamp<int64_t>(end, 0, rank);
-    SmallVector<int64_t> dims;
-    for (int64_t d = start; d < end; ++d)
-      dims.push_back(type->getDimSize(d));
+  FailureOr<RankedTensorType> type = importer.inputType(node, 0);
+  if (failed(type))
+    return std::nullopt;
+  Builder b(ctx);
+  if (op == "Size")
     return SmallVector<DenseElementsAttr>{DenseElementsAttr::get(
-        RankedTensorType::get({(int64_t)dims.size()}, b.getI64Type()),
-        ArrayRef<int64_t>(dims))};
-  }
+        RankedTensorType::get({}, b.getI64Type()),
+        static_cast<int64_t>(type->getNumElements()))};
+  int64_t rank = type->getRank();
+  int64_t start = importer.attrInt(node, "start", 0);
+  int64_t end = importer.attrInt(node, "end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  SmallVector<int64_t> dims;
+  for (int64_t d = start; d < end; ++d)
+    dims.push_back(type->getDimSize(d));
+  return SmallVector<DenseElementsAttr>{DenseElementsAttr::get(
+      RankedTensorType::get({(int64_t)dims.size()}, b.getI64Type()),
+      ArrayRef<int64_t>(dims))};
+}
 
-  SmallVector<Host> in;
-  for (DenseElementsAttr attr : inputs) {
-    if (!attr) {
-      in.push_back(Host());
-      continue;
-    }
-    if (!attr.isSplat() && attr.getNumElements() > kMaxFoldElements)
-      return std::nullopt;
-    if (attr.getNumElements() > kMaxFoldElements)
-      return std::nullopt;
-    in.push_back(Host::from(attr));
-  }
+/// Elementwise arithmetic, comparisons, casts, Range and constants of a
+/// shape on known inputs.
+Results foldArithmetic(Importer &importer, const Node &node,
+                       ArrayRef<DenseElementsAttr> inputs,
+                       ArrayRef<Host> in) {
+  StringRef op = node.op_type();
+  MLIRContext *ctx = importer.context();
   auto present = [&](size_t k) { return k < in.size() && in[k].element; };
 
   if (op == "Identity")
@@ -487,8 +480,54 @@ mlir::loom::onnx_import::foldNode(Importer &importer, const Node &node,
       out.set(k, roundTo(in[0].element, start + k * delta));
     return one(out);
   }
+  return std::nullopt;
+}
 
-  // Data movement on known tensors.
+/// Slice of known data by known starts, ends, axes and steps.
+Results foldSlice(ArrayRef<Host> in) {
+  auto present = [&](size_t k) { return k < in.size() && in[k].element; };
+  const Host &x = in[0];
+  int64_t rank = x.shape.size();
+  SmallVector<int64_t> starts = in[1].i, ends = in[2].i;
+  SmallVector<int64_t> axes, steps;
+  if (present(3))
+    axes = in[3].i;
+  else
+    for (int64_t d = 0; d < static_cast<int64_t>(starts.size()); ++d)
+      axes.push_back(d);
+  if (present(4))
+    steps = in[4].i;
+  else
+    steps.assign(starts.size(), 1);
+  SmallVector<SliceRange> ranges;
+  for (int64_t d = 0; d < rank; ++d)
+    ranges.push_back({0, x.shape[d], 1, x.shape[d]});
+  for (size_t j = 0; j < axes.size(); ++j) {
+    int64_t a = axes[j] < 0 ? axes[j] + rank : axes[j];
+    if (a < 0 || a >= rank || steps[j] == 0)
+      return std::nullopt;
+    ranges[a] = normalizeSlice(starts[j], ends[j], steps[j], x.shape[a]);
+  }
+  SmallVector<int64_t> shape;
+  for (const SliceRange &r : ranges)
+    shape.push_back(r.count);
+  Host out = Host::like(shape, x.element);
+  SmallVector<int64_t> idx, strides = stridesOf(x.shape);
+  for (int64_t k = 0; k < out.numel(); ++k) {
+    unravel(k, shape, idx);
+    int64_t src = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      src += (ranges[d].start + idx[d] * ranges[d].step) * strides[d];
+    out.copyFrom(k, x, src);
+  }
+  return one(out);
+}
+
+/// Data movement on known tensors: Reshape, (Un)squeeze, Concat, Gather,
+/// Slice, Expand.
+Results foldMovement(Importer &importer, const Node &node, ArrayRef<Host> in) {
+  StringRef op = node.op_type();
+  auto present = [&](size_t k) { return k < in.size() && in[k].element; };
   if (!present(0))
     return std::nullopt;
   const Host &x = in[0];
@@ -589,41 +628,8 @@ mlir::loom::onnx_import::foldNode(Importer &importer, const Node &node,
       }
     return one(out);
   }
-  if (op == "Slice" && present(1) && present(2)) {
-    SmallVector<int64_t> starts = in[1].i, ends = in[2].i;
-    SmallVector<int64_t> axes, steps;
-    if (present(3))
-      axes = in[3].i;
-    else
-      for (int64_t d = 0; d < static_cast<int64_t>(starts.size()); ++d)
-        axes.push_back(d);
-    if (present(4))
-      steps = in[4].i;
-    else
-      steps.assign(starts.size(), 1);
-    SmallVector<SliceRange> ranges;
-    for (int64_t d = 0; d < rank; ++d)
-      ranges.push_back({0, x.shape[d], 1, x.shape[d]});
-    for (size_t j = 0; j < axes.size(); ++j) {
-      int64_t a = axes[j] < 0 ? axes[j] + rank : axes[j];
-      if (a < 0 || a >= rank || steps[j] == 0)
-        return std::nullopt;
-      ranges[a] = normalizeSlice(starts[j], ends[j], steps[j], x.shape[a]);
-    }
-    SmallVector<int64_t> shape;
-    for (const SliceRange &r : ranges)
-      shape.push_back(r.count);
-    Host out = Host::like(shape, x.element);
-    SmallVector<int64_t> idx, strides = stridesOf(x.shape);
-    for (int64_t k = 0; k < out.numel(); ++k) {
-      unravel(k, shape, idx);
-      int64_t src = 0;
-      for (int64_t d = 0; d < rank; ++d)
-        src += (ranges[d].start + idx[d] * ranges[d].step) * strides[d];
-      out.copyFrom(k, x, src);
-    }
-    return one(out);
-  }
+  if (op == "Slice" && present(1) && present(2))
+    return foldSlice(in);
   if (op == "Expand" && present(1)) {
     FailureOr<SmallVector<int64_t>> shape = broadcastShape(x.shape, in[1].i);
     if (failed(shape))
@@ -634,4 +640,31 @@ mlir::loom::onnx_import::foldNode(Importer &importer, const Node &node,
         [](ArrayRef<int64_t> a) { return a[0]; });
   }
   return std::nullopt;
+}
+
+} // namespace
+
+std::optional<SmallVector<DenseElementsAttr>>
+mlir::loom::onnx_import::foldNode(Importer &importer, const Node &node,
+                                  ArrayRef<DenseElementsAttr> inputs) {
+  StringRef op = node.op_type();
+  if (op == "Constant")
+    return foldConstant(importer, node);
+  if (op == "Shape" || op == "Size")
+    return foldShapeOf(importer, node);
+  SmallVector<Host> in;
+  for (DenseElementsAttr attr : inputs) {
+    if (!attr) {
+      in.push_back(Host());
+      continue;
+    }
+    if (!attr.isSplat() && attr.getNumElements() > kMaxFoldElements)
+      return std::nullopt;
+    if (attr.getNumElements() > kMaxFoldElements)
+      return std::nullopt;
+    in.push_back(Host::from(attr));
+  }
+  if (Results r = foldArithmetic(importer, node, inputs, in))
+    return r;
+  return foldMovement(importer, node, in);
 }

@@ -58,6 +58,19 @@ using OpTable = llvm::StringMap<OpEntry>;
 void registerElementwiseOps(OpTable &table);
 void registerNNOps(OpTable &table);
 void registerShapeOps(OpTable &table);
+
+/// Validates a TensorProto's dims (non-negative, a size that fits in
+/// memory) into `shape`.
+bool validDims(const onnx::TensorProto &tensor, SmallVectorImpl<int64_t> &shape,
+               std::string &error);
+/// Little-endian bytes of a tensor's elements, wherever the proto keeps
+/// them (raw_data, typed fields, or an external file under `modelDir`).
+FailureOr<std::vector<char>> tensorBytes(const onnx::TensorProto &tensor,
+                                         Type elementType, int64_t numElements,
+                                         StringRef modelDir,
+                                         std::string &error);
+/// A dense_resource blob name from a tensor name.
+std::string sanitizeBlobName(StringRef name);
 /// ai.onnx.preview.training ops, keyed "ai.onnx.preview.training.<op>".
 void registerTrainingOps(OpTable &table);
 
