@@ -23,6 +23,7 @@
 #include "llvm/ADT/MapVector.h"
 
 #include <tuple>
+#include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-bucket-all-reduce"
 
@@ -125,6 +126,9 @@ struct BucketAllReducePass
     using Key = std::tuple<Attribute, Attribute, unsigned>;
     llvm::MapVector<Key, Bucket> open;
     auto flush = [&](Bucket &bucket) {
+      LLVM_DEBUG(if (!bucket.members.empty()) llvm::dbgs()
+                 << "bucket of " << bucket.members.size() << " all_reduces, "
+                 << bucket.bytes << " bytes\n");
       if (bucket.members.size() > 1) {
         AllReduceOp last = bucket.members.back();
         OpBuilder b(last);

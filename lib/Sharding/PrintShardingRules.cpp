@@ -3,8 +3,6 @@
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Sharding/Passes.h"
 
-#define DEBUG_TYPE "loom-print-sharding-rules"
-
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMPRINTSHARDINGRULES
 #include "loom/Sharding/Passes.h.inc"

@@ -28,6 +28,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-apply-strategy"
 
@@ -196,6 +197,9 @@ DenseMap<unsigned, ShardingAttr> tensorParallel(func::FuncOp step,
           paired = false;
       }
     }
+    LLVM_DEBUG(llvm::dbgs() << "tp: splitting " << argumentName(fn, first.weight)
+                            << " by columns makes a Megatron pair: "
+                            << (paired ? "yes" : "no") << "\n");
     if (!paired)
       continue;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
@@ -326,6 +330,11 @@ LogicalResult mlir::loom::applyStrategy(func::FuncOp fn, MeshOp mesh,
     }
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
     fn.setArgAttr(i, LoomDialect::kShardingAttrName, shardings[i]);
+  LLVM_DEBUG({
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      llvm::dbgs() << strategy << ": " << argumentName(fn, i) << " "
+                   << shardings[i] << "\n";
+  });
   (void)ctx;
   return success();
 }

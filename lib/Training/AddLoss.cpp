@@ -3,6 +3,7 @@
 #include "loom/Dialect/Loom/Utils/Utils.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Training/Passes.h"
+#include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-add-loss"
 
@@ -121,6 +122,8 @@ struct AddLossPass : loom::impl::LoomAddLossBase<AddLossPass> {
                                       LossReduction::mean, nullptr);
     }
 
+    LLVM_DEBUG(llvm::dbgs() << "loss " << loss << " of output #" << output
+                            << " (" << outType << "): " << lossValue << "\n");
     func::ReturnOp::create(b, loc, lossValue);
     ret.erase();
     fn.setFunctionType(FunctionType::get(ctx, fn.getArgumentTypes(),

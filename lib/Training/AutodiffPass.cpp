@@ -4,6 +4,7 @@
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Training/Autodiff.h"
 #include "loom/Training/Passes.h"
+#include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-autodiff"
 
@@ -104,6 +105,8 @@ struct AutodiffPass : loom::impl::LoomAutodiffBase<AutodiffPass> {
                                          ")"));
       resultAttrs.push_back(attrs.getDictionary(ctx));
     }
+    LLVM_DEBUG(llvm::dbgs() << "@" << gradFn.getSymName() << ": "
+                            << results.size() - 1 << " gradients\n");
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();
     gradFn.setFunctionType(FunctionType::get(

@@ -4,6 +4,7 @@
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Training/Autodiff.h"
 #include "loom/Training/Passes.h"
+#include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-infer-buffers"
 
@@ -39,6 +40,9 @@ struct InferBuffersPass : loom::impl::LoomInferBuffersBase<InferBuffersPass> {
     Dependence dep = analyzeDependence(body, params,
                                        body.getTerminator()->getOperands());
     for (auto [i, decl] : llvm::enumerate(decls)) {
+      LLVM_DEBUG(llvm::dbgs() << "@" << decl.getSymName() << ": reached "
+                              << dep.reached.test(i) << ", differentiable "
+                              << dep.differentiable.test(i) << "\n");
       if (!dep.reached.test(i) || dep.differentiable.test(i))
         continue;
       decl.setTrainable(false);

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-fuse-elementwise"
 
@@ -36,8 +37,17 @@ struct FuseElementwisePass
       return producer->getResult(0).hasOneUse();
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    auto countGenerics = [&] {
+      int n = 0;
+      getOperation().walk([&](linalg::GenericOp) { ++n; });
+      return n;
+    };
+    LLVM_DEBUG(llvm::dbgs() << "fuse-elementwise: " << countGenerics()
+                            << " linalg.generic before\n");
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
+    LLVM_DEBUG(llvm::dbgs() << "fuse-elementwise: " << countGenerics()
+                            << " after\n");
   }
 };
 

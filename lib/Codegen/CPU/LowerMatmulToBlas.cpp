@@ -9,6 +9,7 @@
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-lower-matmul-to-blas"
 
@@ -101,6 +102,9 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
                                              rewriter.getI64IntegerAttr(transB)));
     args.push_back(arith::ConstantOp::create(
         rewriter, loc, rewriter.getI64IntegerAttr(accumulate)));
+    LLVM_DEBUG(llvm::dbgs() << "BLAS: " << name << " transA " << transA
+                            << " transB " << transB << " accumulate "
+                            << accumulate << "\n");
     rewriter.replaceOpWithNewOp<func::CallOp>(op, name, TypeRange{}, args);
     return success();
   }

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-prepare-for-execution"
 
@@ -114,6 +115,8 @@ struct PrepareForExecutionPass
       fn.setAllArgAttrs(argAttrs);
       fn.removeResAttrsAttr();
       fn->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+      LLVM_DEBUG(llvm::dbgs() << "entry @" << fn.getSymName() << ": "
+                              << fn.getFunctionType() << "\n");
       // Loom function attributes (loom.partitioned names the erased mesh).
       for (NamedAttribute attr : llvm::to_vector(fn->getDiscardableAttrs()))
         if (attr.getName().getValue().starts_with("loom."))

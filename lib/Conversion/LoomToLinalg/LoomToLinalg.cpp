@@ -5,6 +5,7 @@
 #include "loom/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-convert-to-linalg"
 
@@ -49,6 +50,14 @@ struct ConvertLoomToLinalgPass
     });
     target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
         [&](Operation *op) { return converter.isLegal(op); });
+    LLVM_DEBUG({
+      int n = 0;
+      getOperation().walk([&](Operation *op) {
+        n += isa<LoomDialect>(op->getDialect()) &&
+             !isa<MeshOp, ParameterOp>(op);
+      });
+      llvm::dbgs() << "loom-convert-to-linalg: " << n << " loom ops\n";
+    });
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

@@ -16,6 +16,7 @@
 #include "llvm/Support/Path.h"
 
 #include <set>
+#include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-import-onnx"
 
@@ -520,6 +521,8 @@ LogicalResult Importer::importNode(const Node &node, int index) {
       NameLoc::get(b.getStringAttr(node.op_type()), fileLoc()));
   currentNode = &node;
   currentName = name;
+  LLVM_DEBUG(llvm::dbgs() << "node " << index << ": " << node.op_type() << " '"
+                          << name << "'\n");
 
   bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
   auto it = defaultDomain ? ops.find(node.op_type())
