@@ -92,19 +92,8 @@ std::string mlir::loom::planner::describe(const AxisSharding &s,
                                           const MeshShape &mesh) {
   if (s.isReplicated())
     return "replicated";
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << "[";
-  for (auto [d, axes] : llvm::enumerate(s.dims)) {
-    os << (d ? ", {" : "{");
-    llvm::interleaveComma(axes, os,
-                          [&](int a) { os << '"' << mesh.names[a] << '"'; });
-    os << "}";
-  }
-  os << "]";
-  if (s.isPartial())
-    os << " partial " << mesh.axes(s.partialMask());
-  return out;
+  return ::mlir::loom::describe(
+      s, [&](int a) { return StringRef(mesh.names[a]); });
 }
 
 //===----------------------------------------------------------------------===//

@@ -26,16 +26,13 @@ struct ApplyShardFilePass
   using LoomApplyShardFileBase::LoomApplyShardFileBase;
 
   void runOnOperation() override {
-    FailureOr<func::FuncOp> step =
-        lookupFunction(getOperation(), function, getArgument());
+    FailureOr<ShardedFunction> step =
+        lookupShardedFunction(getOperation(), function, getArgument());
     if (failed(step))
       return signalPassFailure();
-    FailureOr<MeshOp> mesh = findMesh(*step);
-    if (failed(mesh))
-      return signalPassFailure();
-    std::string error = apply(*step, *mesh);
+    std::string error = apply(step->fn, step->mesh);
     if (!error.empty()) {
-      step->emitError() << getArgument() << ": " << error;
+      step->fn.emitError() << getArgument() << ": " << error;
       return signalPassFailure();
     }
   }

@@ -2,6 +2,8 @@
 
 #include "loom/Sharding/FactorSharding.h"
 
+#include "loom/Dialect/Loom/Utils/Utils.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 using namespace mlir;
@@ -185,6 +187,18 @@ FailureOr<MeshOp> mlir::loom::findMesh(func::FuncOp fn) {
   return meshes.front();
 }
 
+FailureOr<ShardedFunction>
+mlir::loom::lookupShardedFunction(ModuleOp module, StringRef name,
+                                  StringRef pass) {
+  FailureOr<func::FuncOp> fn = lookupFunction(module, name, pass);
+  if (failed(fn))
+    return failure();
+  FailureOr<MeshOp> mesh = findMesh(*fn);
+  if (failed(mesh))
+    return failure();
+  return ShardedFunction{*fn, *mesh};
+}
+
 FailureOr<RankedTensorType>
 mlir::loom::localType(RankedTensorType global, ShardingAttr sharding,
                               MeshOp mesh, Location loc, const Twine &what) {
@@ -252,4 +266,20 @@ ShardingAttr mlir::loom::withPartial(ShardingAttr s,
   Builder b(s.getContext());
   return ShardingAttr::get(s.getContext(), s.getMesh(), s.getDims(),
                            b.getStrArrayAttr(partial), ReductionKind::sum);
+}
+
+/// Results of the train step that are the next value of a parameter keep
+/// that parameter's sharding, so that the next step can take them as is.
+void mlir::loom::shardUpdatesLikeParameters(func::FuncOp fn) {
+  DenseMap<Attribute, ShardingAttr> byParam;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (auto p = fn.getArgAttr(i, LoomDialect::kParamAttrName))
+      if (auto s = fn.getArgAttrOfType<ShardingAttr>(
+              i, LoomDialect::kShardingAttrName))
+        byParam[p] = s;
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    if (auto p = fn.getResultAttr(i, LoomDialect::kParamAttrName))
+      if (!fn.getResultAttr(i, LoomDialect::kShardingAttrName))
+        if (ShardingAttr s = byParam.lookup(p))
+          fn.setResultAttr(i, LoomDialect::kShardingAttrName, s);
 }

@@ -32,7 +32,6 @@
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMPARTITION
-#define GEN_PASS_DEF_LOOMPROPAGATESHARDING
 #include "loom/Sharding/Passes.h.inc"
 } // namespace mlir::loom
 
@@ -450,69 +449,19 @@ void computeOnSlices(Block &block) {
   }
 }
 
-/// Results of the train step that are the next value of a parameter keep
-/// that parameter's sharding, so that the next step can take them as is.
-void shardUpdatesLikeParameters(func::FuncOp fn) {
-  DenseMap<Attribute, ShardingAttr> byParam;
-  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-    if (auto p = fn.getArgAttr(i, LoomDialect::kParamAttrName))
-      if (auto s = fn.getArgAttrOfType<ShardingAttr>(
-              i, LoomDialect::kShardingAttrName))
-        byParam[p] = s;
-  for (unsigned i = 0; i < fn.getNumResults(); ++i)
-    if (auto p = fn.getResultAttr(i, LoomDialect::kParamAttrName))
-      if (!fn.getResultAttr(i, LoomDialect::kShardingAttrName))
-        if (ShardingAttr s = byParam.lookup(p))
-          fn.setResultAttr(i, LoomDialect::kShardingAttrName, s);
-}
-
-struct PropagateShardingPass
-    : loom::impl::LoomPropagateShardingBase<PropagateShardingPass> {
-  using LoomPropagateShardingBase::LoomPropagateShardingBase;
-  void runOnOperation() override {
-    FailureOr<func::FuncOp> fn =
-        loom::lookupFunction(getOperation(), function, getArgument());
-    if (failed(fn))
-      return signalPassFailure();
-    FailureOr<MeshOp> mesh = findMesh(*fn);
-    if (failed(mesh))
-      return signalPassFailure();
-    shardUpdatesLikeParameters(*fn);
-    PropagationResult plan = propagate(*fn, *mesh);
-    for (auto &[op, msg] : plan.conflicts)
-      op->emitRemark("sharding conflict: ") << msg;
-    for (Operation &op : fn->getBody().front().without_terminator()) {
-      if (op.getNumResults() == 0 || isa<ShardingConstraintOp>(op))
-        continue;
-      SmallVector<ShardingAttr> shardings;
-      for (Value r : op.getResults())
-        shardings.push_back(plan.shardings.lookup(r));
-      if (llvm::all_of(shardings, [](ShardingAttr s) { return s; }))
-        setOpResultShardings(&op, shardings);
-    }
-    for (BlockArgument arg : fn->getArguments())
-      if (ShardingAttr s = plan.shardings.lookup(arg))
-        fn->setArgAttr(arg.getArgNumber(), LoomDialect::kShardingAttrName, s);
-  }
-};
-
 struct PartitionPass : loom::impl::LoomPartitionBase<PartitionPass> {
   using LoomPartitionBase::LoomPartitionBase;
   void runOnOperation() override {
-    FailureOr<func::FuncOp> fn =
-        loom::lookupFunction(getOperation(), function, getArgument());
-    if (failed(fn))
+    FailureOr<ShardedFunction> step =
+        lookupShardedFunction(getOperation(), function, getArgument());
+    if (failed(step) ||
+        failed(loom::verifySingleBlock(step->fn, getArgument())))
       return signalPassFailure();
-    if (failed(loom::verifySingleBlock(*fn, getArgument())))
-      return signalPassFailure();
-    FailureOr<MeshOp> mesh = findMesh(*fn);
-    if (failed(mesh))
-      return signalPassFailure();
-    shardUpdatesLikeParameters(*fn);
-    PropagationResult plan = propagate(*fn, *mesh);
+    shardUpdatesLikeParameters(step->fn);
+    PropagationResult plan = propagate(step->fn, step->mesh);
     OpBuilder b(&getContext());
-    Partitioner partitioner(*mesh, b);
-    if (failed(partitioner.partition(*fn, plan)))
+    Partitioner partitioner(step->mesh, b);
+    if (failed(partitioner.partition(step->fn, plan)))
       return signalPassFailure();
   }
 };

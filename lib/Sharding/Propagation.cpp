@@ -2,8 +2,15 @@
 
 #include "loom/Sharding/Propagation.h"
 
+#include "loom/Sharding/Passes.h"
+
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/raw_ostream.h"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMPROPAGATESHARDING
+#include "loom/Sharding/Passes.h.inc"
+} // namespace mlir::loom
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -192,3 +199,33 @@ mlir::loom::propagate(func::FuncOp fn, MeshOp mesh,
           replicated(mesh, cast<RankedTensorType>(arg.getType()).getRank());
   return out;
 }
+
+namespace {
+struct PropagateShardingPass
+    : loom::impl::LoomPropagateShardingBase<PropagateShardingPass> {
+  using LoomPropagateShardingBase::LoomPropagateShardingBase;
+  void runOnOperation() override {
+    FailureOr<ShardedFunction> step =
+        lookupShardedFunction(getOperation(), function, getArgument());
+    if (failed(step))
+      return signalPassFailure();
+    func::FuncOp fn = step->fn;
+    shardUpdatesLikeParameters(fn);
+    PropagationResult plan = propagate(fn, step->mesh);
+    for (auto &[op, msg] : plan.conflicts)
+      op->emitRemark("sharding conflict: ") << msg;
+    for (Operation &op : fn.getBody().front().without_terminator()) {
+      if (op.getNumResults() == 0 || isa<ShardingConstraintOp>(op))
+        continue;
+      SmallVector<ShardingAttr> shardings;
+      for (Value r : op.getResults())
+        shardings.push_back(plan.shardings.lookup(r));
+      if (llvm::all_of(shardings, [](ShardingAttr s) { return s; }))
+        setOpResultShardings(&op, shardings);
+    }
+    for (BlockArgument arg : fn.getArguments())
+      if (ShardingAttr s = plan.shardings.lookup(arg))
+        fn.setArgAttr(arg.getArgNumber(), LoomDialect::kShardingAttrName, s);
+  }
+};
+} // namespace

@@ -335,24 +335,27 @@ FailureOr<Value> mlir::loom::buildReshard(OpBuilder &b, Location loc,
   return buildReshardSteps(b, loc, local, *steps, mesh);
 }
 
-std::string mlir::loom::describe(const AxisSharding &s, MeshOp mesh) {
+std::string mlir::loom::describe(const AxisSharding &s,
+                                 llvm::function_ref<StringRef(int)> name) {
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << "[";
-  for (auto [d, axes] : llvm::enumerate(s.dims)) {
-    os << (d ? ", {" : "{");
-    llvm::interleaveComma(axes, os,
-                          [&](int a) { os << '"' << axisName(mesh, a) << '"'; });
+  auto axes = [&](ArrayRef<int> list) {
+    os << "{";
+    llvm::interleaveComma(list, os, [&](int a) { os << '"' << name(a) << '"'; });
     os << "}";
-  }
+  };
+  os << "[";
+  llvm::interleaveComma(s.dims, os, axes);
   os << "]";
   if (!s.partial.empty()) {
-    os << " partial " << stringifyReductionKind(s.reduction) << " {";
-    llvm::interleaveComma(s.partial, os,
-                          [&](int a) { os << '"' << axisName(mesh, a) << '"'; });
-    os << "}";
+    os << " partial " << stringifyReductionKind(s.reduction) << " ";
+    axes(s.partial);
   }
   return out;
+}
+
+std::string mlir::loom::describe(const AxisSharding &s, MeshOp mesh) {
+  return describe(s, [&](int a) { return axisName(mesh, a); });
 }
 
 std::string mlir::loom::describe(const ReshardStep &step, MeshOp mesh) {

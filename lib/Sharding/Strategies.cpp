@@ -344,18 +344,15 @@ struct ApplyStrategyPass
     : loom::impl::LoomApplyStrategyBase<ApplyStrategyPass> {
   using LoomApplyStrategyBase::LoomApplyStrategyBase;
   void runOnOperation() override {
-    FailureOr<func::FuncOp> fn =
-        loom::lookupFunction(getOperation(), function, getArgument());
-    if (failed(fn))
-      return signalPassFailure();
-    FailureOr<MeshOp> mesh = findMesh(*fn);
-    if (failed(mesh))
+    FailureOr<ShardedFunction> step =
+        lookupShardedFunction(getOperation(), function, getArgument());
+    if (failed(step))
       return signalPassFailure();
     StrategyOptions options;
     options.strategy = strategy;
     options.dpAxis = dpAxis;
     options.tpAxis = tpAxis;
-    if (failed(applyStrategy(*fn, *mesh, options)))
+    if (failed(applyStrategy(step->fn, step->mesh, options)))
       signalPassFailure();
   }
 };

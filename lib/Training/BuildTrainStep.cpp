@@ -37,12 +37,8 @@ struct Arith {
     return cast<RankedTensorType>(v.getType());
   }
   Value scalar(Type element, double value) {
-    auto type = RankedTensorType::get({}, element);
-    Attribute attr = isa<FloatType>(element)
-                         ? Attribute(FloatAttr::get(element, value))
-                         : Attribute(IntegerAttr::get(
-                               element, static_cast<int64_t>(value)));
-    return ConstantOp::create(b, DenseElementsAttr::get(type, attr));
+    return createSplat(b, b.getLoc(), RankedTensorType::get({}, element),
+                       value);
   }
   Value f64(double value) { return scalar(b.getF64Type(), value); }
   /// A scalar of `like`'s element type: how PyTorch applies a Python float
@@ -194,9 +190,7 @@ FailureOr<ParameterOp> StepBuilder::declareState(Operation *after,
     ob.setInsertionPointAfter(after);
   else
     ob.setInsertionPointToStart(module.getBody());
-  Attribute zero = isa<FloatType>(type.getElementType())
-                       ? Attribute(FloatAttr::get(type.getElementType(), 0.0))
-                       : Attribute(IntegerAttr::get(type.getElementType(), 0));
+  Attribute zero = scalarAttr(type.getElementType(), 0.0);
   Location loc = after ? after->getLoc() : fn.getLoc();
   return ParameterOp::create(ob, loc, name, type,
                              DenseElementsAttr::get(type, zero),

@@ -170,6 +170,12 @@ private:
                   info.description.c_str());
   }
   void end() { gCurrentOp[0] = 0; }
+  /// One non-blocking collective on `g`: the signature check (`code` names
+  /// the kind), `start` posting it (an MPI return code), the wait under the
+  /// deadline.
+  template <typename Start>
+  loom_status_t collective(Group &g, const CallInfo &info, int code,
+                           Start start);
 
   loom_runtime_options_t options;
   bool ownsMpi = false;
@@ -407,74 +413,58 @@ loom_status_t MpiBackend::checkSignature(MPI_Comm comm, const CallInfo &info,
   return nullptr;
 }
 
-loom_status_t MpiBackend::allReduce(Group &g, const CallInfo &info,
-                                    loom_reduction_t reduction,
-                                    const void *send, void *recv) {
+template <typename Start>
+loom_status_t MpiBackend::collective(Group &g, const CallInfo &info, int code,
+                                     Start start) {
   MPI_Comm comm = static_cast<MpiGroup &>(g).comm;
   begin(info);
-  if (loom_status_t s = checkSignature(comm, info, 1))
-    return s;
-  std::vector<MPI_Request> req(1);
-  int rc = MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv,
-                          static_cast<int>(info.count), mpiType(info.dtype),
-                          op(info.dtype, reduction), comm, &req[0]);
-  if (rc != MPI_SUCCESS)
-    return diagnose(info, "failed (MPI: " + mpiError(rc) + ")");
-  loom_status_t s = wait(req, info);
+  loom_status_t s = checkSignature(comm, info, code);
+  if (!s) {
+    std::vector<MPI_Request> req(1);
+    int rc = start(comm, &req[0]);
+    s = rc != MPI_SUCCESS ? diagnose(info, "failed (MPI: " + mpiError(rc) + ")")
+                          : wait(req, info);
+  }
   end();
   return s;
 }
 
+loom_status_t MpiBackend::allReduce(Group &g, const CallInfo &info,
+                                    loom_reduction_t reduction,
+                                    const void *send, void *recv) {
+  return collective(g, info, 1, [&](MPI_Comm comm, MPI_Request *req) {
+    return MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv,
+                          static_cast<int>(info.count), mpiType(info.dtype),
+                          op(info.dtype, reduction), comm, req);
+  });
+}
+
 loom_status_t MpiBackend::allGather(Group &g, const CallInfo &info,
                                     const void *send, void *recv) {
-  MPI_Comm comm = static_cast<MpiGroup &>(g).comm;
-  begin(info);
-  if (loom_status_t s = checkSignature(comm, info, 2))
-    return s;
-  std::vector<MPI_Request> req(1);
-  MPI_Datatype t = mpiType(info.dtype);
-  int rc = MPI_Iallgather(send, static_cast<int>(info.count), t, recv,
-                          static_cast<int>(info.count), t, comm, &req[0]);
-  if (rc != MPI_SUCCESS)
-    return diagnose(info, "failed (MPI: " + mpiError(rc) + ")");
-  loom_status_t s = wait(req, info);
-  end();
-  return s;
+  return collective(g, info, 2, [&](MPI_Comm comm, MPI_Request *req) {
+    MPI_Datatype t = mpiType(info.dtype);
+    return MPI_Iallgather(send, static_cast<int>(info.count), t, recv,
+                          static_cast<int>(info.count), t, comm, req);
+  });
 }
 
 loom_status_t MpiBackend::reduceScatter(Group &g, const CallInfo &info,
                                         loom_reduction_t reduction,
                                         const void *send, void *recv) {
-  MPI_Comm comm = static_cast<MpiGroup &>(g).comm;
-  begin(info);
-  if (loom_status_t s = checkSignature(comm, info, 3))
-    return s;
-  std::vector<MPI_Request> req(1);
-  int rc = MPI_Ireduce_scatter_block(send, recv, static_cast<int>(info.count),
+  return collective(g, info, 3, [&](MPI_Comm comm, MPI_Request *req) {
+    return MPI_Ireduce_scatter_block(send, recv, static_cast<int>(info.count),
                                      mpiType(info.dtype),
-                                     op(info.dtype, reduction), comm, &req[0]);
-  if (rc != MPI_SUCCESS)
-    return diagnose(info, "failed (MPI: " + mpiError(rc) + ")");
-  loom_status_t s = wait(req, info);
-  end();
-  return s;
+                                     op(info.dtype, reduction), comm, req);
+  });
 }
 
 loom_status_t MpiBackend::allToAll(Group &g, const CallInfo &info,
                                    const void *send, void *recv) {
-  MPI_Comm comm = static_cast<MpiGroup &>(g).comm;
-  begin(info);
-  if (loom_status_t s = checkSignature(comm, info, 4))
-    return s;
-  std::vector<MPI_Request> req(1);
-  MPI_Datatype t = mpiType(info.dtype);
-  int rc = MPI_Ialltoall(send, static_cast<int>(info.count), t, recv,
-                         static_cast<int>(info.count), t, comm, &req[0]);
-  if (rc != MPI_SUCCESS)
-    return diagnose(info, "failed (MPI: " + mpiError(rc) + ")");
-  loom_status_t s = wait(req, info);
-  end();
-  return s;
+  return collective(g, info, 4, [&](MPI_Comm comm, MPI_Request *req) {
+    MPI_Datatype t = mpiType(info.dtype);
+    return MPI_Ialltoall(send, static_cast<int>(info.count), t, recv,
+                         static_cast<int>(info.count), t, comm, req);
+  });
 }
 
 loom_status_t MpiBackend::sendRecv(const CallInfo &info, int to,

@@ -142,36 +142,38 @@ public:
     return nullptr;
   }
 
+  /// The element type check and the completion every collective shares;
+  /// `call` issues it on the group's communicator with NCCL's type.
+  template <typename Call>
+  loom_status_t collective(Group &g, const CallInfo &info, Call call) {
+    ncclDataType_t t;
+    if (!ncclType(info.dtype, t))
+      return unsupported(info);
+    ncclComm_t comm = static_cast<NcclGroup &>(g).comm;
+    return finish(comm, info, call(comm, t));
+  }
+
   loom_status_t allReduce(Group &g, const CallInfo &info,
                           loom_reduction_t reduction, const void *send,
                           void *recv) override {
-    ncclDataType_t t;
-    if (!ncclType(info.dtype, t))
-      return unsupported(info);
-    ncclComm_t comm = static_cast<NcclGroup &>(g).comm;
-    return finish(comm, info,
-                  ncclAllReduce(send, recv, info.count, t, ncclOp(reduction),
-                                comm, stream));
+    return collective(g, info, [&](ncclComm_t comm, ncclDataType_t t) {
+      return ncclAllReduce(send, recv, info.count, t, ncclOp(reduction), comm,
+                           stream);
+    });
   }
   loom_status_t allGather(Group &g, const CallInfo &info, const void *send,
                           void *recv) override {
-    ncclDataType_t t;
-    if (!ncclType(info.dtype, t))
-      return unsupported(info);
-    ncclComm_t comm = static_cast<NcclGroup &>(g).comm;
-    return finish(comm, info,
-                  ncclAllGather(send, recv, info.count, t, comm, stream));
+    return collective(g, info, [&](ncclComm_t comm, ncclDataType_t t) {
+      return ncclAllGather(send, recv, info.count, t, comm, stream);
+    });
   }
   loom_status_t reduceScatter(Group &g, const CallInfo &info,
                               loom_reduction_t reduction, const void *send,
                               void *recv) override {
-    ncclDataType_t t;
-    if (!ncclType(info.dtype, t))
-      return unsupported(info);
-    ncclComm_t comm = static_cast<NcclGroup &>(g).comm;
-    return finish(comm, info,
-                  ncclReduceScatter(send, recv, info.count, t,
-                                    ncclOp(reduction), comm, stream));
+    return collective(g, info, [&](ncclComm_t comm, ncclDataType_t t) {
+      return ncclReduceScatter(send, recv, info.count, t, ncclOp(reduction),
+                               comm, stream);
+    });
   }
   loom_status_t allToAll(Group &g, const CallInfo &info, const void *send,
                          void *recv) override {

@@ -344,75 +344,76 @@ void copyIfDistinct(const void *send, void *recv, size_t n) {
 }
 } // namespace
 
+namespace {
+/// What every collective entry point does first: checks the arguments
+/// (prepare), and on a group of one device copies `send` to `recv`
+/// (`localCount` elements) instead of calling the backend; else `run`.
+template <typename Run>
+loom_status_t collective(loom_mesh_t mesh, const char *op, const int32_t *axes,
+                         int32_t num_axes, loom_dtype_t dtype, int64_t count,
+                         const char *detail, int32_t extra, const void *send,
+                         void *recv, int64_t localCount, Run run) {
+  Group *group;
+  CallInfo info;
+  if (loom_status_t s = prepare(mesh, op, axes, num_axes, dtype, count, group,
+                                info, detail))
+    return s;
+  info.extra = extra;
+  if (!group || group->size == 1) {
+    copyIfDistinct(send, recv, bytes(dtype, localCount));
+    return nullptr;
+  }
+  return run(*mesh->runtime->backend, *group, info);
+}
+
+std::string reductionDetail(loom_reduction_t reduction) {
+  return std::string(" (") + reductionName(reduction) + ")";
+}
+} // namespace
+
 extern "C" loom_status_t loom_all_reduce(loom_mesh_t mesh, const int32_t *axes,
                                          int32_t num_axes, loom_dtype_t dtype,
                                          loom_reduction_t reduction,
                                          const void *send, void *recv,
                                          int64_t count) {
-  Group *group;
-  CallInfo info;
-  std::string detail = std::string(" (") + reductionName(reduction) + ")";
-  if (loom_status_t s = prepare(mesh, "all_reduce", axes, num_axes, dtype,
-                                count, group, info, detail.c_str()))
-    return s;
-  info.extra = reduction;
-  if (!group || group->size == 1) {
-    copyIfDistinct(send, recv, bytes(dtype, count));
-    return nullptr;
-  }
-  return mesh->runtime->backend->allReduce(*group, info, reduction, send,
-                                           recv);
+  return collective(mesh, "all_reduce", axes, num_axes, dtype, count,
+                    reductionDetail(reduction).c_str(), reduction, send, recv,
+                    count, [&](Backend &b, Group &g, CallInfo &info) {
+                      return b.allReduce(g, info, reduction, send, recv);
+                    });
 }
 
 extern "C" loom_status_t loom_all_gather(loom_mesh_t mesh, const int32_t *axes,
                                          int32_t num_axes, loom_dtype_t dtype,
                                          const void *send, void *recv,
                                          int64_t send_count) {
-  Group *group;
-  CallInfo info;
-  if (loom_status_t s = prepare(mesh, "all_gather", axes, num_axes, dtype,
-                                send_count, group, info))
-    return s;
-  if (!group || group->size == 1) {
-    copyIfDistinct(send, recv, bytes(dtype, send_count));
-    return nullptr;
-  }
-  return mesh->runtime->backend->allGather(*group, info, send, recv);
+  return collective(mesh, "all_gather", axes, num_axes, dtype, send_count, "",
+                    0, send, recv, send_count,
+                    [&](Backend &b, Group &g, CallInfo &info) {
+                      return b.allGather(g, info, send, recv);
+                    });
 }
 
 extern "C" loom_status_t
 loom_reduce_scatter(loom_mesh_t mesh, const int32_t *axes, int32_t num_axes,
                     loom_dtype_t dtype, loom_reduction_t reduction,
                     const void *send, void *recv, int64_t recv_count) {
-  Group *group;
-  CallInfo info;
-  std::string detail = std::string(" (") + reductionName(reduction) + ")";
-  if (loom_status_t s = prepare(mesh, "reduce_scatter", axes, num_axes, dtype,
-                                recv_count, group, info, detail.c_str()))
-    return s;
-  info.extra = reduction;
-  if (!group || group->size == 1) {
-    copyIfDistinct(send, recv, bytes(dtype, recv_count));
-    return nullptr;
-  }
-  return mesh->runtime->backend->reduceScatter(*group, info, reduction, send,
-                                               recv);
+  return collective(mesh, "reduce_scatter", axes, num_axes, dtype, recv_count,
+                    reductionDetail(reduction).c_str(), reduction, send, recv,
+                    recv_count, [&](Backend &b, Group &g, CallInfo &info) {
+                      return b.reduceScatter(g, info, reduction, send, recv);
+                    });
 }
 
 extern "C" loom_status_t loom_all_to_all(loom_mesh_t mesh, const int32_t *axes,
                                          int32_t num_axes, loom_dtype_t dtype,
                                          const void *send, void *recv,
                                          int64_t count_per_rank) {
-  Group *group;
-  CallInfo info;
-  if (loom_status_t s = prepare(mesh, "all_to_all", axes, num_axes, dtype,
-                                count_per_rank, group, info))
-    return s;
-  if (!group || group->size == 1) {
-    copyIfDistinct(send, recv, bytes(dtype, count_per_rank));
-    return nullptr;
-  }
-  return mesh->runtime->backend->allToAll(*group, info, send, recv);
+  return collective(mesh, "all_to_all", axes, num_axes, dtype, count_per_rank,
+                    "", 0, send, recv, count_per_rank,
+                    [&](Backend &b, Group &g, CallInfo &info) {
+                      return b.allToAll(g, info, send, recv);
+                    });
 }
 
 extern "C" loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,

@@ -73,6 +73,21 @@ void setOpResultShardings(Operation *op, ArrayRef<ShardingAttr> shardings);
 /// The single mesh named by shardings in `fn` (or the module's only mesh).
 FailureOr<MeshOp> findMesh(func::FuncOp fn);
 
+/// The function a sharding pass works on (`name`, or the module's only
+/// one) and its mesh (findMesh); errors name `pass`.
+/// Results of a training step that are the next value of a parameter
+/// (loom.param) take that parameter's sharding, so that the next step can
+/// take them as they are.
+void shardUpdatesLikeParameters(func::FuncOp fn);
+
+struct ShardedFunction {
+  func::FuncOp fn;
+  MeshOp mesh;
+};
+FailureOr<ShardedFunction> lookupShardedFunction(ModuleOp module,
+                                                 StringRef name,
+                                                 StringRef pass);
+
 /// Local (per-device) type of `global` under `sharding`; fails when a
 /// dimension does not divide (`what` names the value in the error).
 FailureOr<RankedTensorType> localType(RankedTensorType global,

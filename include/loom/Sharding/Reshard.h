@@ -117,7 +117,10 @@ FailureOr<Value> buildReshard(OpBuilder &b, Location loc, Value local,
 Value buildReshardSteps(OpBuilder &b, Location loc, Value local,
                         ArrayRef<ReshardStep> steps, MeshOp mesh);
 
-/// "[{"tp", "dp"}, {}] partial sum {"x"}": for messages and remarks.
+/// "[{"tp", "dp"}, {}] partial sum {"x"}": for messages and remarks, with
+/// the names `axisName` gives the axes.
+std::string describe(const AxisSharding &s,
+                     llvm::function_ref<StringRef(int)> axisName);
 std::string describe(const AxisSharding &s, MeshOp mesh);
 std::string describe(const ReshardStep &step, MeshOp mesh);
 

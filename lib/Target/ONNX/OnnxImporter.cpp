@@ -365,13 +365,8 @@ FailureOr<int64_t> Importer::normalizeAxis(const Node &node, int64_t axis,
 //===----------------------------------------------------------------------===//
 
 Value Importer::scalar(Type elementType, double value) {
-  auto type = RankedTensorType::get({}, elementType);
-  Attribute attr;
-  if (isa<FloatType>(elementType))
-    attr = FloatAttr::get(elementType, value);
-  else
-    attr = IntegerAttr::get(elementType, static_cast<int64_t>(value));
-  return ConstantOp::create(b, currentLoc, DenseElementsAttr::get(type, attr));
+  return createSplat(b, currentLoc, RankedTensorType::get({}, elementType),
+                     value);
 }
 
 Value Importer::constant(ElementsAttr value) {

@@ -289,9 +289,7 @@ LogicalResult importPad(Importer &imp, const Node &node) {
     x = SliceOp::create(b, imp.loc(), x, b.getDenseI64ArrayAttr(start),
                         b.getDenseI64ArrayAttr(limit),
                         b.getDenseI64ArrayAttr(stride));
-  TypedAttr padValue = isa<FloatType>(element)
-                           ? TypedAttr(FloatAttr::get(element, value))
-                           : TypedAttr(IntegerAttr::get(element, (int64_t)value));
+  TypedAttr padValue = scalarAttr(element, value);
   return imp.setResult(node, 0,
                        PadOp::create(b, imp.loc(), x, b.getDenseI64ArrayAttr(lo),
                                      b.getDenseI64ArrayAttr(hi), padValue));

@@ -24,23 +24,11 @@ using mlir::loom::detail::GradientBuilder;
 //===----------------------------------------------------------------------===//
 
 Value GradientBuilder::scalar(Type element, double value) {
-  auto type = RankedTensorType::get({}, element);
-  Attribute attr;
-  if (isa<FloatType>(element))
-    attr = FloatAttr::get(element, value);
-  else
-    attr = IntegerAttr::get(element, static_cast<int64_t>(value));
-  return ConstantOp::create(b, DenseElementsAttr::get(type, attr));
+  return splat(RankedTensorType::get({}, element), value);
 }
 
 Value GradientBuilder::splat(RankedTensorType type, double value) {
-  Type element = type.getElementType();
-  Attribute attr;
-  if (isa<FloatType>(element))
-    attr = FloatAttr::get(element, value);
-  else
-    attr = IntegerAttr::get(element, static_cast<int64_t>(value));
-  return ConstantOp::create(b, DenseElementsAttr::get(type, attr));
+  return createSplat(b, b.getLoc(), type, value);
 }
 
 Value GradientBuilder::castTo(Value v, Type element) {
@@ -112,10 +100,7 @@ Value GradientBuilder::pad(Value v, ArrayRef<int64_t> low,
       llvm::all_of(high, [](int64_t x) { return x == 0; }))
     return v;
   Type element = elementOf(v);
-  TypedAttr zero = isa<FloatType>(element)
-                       ? TypedAttr(FloatAttr::get(element, 0.0))
-                       : TypedAttr(IntegerAttr::get(element, 0));
-  return PadOp::create(b, v, low, high, zero);
+  return PadOp::create(b, v, low, high, scalarAttr(element, 0.0));
 }
 
 Value GradientBuilder::unbroadcast(Value grad, RankedTensorType type) {
@@ -571,28 +556,31 @@ static Value extremumGradient(GradientBuilder &g, Value dy, Value input,
   return g.where(hit, share);
 }
 
+template <typename OpT>
+static LogicalResult extremumGradients(OpT op, OpBuilder &builder,
+                                       ValueRange resultGrads,
+                                       ArrayRef<bool> wanted,
+                                       SmallVectorImpl<Value> &grads) {
+  return inputGradient(op, builder, resultGrads, wanted, grads,
+                       [&](GradientBuilder &g, Value dy) {
+                         return extremumGradient(g, dy, op.getInput(),
+                                                 op.getResult(), op.getDims(),
+                                                 op.getKeepdims());
+                       });
+}
+
 LogicalResult ReduceMaxOp::buildGradients(OpBuilder &builder,
                                           ValueRange resultGrads,
                                           ArrayRef<bool> wanted,
                                           SmallVectorImpl<Value> &grads) {
-  return inputGradient(*this, builder, resultGrads, wanted, grads,
-                       [&](GradientBuilder &g, Value dy) {
-                         return extremumGradient(g, dy, getInput(),
-                                                 getResult(), getDims(),
-                                                 getKeepdims());
-                       });
+  return extremumGradients(*this, builder, resultGrads, wanted, grads);
 }
 
 LogicalResult ReduceMinOp::buildGradients(OpBuilder &builder,
                                           ValueRange resultGrads,
                                           ArrayRef<bool> wanted,
                                           SmallVectorImpl<Value> &grads) {
-  return inputGradient(*this, builder, resultGrads, wanted, grads,
-                       [&](GradientBuilder &g, Value dy) {
-                         return extremumGradient(g, dy, getInput(),
-                                                 getResult(), getDims(),
-                                                 getKeepdims());
-                       });
+  return extremumGradients(*this, builder, resultGrads, wanted, grads);
 }
 
 LogicalResult ReduceProdOp::buildGradients(OpBuilder &builder,

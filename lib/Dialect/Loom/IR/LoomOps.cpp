@@ -178,6 +178,19 @@ static void printKeyword(OpAsmPrinter &printer, Operation *,
 // Core ops
 //===----------------------------------------------------------------------===//
 
+TypedAttr mlir::loom::scalarAttr(Type element, double value) {
+  if (isa<FloatType>(element))
+    return FloatAttr::get(element, value);
+  return IntegerAttr::get(element, static_cast<int64_t>(value));
+}
+
+Value mlir::loom::createSplat(OpBuilder &b, Location loc, RankedTensorType type,
+                              double value) {
+  return ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(type, scalarAttr(type.getElementType(), value)));
+}
+
 static LogicalResult inferConstant(MLIRContext *ctx, std::optional<Location> loc,
                                   ConstantOp::Adaptor adaptor,
                                   SmallVectorImpl<Type> &inferred) {

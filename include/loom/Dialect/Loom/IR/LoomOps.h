@@ -18,4 +18,16 @@
 #define GET_OP_CLASSES
 #include "loom/Dialect/Loom/IR/LoomOps.h.inc"
 
+namespace mlir::loom {
+
+/// `value` as an attribute of `element`: a float, or an integer (truncated
+/// toward zero).
+TypedAttr scalarAttr(Type element, double value);
+
+/// A splat `loom.constant` of `type` holding `value`.
+Value createSplat(OpBuilder &b, Location loc, RankedTensorType type,
+                  double value);
+
+} // namespace mlir::loom
+
 #endif // LOOM_DIALECT_LOOM_IR_LOOMOPS_H
