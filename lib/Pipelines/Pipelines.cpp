@@ -38,6 +38,7 @@ void addStrategy(OpPassManager &pm, const ShardingPipelineOptions &options) {
     plan.compareMegatron = options.compareMegatron;
     plan.report = options.planReport;
     plan.reportFile = options.planReportFile;
+    plan.remat = options.remat == "auto" ? "search" : options.remat.getValue();
     pm.addPass(createLoomAutoShard(plan));
     return;
   }
@@ -58,21 +59,32 @@ void mlir::loom::buildLoomShardingPipeline(
     mesh.mesh = options.mesh;
     pm.addPass(createLoomCreateMesh(mesh));
   }
-  if (options.strategy == "none")
-    return;
-  addStrategy(pm, options);
-  if (!options.partition)
-    return;
-  LoomPartitionOptions partition;
-  partition.function = options.function;
-  pm.addPass(createLoomPartition(partition));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (options.bucketMb > 0) {
-    LoomBucketAllReduceOptions bucket;
-    bucket.bucketBytes = static_cast<uint64_t>(options.bucketMb * 1024 * 1024);
-    pm.addPass(createLoomBucketAllReduce(bucket));
+  // Rematerialization the user asks for is marked on the global step; the
+  // planner marks what it prices.
+  bool planned = options.strategy == "auto";
+  if (!planned && (options.remat == "layers" || options.remat == "full")) {
+    LoomMarkRematOptions mark;
+    mark.function = options.function;
+    mark.mode = options.remat;
+    pm.addPass(createLoomMarkRemat(mark));
   }
+  if (options.strategy != "none") {
+    addStrategy(pm, options);
+    if (!options.partition)
+      return;
+    LoomPartitionOptions partition;
+    partition.function = options.function;
+    pm.addPass(createLoomPartition(partition));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    if (options.bucketMb > 0) {
+      LoomBucketAllReduceOptions bucket;
+      bucket.bucketBytes =
+          static_cast<uint64_t>(options.bucketMb * 1024 * 1024);
+      pm.addPass(createLoomBucketAllReduce(bucket));
+    }
+  }
+  pm.addPass(createLoomRematerialize());
 }
 
 void mlir::loom::registerLoomPassesAndPipelines() {

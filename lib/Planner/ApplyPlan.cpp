@@ -115,3 +115,32 @@ MeshOp mlir::loom::planner::applyPlan(ModuleOp module, const Graph &g,
   }
   return meshOp;
 }
+
+int mlir::loom::planner::markRematerializedLayers(const Graph &g,
+                                                  double fraction,
+                                                  bool others) {
+  int count = static_cast<int>(std::lround(fraction * g.layers));
+  if (count <= 0 && !others)
+    return 0;
+  // Ops outside the layers: before the first layer's first op, or after.
+  Operation *firstLayerOp = nullptr;
+  for (const Node &n : g.nodes)
+    if (n.kind == NodeKind::Op && n.layer >= 0 &&
+        (!firstLayerOp || n.op->isBeforeInBlock(firstLayerOp)))
+      firstLayerOp = n.op;
+  Builder b(g.fn->getContext());
+  for (const Node &n : g.nodes) {
+    if (n.kind != NodeKind::Op)
+      continue;
+    int64_t segment = -1;
+    if (n.layer >= 0 && n.layer < count)
+      segment = n.layer;
+    else if (n.layer < 0 && others)
+      segment = firstLayerOp && firstLayerOp->isBeforeInBlock(n.op)
+                    ? g.layers + 1
+                    : g.layers;
+    if (segment >= 0)
+      n.op->setAttr(LoomDialect::kRematAttrName, b.getI64IntegerAttr(segment));
+  }
+  return std::max(count, 0);
+}

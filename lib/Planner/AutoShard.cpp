@@ -107,8 +107,11 @@ public:
     shapes.assign(shapeList.begin(), shapeList.end());
     graphs.assign(shapes.size(), base);
     rematLevels = {0};
-    if (options.remat && base.layers >= 2)
-      rematLevels = {0, 0.5, 1};
+    // Whole layers only: what loom-rematerialize can recompute.
+    if (options.remat < 0 && base.layers >= 2)
+      rematLevels = {0, std::round(0.5 * base.layers) / base.layers, 1};
+    else if (options.remat > 0 && base.layers >= 1)
+      rematLevels = {options.remat};
     for (size_t si = 0; si < shapes.size(); ++si)
       if (failed(planShape(si, error)))
         return failure();
@@ -340,7 +343,7 @@ std::string Search::explainInfeasible(func::FuncOp fn, bool fixed) {
   bool layers = graphs.front().layers >= 2;
   os << ". Already searched: ZeRO-style splits of parameters, gradients "
         "and optimizer state over every axis"
-     << (options.remat && layers
+     << (options.remat != 0 && layers
              ? ", rematerialization of every repeated layer"
              : "");
   os << ". To fit: ";
@@ -350,7 +353,7 @@ std::string Search::explainInfeasible(func::FuncOp fn, bool fixed) {
                                 llvm::formatv("{0:f1}", ratio).str(),
                                 int64_t(std::ceil(ratio * devices)))
                       .str());
-  if (!options.remat && layers)
+  if (options.remat == 0 && layers)
     fixes.push_back("allow rematerialization");
   if (m.activations > weights)
     fixes.push_back("a smaller batch or micro-batches (--micro-batches)");
@@ -512,6 +515,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
                                      plan.bruteForceCombinations);
   }
   applyPlan(module, g, best->choice, mesh, fixed, keep);
+  markRematerializedLayers(g, best->remat);
   plan.planningSeconds = now() - t0 - plan.megatronSeconds;
   return plan;
 }

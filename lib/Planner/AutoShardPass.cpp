@@ -39,7 +39,17 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
     options.fixedMesh = fixedMesh;
     options.memoryLimit = memoryLimitGiB * 1024.0 * 1024 * 1024;
     options.timeLimit = timeLimit;
-    options.remat = remat;
+    if (remat == "search")
+      options.remat = -1;
+    else if (remat == "none")
+      options.remat = 0;
+    else if (remat == "layers")
+      options.remat = 1;
+    else {
+      module.emitError() << "loom-auto-shard: remat must be search, none or "
+                            "layers, not '" << remat << "'";
+      return signalPassFailure();
+    }
     options.optimizerStates = optimizerStates;
     options.compareMegatron = compareMegatron;
     options.bruteForce = bruteForce;

@@ -124,6 +124,12 @@ static cl::opt<double> planTimeLimit("plan-time-limit",
     cl::desc("--strategy auto: seconds per ILP before the best plan found is "
              "taken (its optimality gap is reported)"),
     cl::init(20), cl::cat(category));
+static cl::opt<std::string> remat("remat",
+    cl::desc("Recompute activations in the backward pass (gradient "
+             "checkpointing): auto (the planner's choice with --strategy "
+             "auto, else none), none, layers (each repeated layer keeps only "
+             "its input), full (also the ops around the layers)"),
+    cl::init("auto"), cl::cat(category));
 static cl::opt<bool> compareMegatron("compare-megatron",
     cl::desc("--strategy auto: also price every DP x TP Megatron plan"),
     cl::cat(category));
@@ -268,6 +274,7 @@ void fillShardingOptions(ShardingPipelineOptions &o, ModuleOp module,
   o.memoryLimitGiB = memoryLimitGiB;
   o.planTimeLimit = planTimeLimit;
   o.compareMegatron = compareMegatron;
+  o.remat = remat;
   o.planReport = planReport == "json" ? "json" : "text";
   o.planReportFile = reportFile.str();
   o.partition = !planOnly;

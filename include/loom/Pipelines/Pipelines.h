@@ -76,6 +76,14 @@ struct ShardingPipelineOptions
       *this, "plan-report-file",
       llvm::cl::desc("Where the planner's report goes (- for stdout)"),
       llvm::cl::init("-")};
+  // Rematerialization.
+  Option<std::string> remat{
+      *this, "remat",
+      llvm::cl::desc("Recompute activations in the backward pass: auto (the "
+                     "planner's choice under strategy=auto, else none), "
+                     "none, layers (every repeated layer keeps only its "
+                     "input), full (also the ops around the layers)"),
+      llvm::cl::init("auto")};
   // The program.
   Option<bool> partition{
       *this, "partition",
@@ -90,8 +98,9 @@ struct ShardingPipelineOptions
 /// @train_step with shardings (or a mesh to plan for) -> the per-device
 /// program: [loom-create-mesh], one of loom-apply-strategy /
 /// loom-apply-shard-file / loom-auto-shard, then loom-partition,
-/// canonicalize, cse and loom-bucket-all-reduce. Strategy "none" adds
-/// nothing.
+/// canonicalize, cse and loom-bucket-all-reduce; then loom-rematerialize
+/// (with loom-mark-remat first where rematerialization is asked for
+/// outside the planner).
 void buildLoomShardingPipeline(OpPassManager &pm,
                                const ShardingPipelineOptions &options);
 

@@ -23,6 +23,13 @@ namespace mlir::loom::planner {
 MeshOp applyPlan(ModuleOp module, const Graph &g, ArrayRef<int> choice,
                  const MeshShape &mesh, MeshOp fixed, ArrayRef<int> keep);
 
+/// Marks the ops of the first `fraction` of `g`'s repeated layers with
+/// `loom.remat = <layer>` (loom-rematerialize recomputes them); with
+/// `others`, also the forward ops before the layers (segment `layers`) and
+/// after them (segment `layers + 1`). Returns the number of layers marked.
+int markRematerializedLayers(const Graph &g, double fraction,
+                             bool others = false);
+
 } // namespace mlir::loom::planner
 
 #endif // LOOM_PLANNER_APPLYPLAN_H

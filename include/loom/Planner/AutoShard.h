@@ -50,7 +50,9 @@ struct PlannerOptions {
   /// Optimizer state tensors per parameter when the function is not a
   /// training step (2: Adam).
   int optimizerStates = 2;
-  bool remat = true;
+  /// Rematerialization of the repeated layers: < 0 searches none, half and
+  /// all of them; otherwise this fraction (0: none, 1: every layer).
+  double remat = -1;
   /// Also price the Megatron-style DP x TP plan of every mesh shape (the
   /// `dp-tp` preset) under the same cost model.
   bool compareMegatron = false;

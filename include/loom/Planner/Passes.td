@@ -38,8 +38,10 @@ def LoomAutoShard : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
            "Per-device memory limit in GiB (default: 90% of the device's)">,
     Option<"timeLimit", "time-limit", "double", /*default=*/"20",
            "Seconds per ILP before the best plan found is taken">,
-    Option<"remat", "remat", "bool", /*default=*/"true",
-           "Search rematerialization of repeated layers">,
+    Option<"remat", "remat", "std::string", /*default=*/"\"search\"",
+           "Rematerialization of repeated layers: search (none, half or "
+           "all, priced), none, or layers (all). The plan marks the layers "
+           "(loom.remat) for loom-rematerialize">,
     Option<"optimizerStates", "optimizer-states", "int", /*default=*/"2",
            "Optimizer state tensors per parameter when the function is not a training step">,
     Option<"report", "report", "std::string", /*default=*/"\"none\"",
@@ -51,6 +53,28 @@ def LoomAutoShard : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
     Option<"bruteForce", "brute-force", "bool", /*default=*/"false",
            "Check the ILP against exhaustive search (small graphs)">,
   ];
+}
+
+def LoomMarkRemat : Pass<"loom-mark-remat", "mlir::ModuleOp"> {
+  let summary = "Mark forward segments for rematerialization";
+  let description = [{
+    Finds the repeated layers of a training step (as the planner does) and
+    marks each layer's forward ops with `loom.remat = <layer>`;
+    loom-rematerialize then recomputes them in the backward pass, keeping
+    only each layer's input. `mode=full` also marks the forward ops before
+    the layers and after them as two more segments (a step without repeated
+    layers becomes one segment). Ops already marked keep their marks' effect
+    only where this pass does not overwrite them.
+
+    Example: `loom-opt step.mlir --loom-mark-remat=mode=layers --loom-rematerialize`.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Function to mark (default: the module's only function)">,
+    Option<"mode", "mode", "std::string", /*default=*/"\"layers\"",
+           "layers (the repeated layers) or full (every forward op)">,
+  ];
+  let dependentDialects = ["mlir::loom::LoomDialect"];
 }
 
 #endif // LOOM_PLANNER_PASSES

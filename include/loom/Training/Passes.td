@@ -164,4 +164,29 @@ def LoomBuildTrainStep : Pass<"loom-build-train-step", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::loom::LoomDialect"];
 }
 
+def LoomRematerialize : Pass<"loom-rematerialize", "mlir::ModuleOp"> {
+  let summary = "Recompute marked forward segments in the backward pass";
+  let description = [{
+    Activation rematerialization (gradient checkpointing) as a program
+    transformation. Forward ops carry `loom.remat = k`, their segment (the
+    planner marks the repeated layers it rematerializes; `loom-mark-remat`
+    marks layers on request; users may annotate ops). Ops the partitioner
+    or a strategy inserted into a segment (collectives, reshapes) join it
+    when all their operands come from it. For each segment, every value
+    the backward pass reads is recomputed from the segment's inputs just
+    before the backward pass first reads any of them; the forward values
+    then die at the end of the forward pass. The segment's inputs pass
+    through one `loom.optimization_barrier`, so that CSE cannot merge the
+    recomputation back into the forward pass. Recomputed ops carry
+    `loom.recomputed = k`.
+
+    Works on training steps before or after partitioning (after: the
+    recomputation repeats the forward collectives, as Megatron's activation
+    recomputation does). Only ops in the function's body block take part.
+
+    Example: `loom-opt step.mlir --loom-rematerialize`.
+  }];
+  let dependentDialects = ["mlir::loom::LoomDialect"];
+}
+
 #endif // LOOM_TRAINING_PASSES_TD

@@ -82,6 +82,11 @@ struct PrepareForExecutionPass
       if (fn.isExternal() || !fn.isPublic())
         continue;
       OpBuilder b(ctx);
+      // CSE is behind us: barriers (rematerialization) have done their job.
+      fn.walk([](OptimizationBarrierOp barrier) {
+        barrier->replaceAllUsesWith(barrier.getInputs());
+        barrier.erase();
+      });
       unshareDestinations(fn);
       Block &entry = fn.getBody().front();
       unsigned numInputs = fn.getNumArguments();

@@ -41,7 +41,8 @@ struct ConvertLoomToLinalgPass
                            linalg::LinalgDialect, math::MathDialect,
                            memref::MemRefDialect, scf::SCFDialect,
                            tensor::TensorDialect>();
-    target.addLegalOp<ModuleOp, MeshOp, ParameterOp,
+    // Barriers stay until loom-prepare-for-execution, after the last CSE.
+    target.addLegalOp<ModuleOp, MeshOp, ParameterOp, OptimizationBarrierOp,
                       UnrealizedConversionCastOp>();
     target.addIllegalDialect<LoomDialect>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {

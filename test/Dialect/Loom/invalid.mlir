@@ -974,3 +974,18 @@ func.func @all_to_all_split(%x: tensor<8x6xf32>) {
   %0 = loom.all_to_all %x over @m ["tp"] split_dim = 1 concat_dim = 0 : (tensor<8x6xf32>) -> tensor<32x1xf32>
   return
 }
+
+// -----
+
+func.func @optimization_barrier_memref(%x: memref<8xf32>) {
+  // expected-error @+1 {{'loom.optimization_barrier' op operand #0 must be variadic of}}
+  %0 = "loom.optimization_barrier"(%x) : (memref<8xf32>) -> memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @recomputed_on_function() attributes {loom.recomputed = 1 : i64} {
+  return
+}
+// expected-error @-3 {{'loom.recomputed' must be a non-negative integer (a rematerialization segment) on an op}}

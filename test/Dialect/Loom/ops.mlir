@@ -316,3 +316,14 @@ func.func @collectives(%x: tensor<8x16xf32>, %y: tensor<16xbf16>) {
   %7 = loom.send_recv %y over @m2 ["dp", "tp"] offset = -3 cyclic : tensor<16xbf16>
   return
 }
+
+// CHECK-LABEL: func.func @optimization_barrier
+func.func @optimization_barrier(%x: tensor<8x16xf32>, %y: tensor<16xbf16>) -> (tensor<8x16xf32>, tensor<16xbf16>) {
+  // CHECK: %{{.*}}:2 = loom.optimization_barrier %{{.*}}, %{{.*}} : tensor<8x16xf32>, tensor<16xbf16>
+  %0:2 = loom.optimization_barrier %x, %y : tensor<8x16xf32>, tensor<16xbf16>
+  // CHECK: loom.tanh %{{.*}} {loom.remat = 3 : i64}
+  %1 = loom.tanh %0#0 {loom.remat = 3 : i64} : tensor<8x16xf32>
+  // CHECK: loom.tanh %{{.*}} {loom.recomputed = 3 : i64}
+  %2 = loom.tanh %0#0 {loom.recomputed = 3 : i64} : tensor<8x16xf32>
+  return %2, %0#1 : tensor<8x16xf32>, tensor<16xbf16>
+}

@@ -79,6 +79,15 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                              "integer on a function");
     return success();
   }
+  if (attr.getName() == kRematAttrName || attr.getName() == kRecomputedAttrName) {
+    auto segment = dyn_cast<IntegerAttr>(attr.getValue());
+    if (isa<FunctionOpInterface>(op) || !segment || segment.getInt() < 0)
+      return op->emitOpError("'")
+             << attr.getName().getValue()
+             << "' must be a non-negative integer (a rematerialization "
+                "segment) on an op";
+    return success();
+  }
   return op->emitOpError("has unknown loom attribute '")
          << attr.getName().getValue() << "'";
 }

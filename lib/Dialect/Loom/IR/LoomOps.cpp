@@ -204,6 +204,14 @@ LOOM_INFER_TYPES(ConstantOp, 1, inferConstant)
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+LogicalResult OptimizationBarrierOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  llvm::append_range(inferred, operands.getTypes());
+  return success();
+}
+
 LogicalResult
 ParameterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   FlatSymbolRefAttr owner = getStateOfAttr();

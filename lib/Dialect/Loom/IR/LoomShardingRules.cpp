@@ -70,6 +70,17 @@ ShardingRule OpaqueOp::getShardingRule() {
   return b.rule;
 }
 
+// Each result is its operand: the same factors.
+ShardingRule OptimizationBarrierOp::getShardingRule() {
+  RuleBuilder b;
+  for (Value v : getInputs()) {
+    SmallVector<int64_t> fs = b.factorsFor(shapeOf(v), FactorKind::Parallel);
+    b.operand(fs);
+    b.result(fs);
+  }
+  return b.rule;
+}
+
 #define LOOM_ELEMENTWISE_RULE(OP)                                              \
   ShardingRule OP::getShardingRule() {                                         \
     return ShardingRule::elementwise(getOperation());                          \

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Trains the same model on one device and on an MPI mesh and compares.
 
-    spmd_vs_single.py WORK --model mlp|block|stack --mesh dp=2,tp=2 --strategy S
-                      [--steps 10] [--optimizer adamw|sgd]
+    spmd_vs_single.py WORK --model mlp|block|stack --mesh dp=2,tp=2|none --strategy S
+                      [--steps 10] [--optimizer adamw|sgd] [--remat none|layers|full]
 
 The model comes from PyTorch through ONNX (the MLP and the bias-free-QKV GPT
 block of train_vs_pytorch.py, batch 8 and 4; `stack` is three such blocks,
@@ -11,7 +11,9 @@ step twice, without a mesh and with `--mesh/--strategy`; loom-run trains the
 first alone and the second with `-np` ranks on the same data. Prints the
 plan, one line per step and a verdict; exits 1 when a step's loss differs by
 more than 1e-5 relative or a final parameter by more than 1e-5 relative
-(to the parameter's largest magnitude).
+(to the parameter's largest magnitude). `--remat` compiles the second
+program with rematerialization (the first never has it); with `--mesh none`
+the second runs on one rank, so the comparison is remat against none.
 """
 
 import argparse
@@ -41,6 +43,8 @@ def main():
     p.add_argument("--micro-batches", type=int, default=1)
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--cluster", default=None, help="--strategy auto: the cluster")
+    p.add_argument("--remat", default=None, help="loomc --remat for the second program")
+    p.add_argument("--memory-limit-gib", default=None, help="--strategy auto: the limit")
     a = p.parse_args()
 
     torch.manual_seed(0)
@@ -68,7 +72,7 @@ def main():
     np.save(os.path.join(data, "labels.npy"), ys)
 
     ranks = 1
-    for axis in a.mesh.split(","):
+    for axis in a.mesh.split(",") if a.mesh != "none" else []:
         ranks *= int(axis.split("=")[1])
     common = [onnx_path, "--train", f"--loss={loss}", f"--optimizer={a.optimizer}",
               "--lr=1e-3"]
@@ -79,8 +83,14 @@ def main():
     single, spmd = os.path.join(a.work, "single"), os.path.join(a.work, "spmd")
     subprocess.run(["loomc", *common, "-o", single], check=True, capture_output=True)
     extra = ["--cluster", a.cluster] if a.cluster else []
-    plan = subprocess.run(["loomc", *common, "--mesh", a.mesh, "--strategy", a.strategy,
-                           *extra, "-o", spmd], capture_output=True, text=True)
+    if a.remat:
+        extra += [f"--remat={a.remat}"]
+    if a.memory_limit_gib:
+        extra += ["--memory-limit-gib", a.memory_limit_gib]
+    if a.mesh != "none":
+        extra += ["--mesh", a.mesh, "--strategy", a.strategy]
+    plan = subprocess.run(["loomc", *common, *extra, "-o", spmd],
+                          capture_output=True, text=True)
     if plan.returncode != 0:
         print(plan.stdout, plan.stderr)
         return 1
@@ -95,7 +105,7 @@ def main():
         return [float(l.split()[3]) for l in r.stdout.splitlines() if l.startswith("step ")]
 
     one = train(single, [])
-    many = train(spmd, ["-np", str(ranks)])
+    many = train(spmd, ["-np", str(ranks)] if ranks > 1 else [])
     ok = len(one) == len(many) == a.steps
     worst = 0.0
     for s, (x, y) in enumerate(zip(one, many)):

@@ -98,4 +98,29 @@ def Loom_OpaqueOp : Loom_Op<"opaque"> {
   }];
 }
 
+def Loom_OptimizationBarrierOp : Loom_Op<"optimization_barrier",
+    [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "returns its operands; no pass may merge or move across it";
+  let description = [{
+    Returns its operands unchanged. It has unknown side effects, so CSE
+    cannot merge a computation behind it with the same computation on the
+    barrier's operands, and it is never removed as dead: rematerialization
+    (loom-rematerialize) passes a segment's inputs through one so that the
+    recomputation in the backward pass stays a recomputation (as XLA's and
+    StableHLO's `optimization_barrier`). The CPU pipeline drops it after its
+    last CSE.
+
+    Example:
+
+    ```mlir
+    %x2, %w2 = loom.optimization_barrier %x, %w : tensor<8x64xf32>, tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Loom_Tensor>:$inputs);
+  let results = (outs Variadic<Loom_Tensor>:$results);
+  let assemblyFormat = [{
+    ($inputs^ `:` type($inputs))? attr-dict
+  }];
+}
+
 #endif // LOOM_DIALECT_LOOM_IR_LOOMCOREOPS_TD

@@ -69,6 +69,14 @@ def Loom_Dialect : Dialect {
     /// Function argument/result attribute: the value's name in the source
     /// model (ONNX graph input/output names), used to bind data by name.
     static constexpr ::llvm::StringLiteral kNameAttrName = "loom.name";
+    /// Op attribute (a non-negative integer): the op belongs to this
+    /// rematerialization segment of the forward pass. loom-rematerialize
+    /// recomputes what the backward pass reads of a segment from the
+    /// segment's inputs, just before the backward pass first needs it.
+    static constexpr ::llvm::StringLiteral kRematAttrName = "loom.remat";
+    /// Op attribute (unit): the op recomputes a forward op of segment
+    /// `loom.remat` for the backward pass (set by loom-rematerialize).
+    static constexpr ::llvm::StringLiteral kRecomputedAttrName = "loom.recomputed";
 
   private:
     void registerAttributes();
