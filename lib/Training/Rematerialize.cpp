@@ -69,8 +69,8 @@ collectSegments(Block &body, const llvm::DenseSet<Operation *> &forward) {
 
 class Rematerializer {
 public:
-  Rematerializer(func::FuncOp fn)
-      : body(fn.getBody().front()), forward(lossAncestors(fn)) {}
+  Rematerializer(Block &body, const llvm::DenseSet<Operation *> &forward)
+      : body(body), forward(forward) {}
 
   /// Recomputes segment `id` (its ops in block order) for the backward
   /// pass. Returns the number of ops cloned.
@@ -88,7 +88,7 @@ private:
   }
 
   Block &body;
-  llvm::DenseSet<Operation *> forward;
+  const llvm::DenseSet<Operation *> &forward;
   llvm::DenseSet<Operation *> created;
 };
 
@@ -185,9 +185,10 @@ struct LoomRematerializePass
                        "nested regions are not recomputed");
       if (failed(verifyLossFunction(fn, "loom-rematerialize")))
         return signalPassFailure();
-      Rematerializer remat(fn);
-      auto segments = collectSegments(fn.getBody().front(),
-                                      lossAncestors(fn));
+      Block &body = fn.getBody().front();
+      llvm::DenseSet<Operation *> forward = lossAncestors(fn);
+      Rematerializer remat(body, forward);
+      auto segments = collectSegments(body, forward);
       for (auto &[id, ops] : segments)
         if (failed(remat.rematerialize(id, ops)))
           return signalPassFailure();

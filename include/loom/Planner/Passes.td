@@ -63,8 +63,8 @@ def LoomMarkRemat : Pass<"loom-mark-remat", "mlir::ModuleOp"> {
     loom-rematerialize then recomputes them in the backward pass, keeping
     only each layer's input. `mode=full` also marks the forward ops before
     the layers and after them as two more segments (a step without repeated
-    layers becomes one segment). Ops already marked keep their marks' effect
-    only where this pass does not overwrite them.
+    layers becomes one segment). Marks set here replace marks already on
+    the same ops.
 
     Example: `loom-opt step.mlir --loom-mark-remat=mode=layers --loom-rematerialize`.
   }];

@@ -50,6 +50,17 @@ struct RuleBuilder {
 ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
+
+/// Result i is operand i, dimension for dimension (parallel factors).
+ShardingRule passThroughRule(ValueRange inputs) {
+  RuleBuilder b;
+  for (Value v : inputs) {
+    SmallVector<int64_t> f = b.factorsFor(shapeOf(v), FactorKind::Parallel);
+    b.operand(f);
+    b.result(f);
+  }
+  return b.rule;
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -72,13 +83,7 @@ ShardingRule OpaqueOp::getShardingRule() {
 
 // Each result is its operand: the same factors.
 ShardingRule OptimizationBarrierOp::getShardingRule() {
-  RuleBuilder b;
-  for (Value v : getInputs()) {
-    SmallVector<int64_t> fs = b.factorsFor(shapeOf(v), FactorKind::Parallel);
-    b.operand(fs);
-    b.result(fs);
-  }
-  return b.rule;
+  return passThroughRule(getInputs());
 }
 
 #define LOOM_ELEMENTWISE_RULE(OP)                                              \
@@ -573,13 +578,7 @@ ShardingRule MseLossOp::getShardingRule() {
 //===----------------------------------------------------------------------===//
 
 ShardingRule AllReduceOp::getShardingRule() {
-  RuleBuilder b;
-  for (Value v : getInputs()) {
-    SmallVector<int64_t> f = b.factorsFor(shapeOf(v), FactorKind::Parallel);
-    b.operand(f);
-    b.result(f);
-  }
-  return b.rule;
+  return passThroughRule(getInputs());
 }
 
 static SmallVector<bool> allBut(Operation *op, ArrayRef<int64_t> dims) {
