@@ -92,6 +92,24 @@ DistributedContext::create(ModuleOp module, MeshOp meshOp,
 int DistributedContext::rank() const { return loom_runtime_rank(runtime); }
 int DistributedContext::size() const { return loom_runtime_size(runtime); }
 
+std::optional<std::vector<int64_t>>
+DistributedContext::allGather(ArrayRef<int64_t> values,
+                              std::string &error) const {
+  // Over every axis in declaration order: group order is rank order.
+  SmallVector<int32_t> axes;
+  for (int32_t a = 0; a < loom_mesh_num_axes(mesh); ++a)
+    axes.push_back(a);
+  std::vector<int64_t> all(values.size() * size());
+  if (loom_status_t s = loom_all_gather(
+          mesh, axes.data(), static_cast<int32_t>(axes.size()), LOOM_DTYPE_I64,
+          values.data(), all.data(), static_cast<int64_t>(values.size()))) {
+    error = loom_status_message(s);
+    loom_status_free(s);
+    return std::nullopt;
+  }
+  return all;
+}
+
 SmallVector<int32_t>
 DistributedContext::axisIndices(ArrayRef<StringRef> names) const {
   SmallVector<int32_t> out;

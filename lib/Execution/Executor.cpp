@@ -24,6 +24,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <malloc.h>
 #include <mutex>
 
@@ -31,6 +33,14 @@ using namespace mlir;
 using namespace mlir::loom;
 
 Executor::~Executor() = default;
+
+void MemoryUse::merge(const MemoryUse &other) {
+  parameters = std::max(parameters, other.parameters);
+  optimizerState = std::max(optimizerState, other.optimizerState);
+  inputs = std::max(inputs, other.inputs);
+  results = std::max(results, other.results);
+  temporaries = std::max(temporaries, other.temporaries);
+}
 
 namespace {
 
@@ -195,6 +205,36 @@ std::unique_ptr<ExecutionEngine> jitCompile(ModuleOp lowered,
   return std::move(*engine);
 }
 
+/// The allocator compiled code calls (memref.alloc becomes malloc or
+/// aligned_alloc, memref.dealloc free): the C library's, counting the bytes
+/// live and their high-water mark for MemoryUse. Sizes are
+/// malloc_usable_size, so what free subtracts is what malloc added.
+std::atomic<int64_t> liveBytes{0}, peakBytes{0};
+
+void noteAllocated(void *p) {
+  if (!p)
+    return;
+  int64_t now = liveBytes += static_cast<int64_t>(malloc_usable_size(p));
+  int64_t peak = peakBytes.load();
+  while (now > peak && !peakBytes.compare_exchange_weak(peak, now)) {
+  }
+}
+void *countingMalloc(size_t n) {
+  void *p = std::malloc(n);
+  noteAllocated(p);
+  return p;
+}
+void *countingAlignedAlloc(size_t alignment, size_t n) {
+  void *p = std::aligned_alloc(alignment, n);
+  noteAllocated(p);
+  return p;
+}
+void countingFree(void *p) {
+  if (p)
+    liveBytes -= static_cast<int64_t>(malloc_usable_size(p));
+  std::free(p);
+}
+
 /// The runtime's entry points compiled code calls: BLAS matmuls, memref
 /// copies, and one declaration of each collective per element type (the
 /// symbol names it; one C function each takes the type as an argument).
@@ -225,6 +265,9 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner) {
         reinterpret_cast<void *>(&_mlir_ciface_loom_rt_send_recv));
   }
   add("loom_rt_group_index", reinterpret_cast<void *>(&loom_rt_group_index));
+  add("malloc", reinterpret_cast<void *>(&countingMalloc));
+  add("aligned_alloc", reinterpret_cast<void *>(&countingAlignedAlloc));
+  add("free", reinterpret_cast<void *>(&countingFree));
   return symbols;
 }
 
@@ -327,7 +370,8 @@ std::vector<int64_t> descriptorFor(const HostTensor &t) {
 } // namespace
 
 bool Executor::run(ArrayRef<const HostTensor *> args,
-                   SmallVectorImpl<HostTensor> &outs, std::string &error) {
+                   SmallVectorImpl<HostTensor> &outs, std::string &error,
+                   MemoryUse *memory) {
   if (args.size() != arguments.size()) {
     error = llvm::formatv("@{0} takes {1} arguments, {2} given", entry,
                           arguments.size(), args.size())
@@ -358,9 +402,27 @@ bool Executor::run(ArrayRef<const HostTensor *> args,
   std::vector<void *> packed;
   for (void *&p : pointers)
     packed.push_back(&p);
+  int64_t liveBefore = liveBytes.load();
+  peakBytes = liveBefore;
   if (llvm::Error err = engine->invokePacked("_mlir_ciface_" + entry, packed)) {
     error = "cannot call @" + entry + ": " + llvm::toString(std::move(err));
     return false;
+  }
+  if (memory) {
+    *memory = MemoryUse();
+    memory->temporaries = peakBytes.load() - liveBefore;
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      const ValueInfo &info = arguments[i];
+      int64_t bytes = arg->byteSize();
+      if (info.parameter.empty())
+        memory->inputs += bytes;
+      else if (info.trainable)
+        memory->parameters += bytes;
+      else
+        memory->optimizerState += bytes;
+    }
+    for (const HostTensor &out : outs)
+      memory->results += out.byteSize();
   }
   return true;
 }

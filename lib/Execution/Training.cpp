@@ -98,8 +98,8 @@ public:
 
   bool run() {
     return setUp() && compile() && bindArguments() && checkResults() &&
-           openData() && runSteps() && save(options.paramsOut, true) &&
-           save(options.stateOut, false);
+           openData() && runSteps() && gatherMemory() &&
+           save(options.paramsOut, true) && save(options.stateOut, false);
   }
 
 private:
@@ -110,6 +110,7 @@ private:
   bool openData();
   bool openFile(DataSource &source);
   bool runSteps();
+  bool gatherMemory();
   void injectFault(int64_t step);
   bool save(StringRef outDir, bool trainable);
 
@@ -309,6 +310,7 @@ bool Trainer::runSteps() {
   std::mt19937_64 gen(options.seed);
   auto start = std::chrono::steady_clock::now();
   SmallVector<HostTensor> outs;
+  MemoryUse peak;
   for (int64_t s = 0; s < options.steps; ++s) {
     std::vector<HostTensor> dataValues(args.size());
     for (DataSource &source : data) {
@@ -329,8 +331,10 @@ bool Trainer::runSteps() {
     for (auto [i, info] : llvm::enumerate(args))
       argPtrs.push_back(info.parameter.empty() ? &dataValues[i]
                                                : &store[info.parameter]);
-    if (!exec->run(argPtrs, outs, error))
+    MemoryUse memory;
+    if (!exec->run(argPtrs, outs, error, &memory))
       return false;
+    peak.merge(memory);
     double loss = outs[0].getAsDouble(0);
     result.losses.push_back(loss);
     for (auto [i, r] : llvm::enumerate(results))
@@ -346,6 +350,25 @@ bool Trainer::runSteps() {
   result.trainSeconds = std::chrono::duration<double>(
                             std::chrono::steady_clock::now() - start)
                             .count();
+  result.memory = {peak};
+  return true;
+}
+
+/// Rank 0 learns every rank's memory.
+bool Trainer::gatherMemory() {
+  if (!mesh)
+    return true;
+  const MemoryUse &m = result.memory.front();
+  std::optional<std::vector<int64_t>> all =
+      mesh->allGather({m.parameters, m.optimizerState, m.inputs, m.results,
+                       m.temporaries},
+                      error);
+  if (!all)
+    return false;
+  result.memory.clear();
+  for (size_t r = 0; r + 5 <= all->size(); r += 5)
+    result.memory.push_back(MemoryUse{(*all)[r], (*all)[r + 1], (*all)[r + 2],
+                                      (*all)[r + 3], (*all)[r + 4]});
   return true;
 }
 

@@ -112,10 +112,12 @@ public:
       rematLevels = {0, std::round(0.5 * base.layers) / base.layers, 1};
     else if (options.remat > 0 && base.layers >= 1)
       rematLevels = {options.remat};
+    shapeBound.assign(shapes.size(), kInf);
     for (size_t si = 0; si < shapes.size(); ++si)
       if (failed(planShape(si, error)))
         return failure();
     searchUnderLimit();
+    plan.searchBound = *llvm::min_element(shapeBound);
     plan.ilpSeconds = ilpSeconds;
     plan.megatronSeconds = megatronSeconds;
     return success();
@@ -163,6 +165,8 @@ private:
   SmallVector<double> rematLevels;
   std::vector<Candidate> all;
   SmallVector<Pending> pending;
+  /// Per shape: the best lower bound proven for any of its plans.
+  SmallVector<double> shapeBound;
   double ilpSeconds = 0, megatronSeconds = 0;
 };
 
@@ -190,6 +194,8 @@ Candidate Search::solveShape(size_t si, double remat, double lim,
                  c.ilp.variables, c.ilp.feasible, c.ilp.optimal,
                  c.ilp.objective, c.ilp.bound));
   ++plan.ilps;
+  if (!c.ilp.optimal && !c.ilp.provenInfeasible)
+    ++plan.ilpsStopped;
   plan.variables = std::max(plan.variables, c.ilp.variables);
   plan.constraints = std::max(plan.constraints, c.ilp.constraints);
   if (c.ilp.feasible) {
@@ -198,6 +204,17 @@ Candidate Search::solveShape(size_t si, double remat, double lim,
     LLVM_DEBUG(llvm::dbgs() << llvm::formatv(
                    "  evaluated {0} (ILP objective {1})\n", c.totals.time,
                    c.ilp.objective));
+  } else if (!start.empty() && !c.ilp.provenInfeasible) {
+    // Stopped before any solution: the start (the Megatron plan of the
+    // shape) is still a plan, when it fits.
+    Totals t = evaluate(g, start, remat, costs);
+    if (t.memory.total() <= lim) {
+      c.choice.assign(start.begin(), start.end());
+      c.totals = t;
+      c.ilp.feasible = true;
+      c.ilp.objective = t.time;
+      c.ilp.bound = std::min(c.ilp.bound, t.time);
+    }
   }
   return c;
 }
@@ -243,12 +260,14 @@ LogicalResult Search::planShape(size_t si, std::string &error) {
     }
     megatronSeconds += now() - m0;
   }
-  Candidate free = solveShape(si, 0, kInf, start);
+  // Without a memory limit, at the least remat level searched (remat only
+  // adds time): its bound holds for every plan of the shape.
+  Candidate free = solveShape(si, rematLevels.front(), kInf, start);
+  shapeBound[si] = free.ilp.bound;
   if (free.ilp.feasible && free.totals.memory.total() <= limit)
     all.push_back(std::move(free));
   else
-    pending.push_back(
-        {free.ilp.feasible ? free.ilp.bound : 0.0, si, std::move(start)});
+    pending.push_back({free.ilp.bound, si, std::move(start)});
   return success();
 }
 
@@ -264,6 +283,7 @@ void Search::searchUnderLimit() {
     if (p.bound >= bestSoFar)
       continue;
     Costs costs(cluster.device, shapes[p.shape]);
+    double levelsBound = kInf;
     for (double r : rematLevels) {
       bool useStart =
           !p.start.empty() &&
@@ -271,7 +291,9 @@ void Search::searchUnderLimit() {
       all.push_back(solveShape(p.shape, r, limit,
                                useStart ? ArrayRef<int>(p.start)
                                         : ArrayRef<int>()));
+      levelsBound = std::min(levelsBound, all.back().ilp.bound);
     }
+    shapeBound[p.shape] = std::max(p.bound, levelsBound);
   }
 }
 
@@ -432,11 +454,11 @@ void summarize(Plan &plan, const Candidate &best, const MeshShape &mesh,
   plan.computeTime = best.totals.compute;
   plan.commTime = best.totals.comm;
   plan.memory = best.totals.memory;
-  plan.solverStatus = best.ilp.optimal ? "optimal" : "time limit";
-  plan.gap = best.ilp.objective > 0
-                 ? std::max(0.0, (best.ilp.objective - best.ilp.bound) /
-                                     best.ilp.objective)
+  plan.gap = best.totals.time > 0
+                 ? std::max(0.0, (best.totals.time - plan.searchBound) /
+                                     best.totals.time)
                  : 0;
+  plan.solverStatus = plan.gap <= 1e-4 ? "optimal" : "time limit";
 }
 
 } // namespace

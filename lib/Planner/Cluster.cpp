@@ -4,9 +4,14 @@
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <unistd.h>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -49,11 +54,19 @@ static DeviceSpec h100() {
   return d;
 }
 
+/// What cpu-local assumes besides the measured numbers.
+static DeviceSpec measureCpuDefaults() {
+  DeviceSpec d;
+  d.name = "cpu-core (measured)";
+  d.memory = 4e9;
+  d.efficiency = 0.5;
+  return d;
+}
+
 /// Single-core FLOP/s and memory bandwidth of this machine, measured once
 /// (a few tens of milliseconds).
 static DeviceSpec measureCpu() {
-  DeviceSpec d;
-  d.name = "cpu-core (measured)";
+  DeviceSpec d = measureCpuDefaults();
   // FLOP/s: independent multiply-adds the compiler vectorizes.
   constexpr int kLanes = 64;
   std::vector<float> acc(kLanes, 0.0f), x(kLanes, 1.0001f);
@@ -85,8 +98,66 @@ static DeviceSpec measureCpu() {
                   .count();
   } while (elapsed < 0.02);
   d.memoryBandwidth = 2.0 * a.size() * copies / elapsed;
-  d.memory = 4e9;
-  d.efficiency = 0.5;
+  return d;
+}
+
+/// Where cpu-local's calibration is kept: $LOOM_CPU_CALIBRATION, else
+/// $XDG_CACHE_HOME/loom/cpu-local.json, else ~/.cache/loom/cpu-local.json.
+static std::string calibrationPath() {
+  if (const char *p = std::getenv("LOOM_CPU_CALIBRATION"))
+    return p;
+  llvm::SmallString<256> path;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    path = xdg;
+  else if (const char *home = std::getenv("HOME"); home && *home)
+    llvm::sys::path::append(path, home, ".cache");
+  else
+    return "";
+  llvm::sys::path::append(path, "loom", "cpu-local.json");
+  return std::string(path);
+}
+
+/// This machine's core, measured once and cached, so that the same command
+/// plans the same way every time (delete the file to measure again).
+static DeviceSpec calibratedCpu() {
+  std::string path = calibrationPath();
+  if (!path.empty())
+    if (auto buf = llvm::MemoryBuffer::getFile(path)) {
+      if (Expected<llvm::json::Value> v =
+              llvm::json::parse((*buf)->getBuffer())) {
+        const llvm::json::Object *o = v->getAsObject();
+        std::optional<double> f = o ? o->getNumber("flops_f32") : std::nullopt;
+        std::optional<double> b =
+            o ? o->getNumber("memory_bandwidth") : std::nullopt;
+        if (f && b && *f > 0 && *b > 0) {
+          DeviceSpec d = measureCpuDefaults();
+          d.name = "cpu-core (calibrated, " + path + ")";
+          d.flopsF32 = d.flops16 = *f;
+          d.memoryBandwidth = *b;
+          return d;
+        }
+      } else {
+        llvm::consumeError(v.takeError());
+      }
+    }
+  DeviceSpec d = measureCpu();
+  if (path.empty())
+    return d;
+  // Written whole and renamed: ranks and tests may race to create it.
+  llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path));
+  std::string tmp = path + "." + std::to_string(::getpid());
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(tmp, ec);
+    if (ec)
+      return d;
+    os << llvm::formatv("{{\"flops_f32\": {0:e}, \"memory_bandwidth\": {1:e}}\n",
+                        d.flopsF32, d.memoryBandwidth);
+  }
+  if (llvm::sys::fs::rename(tmp, path))
+    llvm::sys::fs::remove(tmp);
+  else
+    d.name = "cpu-core (measured, cached in " + path + ")";
   return d;
 }
 
@@ -94,6 +165,172 @@ std::string mlir::loom::planner::describeClusterPresets() {
   return "h100-8x (one node, 8 H100 on NVLink), h100-cluster:NxM (N nodes "
          "of M H100, InfiniBand between nodes), cpu-local[:N] (N MPI ranks "
          "on this machine), or a JSON file";
+}
+
+namespace {
+
+/// Reads a cluster file; every error names the file and the key at fault.
+class ClusterFileParser {
+public:
+  explicit ClusterFileParser(StringRef path) : path(path) {}
+
+  Expected<Cluster> parse(const llvm::json::Value &v) {
+    const llvm::json::Object *o = v.getAsObject();
+    if (!o)
+      return fail("expected a JSON object");
+    if (auto e = onlyKeys(*o, "the cluster", {"name", "device", "devices", "levels"}))
+      return std::move(e);
+    Cluster c;
+    c.name = o->getString("name").value_or(path).str();
+    const llvm::json::Object *dev = o->getObject("device");
+    const llvm::json::Array *devs = o->getArray("devices");
+    if (bool(dev) == bool(devs))
+      return fail("give either \"device\" (one kind) or \"devices\" (a list "
+                  "of kinds with counts, in rank order)");
+    if (auto e = parseLevels(o->getArray("levels"), c))
+      return std::move(e);
+    if (dev) {
+      DeviceKind kind;
+      if (auto e = parseDevice(*dev, "device", false, kind))
+        return std::move(e);
+      kind.count = c.numDevices();
+      c.kinds.push_back(kind);
+    } else {
+      int64_t total = 0;
+      for (auto [i, value] : llvm::enumerate(*devs)) {
+        const llvm::json::Object *d = value.getAsObject();
+        std::string where = "devices[" + std::to_string(i) + "]";
+        if (!d)
+          return fail(where + " is not an object");
+        DeviceKind kind;
+        if (auto e = parseDevice(*d, where, true, kind))
+          return std::move(e);
+        total += kind.count;
+        c.kinds.push_back(kind);
+      }
+      if (c.kinds.empty())
+        return fail("\"devices\" is empty");
+      if (total != c.numDevices())
+        return fail(llvm::formatv("\"devices\" lists {0} devices but the "
+                                  "levels make {1}",
+                                  total, c.numDevices())
+                        .str());
+    }
+    c.device = slowestOf(c.kinds);
+    return c;
+  }
+
+private:
+  llvm::Error fail(const llvm::Twine &msg) {
+    return err("cluster file '" + path + "': " + msg);
+  }
+
+  /// Unknown keys are errors: a misspelled "bandwith" must not silently
+  /// fall back to a default.
+  llvm::Error onlyKeys(const llvm::json::Object &o, StringRef what,
+                       llvm::ArrayRef<StringRef> allowed) {
+    for (const auto &kv : o)
+      if (!llvm::is_contained(allowed, StringRef(kv.first))) {
+        std::string list;
+        for (StringRef a : allowed)
+          list += (list.empty() ? "\"" : ", \"") + a.str() + "\"";
+        return fail("unknown key \"" + StringRef(kv.first) + "\" in " + what +
+                    " (expected " + list + ")");
+      }
+    return llvm::Error::success();
+  }
+
+  llvm::Error number(const llvm::json::Object &obj, StringRef where,
+                     StringRef key, double &out, bool required) {
+    if (const llvm::json::Value *v = obj.get(key)) {
+      std::optional<double> x = v->getAsNumber();
+      if (!x || *x <= 0)
+        return fail(where + " \"" + key + "\" must be a positive number");
+      out = *x;
+      return llvm::Error::success();
+    }
+    if (required)
+      return fail(where + ": missing number \"" + key + "\"");
+    return llvm::Error::success();
+  }
+
+  llvm::Error parseDevice(const llvm::json::Object &dev, StringRef where,
+                          bool counted, DeviceKind &kind) {
+    llvm::SmallVector<StringRef> keys = {"name", "flops_f32", "flops_bf16",
+                                   "memory_bandwidth", "memory", "efficiency"};
+    if (counted)
+      keys.push_back("count");
+    if (auto e = onlyKeys(dev, where, keys))
+      return e;
+    DeviceSpec &d = kind.spec;
+    d.name = dev.getString("name").value_or("device").str();
+    if (auto e = number(dev, where, "flops_f32", d.flopsF32, true))
+      return e;
+    d.flops16 = d.flopsF32;
+    if (auto e = number(dev, where, "flops_bf16", d.flops16, false))
+      return e;
+    if (auto e = number(dev, where, "memory_bandwidth", d.memoryBandwidth, true))
+      return e;
+    if (auto e = number(dev, where, "memory", d.memory, true))
+      return e;
+    if (auto e = number(dev, where, "efficiency", d.efficiency, false))
+      return e;
+    if (counted) {
+      std::optional<int64_t> n = dev.getInteger("count");
+      if (!n || *n < 1)
+        return fail(where + " needs a positive integer \"count\"");
+      kind.count = *n;
+    }
+    return llvm::Error::success();
+  }
+
+  llvm::Error parseLevels(const llvm::json::Array *levels, Cluster &c) {
+    if (!levels || levels->empty())
+      return fail("missing \"levels\" (innermost first)");
+    for (const llvm::json::Value &lv : *levels) {
+      const llvm::json::Object *l = lv.getAsObject();
+      if (!l)
+        return fail("a level is not an object");
+      LinkLevel level;
+      level.name = l->getString("name").value_or("level").str();
+      std::string where = "level '" + level.name + "'";
+      if (auto e = onlyKeys(*l, where,
+                            {"name", "size", "bandwidth", "latency"}))
+        return e;
+      std::optional<int64_t> size = l->getInteger("size");
+      if (!size || *size < 1)
+        return fail(where + " needs a positive integer \"size\"");
+      level.size = *size;
+      if (auto e = number(*l, where, "bandwidth", level.bandwidth, true))
+        return e;
+      if (auto e = number(*l, where, "latency", level.latency, true))
+        return e;
+      c.levels.push_back(level);
+    }
+    return llvm::Error::success();
+  }
+
+  std::string path;
+};
+
+} // namespace
+
+DeviceSpec mlir::loom::planner::slowestOf(llvm::ArrayRef<DeviceKind> kinds) {
+  DeviceSpec d = kinds.front().spec;
+  if (kinds.size() == 1)
+    return d;
+  d.name.clear();
+  for (const DeviceKind &k : kinds) {
+    d.name += (d.name.empty() ? "" : " + ") + std::to_string(k.count) + "x " +
+              k.spec.name;
+    d.flopsF32 = std::min(d.flopsF32, k.spec.flopsF32);
+    d.flops16 = std::min(d.flops16, k.spec.flops16);
+    d.memoryBandwidth = std::min(d.memoryBandwidth, k.spec.memoryBandwidth);
+    d.memory = std::min(d.memory, k.spec.memory);
+    d.efficiency = std::min(d.efficiency, k.spec.efficiency);
+  }
+  d.name += " (priced as the slowest and smallest)";
+  return d;
 }
 
 static Expected<Cluster> parseFile(StringRef path) {
@@ -105,61 +342,7 @@ static Expected<Cluster> parseFile(StringRef path) {
   Expected<llvm::json::Value> v = llvm::json::parse((*buf)->getBuffer());
   if (!v)
     return err("cluster file '" + path + "': " + llvm::toString(v.takeError()));
-  const llvm::json::Object *o = v->getAsObject();
-  if (!o)
-    return err("cluster file '" + path + "': expected a JSON object");
-  Cluster c;
-  c.name = o->getString("name").value_or(path).str();
-  const llvm::json::Object *dev = o->getObject("device");
-  if (!dev)
-    return err("cluster file '" + path + "': missing \"device\"");
-  auto number = [&](const llvm::json::Object *obj, StringRef key,
-                    double &out, bool required) -> llvm::Error {
-    if (std::optional<double> x = obj->getNumber(key)) {
-      if (*x <= 0)
-        return err("cluster file '" + path + "': \"" + key +
-                   "\" must be positive");
-      out = *x;
-      return llvm::Error::success();
-    }
-    if (required)
-      return err("cluster file '" + path + "': missing number \"" + key + "\"");
-    return llvm::Error::success();
-  };
-  c.device.name = dev->getString("name").value_or("device").str();
-  if (auto e = number(dev, "flops_f32", c.device.flopsF32, true))
-    return std::move(e);
-  c.device.flops16 = c.device.flopsF32;
-  if (auto e = number(dev, "flops_bf16", c.device.flops16, false))
-    return std::move(e);
-  if (auto e = number(dev, "memory_bandwidth", c.device.memoryBandwidth, true))
-    return std::move(e);
-  if (auto e = number(dev, "memory", c.device.memory, true))
-    return std::move(e);
-  if (auto e = number(dev, "efficiency", c.device.efficiency, false))
-    return std::move(e);
-  const llvm::json::Array *levels = o->getArray("levels");
-  if (!levels || levels->empty())
-    return err("cluster file '" + path +
-               "': missing \"levels\" (innermost first)");
-  for (const llvm::json::Value &lv : *levels) {
-    const llvm::json::Object *l = lv.getAsObject();
-    if (!l)
-      return err("cluster file '" + path + "': a level is not an object");
-    LinkLevel level;
-    level.name = l->getString("name").value_or("level").str();
-    std::optional<int64_t> size = l->getInteger("size");
-    if (!size || *size < 1)
-      return err("cluster file '" + path + "': level '" + level.name +
-                 "' needs a positive integer \"size\"");
-    level.size = *size;
-    if (auto e = number(l, "bandwidth", level.bandwidth, true))
-      return std::move(e);
-    if (auto e = number(l, "latency", level.latency, true))
-      return std::move(e);
-    c.levels.push_back(level);
-  }
-  return c;
+  return ClusterFileParser(path).parse(*v);
 }
 
 Expected<Cluster> mlir::loom::planner::getCluster(StringRef spec) {
@@ -168,6 +351,7 @@ Expected<Cluster> mlir::loom::planner::getCluster(StringRef spec) {
   if (spec == "h100-8x") {
     c.device = h100();
     c.levels.push_back({"nvlink", 8, 450e9, 2e-6});
+    c.kinds.push_back({c.device, c.numDevices()});
     return c;
   }
   if (spec.consume_front("h100-cluster:")) {
@@ -182,6 +366,7 @@ Expected<Cluster> mlir::loom::planner::getCluster(StringRef spec) {
     c.device = h100();
     c.levels.push_back({"nvlink", perNode, 450e9, 2e-6});
     c.levels.push_back({"infiniband", nodes, 50e9, 5e-6});
+    c.kinds.push_back({c.device, c.numDevices()});
     return c;
   }
   if (spec == "cpu-local" || spec.starts_with("cpu-local:")) {
@@ -190,10 +375,11 @@ Expected<Cluster> mlir::loom::planner::getCluster(StringRef spec) {
         (spec.getAsInteger(10, ranks) || ranks < 1))
       return err("cluster 'cpu-local:" + spec +
                  "': expected a number of ranks, e.g. cpu-local:4");
-    static DeviceSpec measured = measureCpu();
+    static DeviceSpec measured = calibratedCpu();
     c.device = measured;
     // MPI between processes of one machine (TCP loopback in the tests).
     c.levels.push_back({"loopback", ranks, 1e9, 3e-5});
+    c.kinds.push_back({c.device, c.numDevices()});
     return c;
   }
   return parseFile(spec);

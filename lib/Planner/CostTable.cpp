@@ -9,7 +9,8 @@ using namespace mlir::loom;
 using namespace mlir::loom::planner;
 
 NodeCost mlir::loom::planner::nodeCost(const Node &node, const Strategy &s,
-                                       double remat, const MeshShape &mesh) {
+                                       double remat, int layers,
+                                       const MeshShape &mesh) {
   NodeCost c;
   c.memory = s.memory;
   if (node.kind != NodeKind::Op)
@@ -18,9 +19,12 @@ NodeCost mlir::loom::planner::nodeCost(const Node &node, const Strategy &s,
   c.comm = s.comm;
   if (node.layer >= 0) {
     // Rematerialized layers run their forward again in the backward pass
-    // and keep only the layer's input (the previous layer's output).
+    // and keep only the layer's input (the previous layer's output); while
+    // one of them is recomputed for its backward pass, its activations are
+    // live again (one layer's worth: the node's share of it).
     c.compute += remat * s.fwd;
-    c.memory *= 1 - remat;
+    double again = remat > 0 && layers > 0 ? 1.0 / layers : 0.0;
+    c.memory *= 1 - remat + again;
     if (node.crossLayerProducer)
       c.memory += remat * bytesOf(node.op->getResult(0).getType()) /
                   mesh.n(s.results[0].usedMask());
@@ -80,7 +84,8 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
   for (int v = 0; v < int(g.nodes.size()); ++v) {
     const Node &n = g.nodes[v];
     costs.where = n.name;
-    NodeCost c = nodeCost(n, n.strategies[choice[v]], remat, costs.mesh);
+    NodeCost c =
+        nodeCost(n, n.strategies[choice[v]], remat, g.layers, costs.mesh);
     t.compute += c.compute;
     t.comm += c.comm;
     if (n.kind == NodeKind::Op)
@@ -131,7 +136,7 @@ void addNodeCosts(const Graph &g, double remat, const MeshShape &mesh,
     int var = t.variableOf[v];
     const auto &strategies = g.nodes[n.rep].strategies;
     for (size_t i = 0; i < strategies.size(); ++i) {
-      NodeCost c = nodeCost(n, strategies[i], remat, mesh);
+      NodeCost c = nodeCost(n, strategies[i], remat, g.layers, mesh);
       r.cost[var][i] += c.compute + c.comm;
       r.memory[var][i] += c.memory;
     }

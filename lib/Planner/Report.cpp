@@ -142,8 +142,17 @@ void printSummary(const Plan &p, llvm::raw_ostream &os) {
        << " ops)";
   os << "; " << p.ilps << " ILPs (largest " << p.variables << " variables, "
      << p.constraints << " constraints), " << p.solverStatus;
-  os << llvm::formatv(", gap {0:f2}%, planned in {1:f2} s (ILPs {2:f2} s)",
-                      p.gap * 100, p.planningSeconds, p.ilpSeconds);
+  if (p.ilpsStopped && p.solverStatus != "optimal")
+    os << " (stopped " << p.ilpsStopped << " of " << p.ilps
+       << " ILPs before they proved optimality; raise --plan-time-limit)";
+  else if (p.ilpsStopped)
+    os << " (" << p.ilpsStopped << " of " << p.ilps
+       << " ILPs stopped by the time limit; the bounds prove the plan "
+          "optimal anyway)";
+  os << llvm::formatv(", gap {0:f2}% over the whole search (bound {1}), "
+                      "planned in {2:f2} s (ILPs {3:f2} s)",
+                      p.gap * 100, formatSeconds(p.searchBound),
+                      p.planningSeconds, p.ilpSeconds);
   if (!p.megatron.empty())
     os << llvm::formatv("; pricing the Megatron plans took {0:f2} s",
                         p.megatronSeconds);
@@ -251,7 +260,9 @@ void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
                             {"inputs", p.memory.inputs}};
   llvm::json::Object solver{{"status", p.solverStatus},
                             {"gap", p.gap},
+                            {"bound_s", p.searchBound},
                             {"ilps", p.ilps},
+                            {"ilps_stopped", p.ilpsStopped},
                             {"variables", p.variables},
                             {"constraints", p.constraints},
                             {"planning_s", p.planningSeconds},

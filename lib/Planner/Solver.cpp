@@ -6,6 +6,8 @@
 
 #include <coin/Cbc_C_Interface.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -258,16 +260,36 @@ void runCbc(const Columns &c, const Folded &f, const SolverRequest &r,
         }
     Cbc_setMIPStartI(model, idx.size(), idx.data(), val.data());
   }
+  auto t0 = std::chrono::steady_clock::now();
   Cbc_solve(model);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   const double *x = Cbc_bestSolution(model);
-  if (!x || Cbc_isProvenInfeasible(model))
+  double scale = r.minimizeMemory ? c.memScale : c.timeScale;
+  double constant = r.minimizeMemory ? f.constantMemory : f.constantCost;
+  // CBC also reports "infeasible" when the time limit cuts its
+  // preprocessing short (measured: GPT-3 shapes at --plan-time-limit=0.05
+  // that have plans within the memory limit); only a search that ended well
+  // within the limit proves it.
+  if (Cbc_isProvenInfeasible(model)) {
+    if (!Cbc_isSecondsLimitReached(model) && seconds < 0.5 * r.timeLimit) {
+      res.provenInfeasible = true;
+      res.bound = std::numeric_limits<double>::infinity();
+    }
+    return;
+  }
+  // CBC's best possible value, when it got that far: stopped before the
+  // root relaxation it is +-COIN_DBL_MAX (not a bound). solve() takes the
+  // larger of it and the relaxed sum.
+  double best = Cbc_getBestPossibleObjValue(model);
+  res.bound = std::abs(best) < 1e20 ? best / scale + constant
+                                    : -std::numeric_limits<double>::infinity();
+  if (!x)
     return;
   res.feasible = true;
   res.optimal = Cbc_isProvenOptimal(model);
-  double scale = r.minimizeMemory ? c.memScale : c.timeScale;
-  double constant = r.minimizeMemory ? f.constantMemory : f.constantCost;
   res.objective = Cbc_getObjValue(model) / scale + constant;
-  res.bound = Cbc_getBestPossibleObjValue(model) / scale + constant;
   for (size_t v = 0; v < f.cost.size(); ++v) {
     if (c.firstCol[v] < 0)
       continue;
@@ -279,6 +301,24 @@ void runCbc(const Columns &c, const Folded &f, const SolverRequest &r,
   }
 }
 
+} // namespace
+
+namespace {
+/// The cheapest entry of every variable and pair, summed: a lower bound of
+/// every choice's objective, whatever the constraints.
+double relaxedBound(const SolverRequest &r) {
+  const auto &table = r.minimizeMemory ? r.memory : r.cost;
+  double sum = r.minimizeMemory ? r.constantMemory : r.constantCost;
+  for (const std::vector<double> &entries : table)
+    if (!entries.empty())
+      sum += *std::min_element(entries.begin(), entries.end());
+  for (const SolverRequest::Pair &p : r.pairs) {
+    const std::vector<double> &entries = r.minimizeMemory ? p.memory : p.cost;
+    if (!entries.empty())
+      sum += *std::min_element(entries.begin(), entries.end());
+  }
+  return sum;
+}
 } // namespace
 
 SolverResult mlir::loom::planner::solve(const SolverRequest &request) {
@@ -298,5 +338,9 @@ SolverResult mlir::loom::planner::solve(const SolverRequest &request) {
     return res;
   }
   runCbc(c, f, request, res);
+  if (!res.provenInfeasible)
+    res.bound = std::max(res.bound, relaxedBound(request));
+  if (res.feasible)
+    res.bound = std::min(res.bound, res.objective);
   return res;
 }

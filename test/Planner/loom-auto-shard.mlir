@@ -29,7 +29,7 @@
 // JSON: "ops": [
 // JSON: "sharding":
 // JSON: "solver": {
-// JSON-NEXT: "constraints":
+// JSON-NEXT: "bound_s":
 // JSON: "status": "optimal"
 // JSON: "step_s":
 

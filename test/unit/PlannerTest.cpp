@@ -94,11 +94,12 @@ TEST(PlannerCluster, File) {
     std::error_code ec;
     llvm::raw_fd_ostream os(path, ec);
     os << R"({"name": "t", "device": {"name": "d", "flops_f32": -1,
-              "memory_bandwidth": 1e11, "memory": 8e9}, "levels": []})";
+              "memory_bandwidth": 1e11, "memory": 8e9},
+              "levels": [{"name": "a", "size": 2, "bandwidth": 1e9, "latency": 1e-5}]})";
   }
   llvm::Expected<Cluster> bad = getCluster(path);
   ASSERT_FALSE(bool(bad));
-  EXPECT_NE(llvm::toString(bad.takeError()).find("\"flops_f32\" must be positive"),
+  EXPECT_NE(llvm::toString(bad.takeError()).find("\"flops_f32\" must be a positive number"),
             std::string::npos);
   llvm::sys::fs::remove(path);
 }

@@ -217,6 +217,15 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
       "parameters in {4}\n",
       steps, result.trainSeconds, result.trainSeconds / steps,
       result.compileSeconds, options.paramsOut);
+  // Each rank's peak: the caller's buffers plus the temporaries' high-water
+  // mark, the most any step held.
+  auto mib = [](int64_t bytes) { return double(bytes) / (1 << 20); };
+  for (auto [rank, m] : llvm::enumerate(result.memory))
+    llvm::outs() << llvm::formatv(
+        "peak memory rank {0}: {1:f3} MiB = parameters {2:f3} + optimizer "
+        "state {3:f3} + inputs {4:f3} + results {5:f3} + temporaries {6:f3}\n",
+        rank, mib(m.peak()), mib(m.parameters), mib(m.optimizerState),
+        mib(m.inputs), mib(m.results), mib(m.temporaries));
   return 0;
 }
 

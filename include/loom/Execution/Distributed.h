@@ -40,6 +40,9 @@ public:
 
   int rank() const;
   int size() const;
+  /// Every rank's `values` (the same count on each), in rank order.
+  std::optional<std::vector<int64_t>> allGather(llvm::ArrayRef<int64_t> values,
+                                                std::string &error) const;
   MeshOp getMeshOp() const { return meshOp; }
   loom_mesh_t getMesh() const { return mesh; }
 

@@ -57,6 +57,9 @@ struct TrainResult {
   int rank = 0;
   std::vector<double> losses;
   double compileSeconds = 0, trainSeconds = 0;
+  /// Each rank's memory, the most any step held (MemoryUse::merge); on
+  /// rank 0 every rank's, in rank order, else this rank's only.
+  std::vector<MemoryUse> memory;
 };
 
 /// Trains with @train_step of `module` (from `dir`/train.mlir).

@@ -57,9 +57,23 @@ struct Link {
   std::string level;
 };
 
+/// Devices of one kind: `count` consecutive ranks.
+struct DeviceKind {
+  DeviceSpec spec;
+  int64_t count = 0;
+};
+
+/// What an SPMD step on `kinds` is priced with: every device runs the same
+/// program on equal shards, so a step takes as long as on the slowest kind
+/// and must fit the smallest (field-wise minimum).
+DeviceSpec slowestOf(llvm::ArrayRef<DeviceKind> kinds);
+
 struct Cluster {
   std::string name;
+  /// The device the planner prices: the only kind, or slowestOf(kinds).
   DeviceSpec device;
+  /// Every kind, in rank order (one for presets and "device" files).
+  llvm::SmallVector<DeviceKind, 2> kinds;
   /// Innermost first.
   llvm::SmallVector<LinkLevel, 2> levels;
 

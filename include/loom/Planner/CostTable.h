@@ -38,7 +38,7 @@ struct NodeCost {
   double compute = 0, comm = 0, memory = 0;
 };
 NodeCost nodeCost(const Node &node, const Strategy &s, double remat,
-                  const MeshShape &mesh);
+                  int layers, const MeshShape &mesh);
 
 /// An edge between the strategies of its ends: resharding time, and for a
 /// parameter's first use the bytes of its gradient and optimizer state.

@@ -48,9 +48,20 @@ struct Plan {
   MemoryBreakdown memory;
   double memoryLimit = 0;
   // Solver.
+  /// "optimal" when every ILP of the search was solved to optimality (or
+  /// proven infeasible), else "time limit".
   std::string solverStatus;
+  /// (stepTime - searchBound) / stepTime: how much faster than the chosen
+  /// plan any plan of the whole search (every mesh shape, every remat
+  /// level) could be.
   double gap = 0;
+  /// The lower bound over the whole search: the least, over mesh shapes,
+  /// of the best bound proven for that shape (its ILPs', or the unlimited
+  /// ILP's for a shape skipped because that bound was already too slow).
+  double searchBound = 0;
   int variables = 0, constraints = 0, ilps = 0;
+  /// ILPs the time limit stopped before they proved optimality.
+  int ilpsStopped = 0;
   /// Planning (graph, strategies, ILPs), and pricing the Megatron plans
   /// (not part of planning).
   double planningSeconds = 0, ilpSeconds = 0, megatronSeconds = 0;

@@ -44,9 +44,14 @@ struct SolverRequest {
 
 struct SolverResult {
   bool feasible = false;
+  /// CBC proved that no choice meets the memory limit (bound is infinite).
+  bool provenInfeasible = false;
   /// Proven optimal (within 0.01%); otherwise the time limit stopped it.
   bool optimal = false;
-  /// Objective of the returned choice and the best lower bound proven.
+  /// Objective of the returned choice and the best lower bound proven:
+  /// CBC's, or, when it stopped before proving more, every variable's and
+  /// pair's cheapest entry summed (the constraints relaxed), whichever is
+  /// higher. Valid whether or not a choice was found.
   double objective = std::numeric_limits<double>::infinity();
   double bound = 0;
   std::vector<int> choice;

@@ -44,6 +44,8 @@ void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createCanonicalizerPass());
+  // Free each temporary after its last use, not at the end of the step.
+  pm.addPass(createLoomFreeBuffersEarly());
 
   // Buffers -> loops (or BLAS) -> LLVM.
   if (options.useBlas)

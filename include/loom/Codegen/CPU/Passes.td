@@ -55,4 +55,20 @@ def LoomLowerMatmulToBlas : Pass<"loom-lower-matmul-to-blas", "mlir::ModuleOp"> 
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::arith::ArithDialect"];
 }
 
+def LoomFreeBuffersEarly : Pass<"loom-free-buffers-early", "mlir::ModuleOp"> {
+  let summary = "Move each memref.dealloc to just after the last use of its buffer";
+  let description = [{
+    Ownership-based buffer deallocation places every `memref.dealloc` of a
+    straight-line function at the end of the block, so a training step
+    holds all of its temporaries at once and rematerialization saves no
+    memory. This pass moves each `memref.dealloc` in a block up to just
+    after the last op of that block that uses the buffer or one of its
+    aliases (results of ops that take the buffer and return a memref:
+    views, casts, reshapes). A buffer with an alias that leaves the block
+    (yielded or returned) or that is used outside the block stays where it
+    is. Conditional deallocations (`scf.if`) are not touched.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 #endif // LOOM_CODEGEN_CPU_PASSES_TD
