@@ -1,6 +1,7 @@
 //===- CostTable.cpp - A whole step priced, per choice --------------------===//
 
 #include "loom/Planner/CostTable.h"
+#include "loom/Planner/Candidates.h"
 
 #include <map>
 
@@ -60,11 +61,27 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
   const Node &u = g.nodes[e.u];
   if (e.grad) {
     // The gradient comes back partial over the axes the consumer's
-    // operand lacks, and is reduced into how the value is stored.
+    // operand lacks, and is reduced into how the value is stored. A
+    // weight's optimizer state may be split further (ZeRO, the axes the
+    // gradient is partial over anyway): the program reduce-scatters the
+    // gradient into the state's layout and all-gathers the updated weight,
+    // and the planner prices (and logs) exactly those two steps.
     AxisSharding grad = b.operands[e.operand];
     grad.partial = axesOf(b.gradPartial[e.operand]);
     costs.bucketed = u.kind == NodeKind::Param;
-    c.time += costs.reshard(grad, src, shape, element);
+    int dim = -1;
+    Mask extra = u.kind == NodeKind::Param && u.trainable && e.firstUse
+                     ? zeroExtra(src, b.gradPartial[e.operand], e.type,
+                                 costs.mesh, &dim)
+                     : 0;
+    if (extra && dim >= 0) {
+      AxisSharding state = src;
+      appendAxes(state, dim, extra);
+      c.time += costs.reshard(grad, state, shape, element);
+      c.time += costs.reshard(state, src, shape, element);
+    } else {
+      c.time += costs.reshard(grad, src, shape, element);
+    }
     costs.bucketed = false;
   }
   if (u.kind == NodeKind::Param && u.trainable && e.firstUse) {

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Cost-model benchmark: the planner's predictions against measured runs.
+
+For each model (a GPT block and a 4-block stack from bench/planner/gpt.py at
+hidden 128, f32, and examples/mlp.mlir) and each configuration on 4 CPU
+ranks, compiles the training step with loomc and trains it with loom-run
+(-np 4), then reports
+
+  * predicted step time and per-device memory (loomc --plan-report=json,
+    cluster cpu-local:4, whose measurement of this CPU is cached so plans are
+    reproducible),
+  * measured step time (loom-run: wall time of the steps, compile excluded)
+    and peak memory (loom-run: the largest rank's parameters, optimizer
+    state, inputs, result buffers and temporaries' high-water mark),
+  * their ratios, the Spearman rank correlation of predicted and measured
+    step times over the priced configurations of each model, and whether the
+    planner's own choice (auto, free mesh) measured fastest or within 10 %.
+
+Configurations: --strategy auto on the fixed meshes dp=4, tp=4, dp=2,tp=2
+and on the mesh the planner chooses (all priced), and the presets dp, tp,
+dp-tp and zero3 (measured only: the planner prices only plans it makes).
+
+  bench/cost-model/run.py [--steps 20] [--json out.json]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BIN = os.path.join(ROOT, "build", "bin")
+
+CONFIGS = [("auto", "dp=4"), ("auto", "tp=4"), ("auto", "dp=2,tp=2"), ("auto", None),
+           ("dp", "dp=4"), ("tp", "tp=4"), ("dp-tp", "dp=2,tp=2"), ("zero3", "dp=4")]
+
+
+def models(work):
+    out = {}
+    for name, layers in (("block", 1), ("stack4", 4)):
+        path = os.path.join(work, name + ".mlir")
+        with open(path, "w") as f:
+            subprocess.run([sys.executable, os.path.join(ROOT, "bench", "planner", "gpt.py"),
+                            "--layers", str(layers), "--hidden", "128", "--heads", "4",
+                            "--seq", "32", "--batch", "16", "--vocab", "512", "--dtype", "f32"],
+                           stdout=f, check=True)
+        out[name] = path
+    out["mlp"] = os.path.join(ROOT, "examples", "mlp.mlir")
+    return out
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(" ".join(cmd) + "\n" + r.stdout[-2000:] + r.stderr[-2000:])
+    return r.stdout
+
+
+def spearman(xs, ys):
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        for k, i in enumerate(order):
+            r[i] = k
+        return r
+    rx, ry = ranks(xs), ranks(ys)
+    n = len(xs)
+    if n < 2:
+        return float("nan")
+    d2 = sum((a - b) ** 2 for a, b in zip(rx, ry))
+    return 1 - 6 * d2 / (n * (n * n - 1))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--json", default=None)
+    a = p.parse_args()
+    work = tempfile.mkdtemp(prefix="loom-cost-model-")
+    rows = []
+    for model, path in models(work).items():
+        loss = ["--loss=none"]  # every model computes its own loss
+        for strategy, mesh in CONFIGS:
+            out = os.path.join(work, f"{model}-{strategy}-{mesh or 'free'}")
+            cmd = [os.path.join(BIN, "loomc"), path, "--train", *loss, "--optimizer=adamw",
+                   "--strategy", strategy, "--cluster", "cpu-local:4", "-o", out]
+            if mesh:
+                cmd += ["--mesh", mesh]
+            row = {"model": model, "strategy": strategy, "mesh": mesh or "chosen",
+                   "free": mesh is None}
+            try:
+                if strategy == "auto":
+                    plan = json.loads(run(cmd + ["--plan-report=json"]))
+                    row["mesh"] = plan["mesh"] if not mesh else mesh
+                    row["predicted_s"] = plan["step_s"]
+                    row["predicted_mem"] = plan["memory"]["total"]
+                else:
+                    run(cmd)
+                text = run([os.path.join(BIN, "loom-run"), out, "-np", "4", "--steps",
+                            str(a.steps)])
+            except RuntimeError as e:
+                row["error"] = str(e).splitlines()[-1][:120]
+                rows.append(row)
+                print(f"{model:7s} {strategy:6s} {row['mesh']:10s} failed: {row['error']}")
+                continue
+            row["measured_s"] = float(re.search(r"\(([\d.]+) s/step", text).group(1))
+            peaks = [float(x) for x in re.findall(r"peak memory rank \d+: ([\d.]+) MiB", text)]
+            row["measured_mem"] = max(peaks) * (1 << 20)
+            rows.append(row)
+            pred = (f"{row['predicted_s'] * 1e3:8.2f} ms {row['predicted_mem'] / 2**20:6.2f} MiB"
+                    if "predicted_s" in row else f"{'-':>11s} {'-':>10s}")
+            print(f"{model:7s} {strategy:6s} {row['mesh']:10s} predicted {pred}  measured "
+                  f"{row['measured_s'] * 1e3:8.2f} ms {row['measured_mem'] / 2**20:6.2f} MiB",
+                  flush=True)
+    print()
+    print("| model | strategy | mesh | predicted ms | measured ms | time ratio (meas/pred) "
+          "| predicted MiB | measured MiB | memory ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if "measured_s" not in r:
+            print(f"| {r['model']} | {r['strategy']} | {r['mesh']} | failed: {r['error']} |||||")
+            continue
+        if "predicted_s" in r:
+            print(f"| {r['model']} | {r['strategy']} | {r['mesh']} | {r['predicted_s'] * 1e3:.2f} | "
+                  f"{r['measured_s'] * 1e3:.2f} | {r['measured_s'] / r['predicted_s']:.2f} | "
+                  f"{r['predicted_mem'] / 2**20:.2f} | {r['measured_mem'] / 2**20:.2f} | "
+                  f"{r['measured_mem'] / r['predicted_mem']:.2f} |")
+        else:
+            print(f"| {r['model']} | {r['strategy']} | {r['mesh']} | - | "
+                  f"{r['measured_s'] * 1e3:.2f} | - | - | {r['measured_mem'] / 2**20:.2f} | - |")
+    print()
+    for model in dict.fromkeys(r["model"] for r in rows):
+        measured = [r for r in rows if r["model"] == model and "measured_s" in r]
+        fixed = [r for r in measured if "predicted_s" in r and not r["free"]]
+        rho = spearman([r["predicted_s"] for r in fixed], [r["measured_s"] for r in fixed])
+        line = (f"{model}: Spearman rank correlation of predicted and measured step times over "
+                f"the fixed-mesh auto plans {rho:.2f} (n={len(fixed)})")
+        auto = next((r for r in measured if r["free"]), None)
+        if auto and measured:
+            best = min(measured, key=lambda r: r["measured_s"])
+            line += (f"; the planner's choice ({auto['mesh']}) measured "
+                     f"{auto['measured_s'] * 1e3:.2f} ms = {auto['measured_s'] / best['measured_s']:.2f}x "
+                     f"the fastest ({best['strategy']} on {best['mesh']}, "
+                     f"{best['measured_s'] * 1e3:.2f} ms)")
+        print(line)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
