@@ -92,6 +92,20 @@ MeshOp mlir::loom::planner::applyPlan(ModuleOp module, const Graph &g,
     }
     if (!rs.empty())
       setOpResultShardings(n.op, rs);
+    // The factors as the planner priced them: the partitioner splits the
+    // op so, not by its own reading of the operands.
+    if (isa<ShardingRuleOpInterface>(n.op) && !s.factors.empty()) {
+      SmallVector<Attribute> factors;
+      for (Mask m : s.factors) {
+        SmallVector<Attribute> axes;
+        for (int a : axesOf(m))
+          if (mesh.sizes[a] > 1)
+            axes.push_back(StringAttr::get(ctx, mesh.names[a]));
+        factors.push_back(ArrayAttr::get(ctx, axes));
+      }
+      n.op->setAttr(LoomDialect::kFactorsAttrName,
+                    ArrayAttr::get(ctx, factors));
+    }
   }
   SmallVector<Mask> extra = stateSplits(g, choice, mesh);
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {

@@ -29,12 +29,14 @@ struct Run {
   int start = 0, period = 0, repeats = 0;
 };
 
-/// A hash of what makes two ops alike: name, attributes (but shardings),
-/// operand and result types.
+/// A hash of what makes two ops alike: name, attributes (but shardings and
+/// autodiff's op numbers), operand and result types.
 llvm::hash_code signature(Operation *op) {
   llvm::hash_code h = llvm::hash_value(op->getName().getStringRef());
   for (NamedAttribute a : op->getAttrs())
-    if (a.getName() != LoomDialect::kShardingAttrName)
+    if (a.getName() != LoomDialect::kShardingAttrName &&
+        a.getName() != LoomDialect::kOpIdAttrName &&
+        a.getName() != LoomDialect::kVjpOfAttrName)
       h = llvm::hash_combine(h, a.getName(), a.getValue());
   for (Type t : op->getOperandTypes())
     h = llvm::hash_combine(h, t.getAsOpaquePointer());

@@ -65,6 +65,7 @@ std::vector<Collective> logCollectives(const Graph &g, ArrayRef<int> choice,
   for (const Collective &c : log) {
     auto key = std::make_tuple(c.kind, c.axes, int64_t(c.bytes));
     auto [it, fresh] = merged.try_emplace(key, c);
+    it->second.sites.push_back(c.where);
     if (!fresh) {
       it->second.count += c.count;
       it->second.seconds += c.seconds;
@@ -239,7 +240,8 @@ void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
                                        {"axes", c.axes},
                                        {"count", c.count},
                                        {"bytes", c.bytes},
-                                       {"seconds", c.seconds}});
+                                       {"seconds", c.seconds},
+                                       {"sites", llvm::json::Array(c.sites)}});
   auto alt = [](const Alternative &a) {
     return llvm::json::Object{{"mesh", a.mesh},
                               {"remat", a.remat},

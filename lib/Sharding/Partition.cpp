@@ -65,10 +65,44 @@ private:
   Value rescaleMeans(Location loc, Value result, const FactorSharding &fs);
   void copyWhole(Operation *op);
 
+  /// Operand `i` of `op` as this device holds it. The ops of a gradient
+  /// rule (loom.vjp_of) of a planned op (loom.factors) read the forward
+  /// op's operands as the forward op read them (resharded for it) and its
+  /// results before they were resolved: the planner prices a backward pass
+  /// on the forward op's factors, and this is what makes the program do
+  /// so. Function arguments are read from storage again.
+  Sharded input(Operation *op, unsigned i) const;
+
   MeshOp mesh;
   OpBuilder &b;
   DenseMap<Value, Sharded> local;
+  /// Per forward op number (loom.op_id): the op, its operands as resharded
+  /// for it and its results as it produced them.
+  struct Forward {
+    Operation *op = nullptr;
+    SmallVector<Sharded> operands, results;
+  };
+  DenseMap<int64_t, Forward> forward;
 };
+
+Sharded Partitioner::input(Operation *op, unsigned i) const {
+  Value o = op->getOperand(i);
+  // Parameters and data are read from storage again (as FSDP gathers a
+  // weight again for the backward pass rather than keeping it).
+  if (isa<BlockArgument>(o))
+    return local.lookup(o);
+  if (auto id = op->getAttrOfType<IntegerAttr>(LoomDialect::kVjpOfAttrName))
+    if (auto it = forward.find(id.getInt()); it != forward.end()) {
+      const Forward &f = it->second;
+      for (auto [k, v] : llvm::enumerate(f.op->getOperands()))
+        if (v == o && k < f.operands.size() && f.operands[k].value)
+          return f.operands[k];
+      for (auto [r, v] : llvm::enumerate(f.op->getResults()))
+        if (v == o && r < f.results.size() && f.results[r].value)
+          return f.results[r];
+    }
+  return local.lookup(o);
+}
 
 FailureOr<Value> Partitioner::reshard(Location loc, Value v, ShardingAttr from,
                                       ShardingAttr to,
@@ -104,6 +138,17 @@ FactorSharding Partitioner::chooseFactors(Operation *op,
                                           const ShardingRule &rule,
                                           const PropagationResult &plan) {
   FactorSharding fs(rule, mesh);
+  // The planner's choice, when it made one (loom.factors).
+  if (auto planned = op->getAttrOfType<ArrayAttr>(LoomDialect::kFactorsAttrName);
+      planned && int64_t(planned.size()) == rule.getNumFactors()) {
+    for (auto [f, axes] : llvm::enumerate(planned))
+      for (Attribute a : cast<ArrayAttr>(axes)) {
+        StringRef name = cast<StringAttr>(a).getValue();
+        fs.axes[f].push_back(name);
+        fs.used.insert(name);
+      }
+    return fs;
+  }
   SmallVector<unsigned> order;
   for (unsigned i = 0; i < op->getNumOperands(); ++i)
     order.push_back(i);
@@ -118,10 +163,10 @@ FactorSharding Partitioner::chooseFactors(Operation *op,
     return elements(a) > elements(b);
   });
   for (unsigned i : order)
-    fs.absorb(rule.getOperands()[i], local.lookup(op->getOperand(i)).sharding,
+    fs.absorb(rule.getOperands()[i], input(op, i).sharding,
               {FactorKind::Parallel});
   for (unsigned i : order)
-    fs.absorb(rule.getOperands()[i], local.lookup(op->getOperand(i)).sharding,
+    fs.absorb(rule.getOperands()[i], input(op, i).sharding,
               {FactorKind::Reduction});
   fs.legalize();
   for (auto [i, r] : llvm::enumerate(op->getResults()))
@@ -164,6 +209,8 @@ void Partitioner::copyWhole(Operation *op) {
       map.map(o, it->second.value);
   Operation *copy = b.clone(*op, map);
   copy->removeAttr(LoomDialect::kShardingAttrName);
+  copy->removeAttr(LoomDialect::kOpIdAttrName);
+  copy->removeAttr(LoomDialect::kVjpOfAttrName);
   for (auto [r, c] : llvm::zip(op->getResults(), copy->getResults()))
     if (auto t = dyn_cast<RankedTensorType>(r.getType()))
       local[r] = {c, replicated(mesh, t.getRank())};
@@ -192,8 +239,8 @@ LogicalResult Partitioner::partitionOp(Operation *op,
 
   // A linear op on partial sums may stay partial when the plan says so.
   SmallVector<ShardingAttr> actual;
-  for (Value o : op->getOperands())
-    actual.push_back(local.lookup(o).sharding);
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    actual.push_back(input(op, i).sharding);
   SmallVector<StringRef> keepPartial = linearPartial(rule, actual);
   ShardingAttr planned =
       op->getNumResults() ? plan.shardings.lookup(op->getResult(0)) : nullptr;
@@ -205,8 +252,14 @@ LogicalResult Partitioner::partitionOp(Operation *op,
       keepPartial.clear();
 
   IRMapping map;
+  Forward *fwd = nullptr;
+  if (auto id = op->getAttrOfType<IntegerAttr>(LoomDialect::kOpIdAttrName);
+      id && op->hasAttr(LoomDialect::kFactorsAttrName)) {
+    fwd = &forward[id.getInt()];
+    *fwd = Forward{op, {}, {}};
+  }
   for (auto [i, o] : llvm::enumerate(op->getOperands())) {
-    Sharded in = local.lookup(o);
+    Sharded in = input(op, i);
     if (!in.value)
       return op->emitError("operand #") << i << " was not partitioned";
     ShardingAttr need =
@@ -218,9 +271,14 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     if (failed(v))
       return failure();
     map.map(o, *v);
+    if (fwd)
+      fwd->operands.push_back({*v, need});
   }
   Operation *copy = b.clone(*op, map);
   copy->removeAttr(LoomDialect::kShardingAttrName);
+  copy->removeAttr(LoomDialect::kFactorsAttrName);
+  copy->removeAttr(LoomDialect::kOpIdAttrName);
+  copy->removeAttr(LoomDialect::kVjpOfAttrName);
   SmallVector<ShardingAttr> resultShardings;
   for (auto [i, r] : llvm::enumerate(op->getResults())) {
     ShardingAttr s = fs.project(rule.getResults()[i], true, op->getContext());
@@ -242,10 +300,26 @@ LogicalResult Partitioner::partitionOp(Operation *op,
                                   : llvm::formatv("{0}", resultShardings[0])
                                         .str())
                           << "\n");
-  for (auto [i, r] : llvm::enumerate(op->getResults()))
-    local[r] = {i == 0 ? rescaleMeans(loc, copy->getResult(0), fs)
-                       : copy->getResult(i),
-                resultShardings[i]};
+  bool byPlan = op->hasAttr(LoomDialect::kFactorsAttrName);
+  for (auto [i, r] : llvm::enumerate(op->getResults())) {
+    Value v = i == 0 ? rescaleMeans(loc, copy->getResult(0), fs)
+                     : copy->getResult(i);
+    ShardingAttr s = resultShardings[i];
+    if (fwd)
+      fwd->results.push_back({v, s});
+    // A planned op's results become what the plan says right here (partial
+    // results reduced or scattered as priced), not at each user.
+    ShardingAttr want = plan.shardings.lookup(r);
+    if (byPlan && want && !want.isPartial() && want != s) {
+      FailureOr<Value> resolved =
+          reshard(loc, v, s, want, cast<RankedTensorType>(r.getType()));
+      if (failed(resolved))
+        return failure();
+      v = *resolved;
+      s = want;
+    }
+    local[r] = {v, s};
+  }
   return success();
 }
 

@@ -161,9 +161,14 @@ LogicalResult checkDifferentiable(const Activity &act, Value output,
 /// Calls each active op's rule in reverse order, summing the gradients of
 /// values with several uses.
 LogicalResult reverseSweep(OpBuilder &builder, const Activity &act,
-                           Value output, Value seed,
+                           Value output, Value seed, bool numberRules,
                            DenseMap<Value, Value> &grads) {
   grads[output] = seed;
+  // Numbers for the forward ops whose rules run, after any already given.
+  int64_t nextId = 0;
+  for (Operation &op : *builder.getInsertionBlock())
+    if (auto id = op.getAttrOfType<IntegerAttr>(LoomDialect::kOpIdAttrName))
+      nextId = std::max(nextId, id.getInt() + 1);
   auto accumulate = [&](Value v, Value g) {
     auto [it, inserted] = grads.try_emplace(v, g);
     if (!inserted)
@@ -183,8 +188,21 @@ LogicalResult reverseSweep(OpBuilder &builder, const Activity &act,
       continue;
     auto rule = cast<DifferentiableOpInterface>(op);
     SmallVector<Value> operandGrads;
+    Block *block = builder.getInsertionBlock();
+    Operation *before = builder.getInsertionPoint() == block->begin()
+                            ? nullptr
+                            : &*std::prev(builder.getInsertionPoint());
     if (failed(rule.buildGradients(builder, resultGrads, wanted, operandGrads)))
       return failure();
+    // Ties the rule's ops to the op (see kVjpOfAttrName).
+    auto first = before ? std::next(before->getIterator()) : block->begin();
+    if (numberRules && first != builder.getInsertionPoint()) {
+      auto id = builder.getI64IntegerAttr(nextId++);
+      op->setAttr(LoomDialect::kOpIdAttrName, id);
+      for (Operation &b : llvm::make_range(first, builder.getInsertionPoint()))
+        if (!b.hasTrait<OpTrait::ConstantLike>())
+          b.setAttr(LoomDialect::kVjpOfAttrName, id);
+    }
     for (auto [i, v] : llvm::enumerate(op->getOperands())) {
       if (!wanted[i] || i >= operandGrads.size() || !operandGrads[i])
         continue;
@@ -242,7 +260,7 @@ mlir::loom::buildGradients(OpBuilder &builder, Value output,
                                FloatAttr::get(type.getElementType(), 1.0)));
   }
   DenseMap<Value, Value> grads;
-  if (failed(reverseSweep(builder, act, output, seed, grads)))
+  if (failed(reverseSweep(builder, act, output, seed, options.numberRules, grads)))
     return failure();
   SmallVector<Value> result;
   for (Value v : wrt)

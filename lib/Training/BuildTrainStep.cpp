@@ -74,6 +74,7 @@ struct OptimizerConfig {
   unsigned microBatches;
   std::string lrSchedule;
   int64_t warmupSteps, totalSteps;
+  bool numberRules = false;
 };
 
 /// Builds @train_step from the loss function `fn`, one step at a time:
@@ -330,6 +331,7 @@ LogicalResult StepBuilder::forwardAndBackward() {
       wrt.push_back(map.lookup(fn.getArgument(i)));
     GradientOptions options;
     options.describe = [&](unsigned p) { return describe(p); };
+    options.numberRules = config.numberRules;
     auto lossType = cast<RankedTensorType>(microLoss.getType());
     options.seed = ConstantOp::create(
         b, DenseElementsAttr::get(
@@ -512,7 +514,7 @@ struct BuildTrainStepPass
                            momentum,     dampening,     beta1,
                            beta2,        eps,           gradClip,
                            nesterov,     microBatches,  lrSchedule,
-                           warmupSteps,  totalSteps};
+                           warmupSteps,  totalSteps,  numberGradientRules};
     if (failed(StepBuilder(module, *fn, config, getArgument()).build()))
       return signalPassFailure();
     if (!keepForward)

@@ -39,6 +39,7 @@ void mlir::loom::buildLoomTrainingPipeline(
   step.lrSchedule = options.lrSchedule;
   step.warmupSteps = options.warmupSteps;
   step.totalSteps = options.totalSteps;
+  step.numberGradientRules = options.numberGradientRules;
   pm.addPass(createLoomBuildTrainStep(step));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

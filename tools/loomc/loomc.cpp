@@ -358,6 +358,8 @@ int main(int argc, char **argv) {
 
   TrainingPipelineOptions training;
   fillTrainingOptions(training, beta1, beta2);
+  // A planned step's backward pass runs on its forward ops' shardings.
+  training.numberGradientRules = strategy == "auto";
   if (failed(runPipeline(ctx, *module, [&](OpPassManager &pm) {
         buildLoomTrainingPipeline(pm, training);
       })))

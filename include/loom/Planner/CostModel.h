@@ -78,6 +78,8 @@ struct Collective {
   double bytes = 0; // per device per call
   double seconds = 0;
   double count = 1;
+  /// Merged: where each call is (the ops and edges that price it).
+  std::vector<std::string> sites;
 };
 
 /// Prices collectives, resharding and compute on one mesh shape. With `log`

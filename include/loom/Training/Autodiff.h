@@ -33,6 +33,9 @@ struct GradientOptions {
   Value seed;
   /// Names `wrt[i]` in diagnostics ("parameter @fc1.weight").
   std::function<std::string(unsigned)> describe;
+  /// Number each forward op whose rule runs (loom.op_id) and mark the ops
+  /// the rule builds with it (loom.vjp_of), for a planned partitioning.
+  bool numberRules = false;
 };
 
 /// Builds d output / d wrt[i] at `builder`'s insertion point, which must be

@@ -76,6 +76,11 @@ struct TrainingPipelineOptions
   Option<int64_t> totalSteps{*this, "total-steps",
                              llvm::cl::desc("warmup-cosine: steps to decay over"),
                              llvm::cl::init(0)};
+  Option<bool> numberGradientRules{
+      *this, "number-gradient-rules",
+      llvm::cl::desc("Mark gradient rules' ops with their forward op "
+                     "(loom.op_id, loom.vjp_of), for a planned partitioning"),
+      llvm::cl::init(false)};
 };
 
 /// Model function -> @train_step: index bounds, frozen parameters, buffers

@@ -160,6 +160,11 @@ def LoomBuildTrainStep : Pass<"loom-build-train-step", "mlir::ModuleOp"> {
            "Steps at which warmup-cosine reaches 0">,
     Option<"keepForward", "keep-forward", "bool", /*default=*/"false",
            "Keep the loss function next to @train_step">,
+    Option<"numberGradientRules", "number-gradient-rules", "bool",
+           /*default=*/"false",
+           "Number forward ops (loom.op_id) and mark their gradient rules' ops "
+           "(loom.vjp_of), so that a planned partitioning runs them on the "
+           "forward op's shardings">,
   ];
   let dependentDialects = ["mlir::loom::LoomDialect"];
 }

@@ -79,6 +79,14 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                              "integer on a function");
     return success();
   }
+  if (attr.getName() == kOpIdAttrName || attr.getName() == kVjpOfAttrName) {
+    auto id = dyn_cast<IntegerAttr>(attr.getValue());
+    if (isa<FunctionOpInterface>(op) || !id || id.getInt() < 0)
+      return op->emitOpError("'")
+             << attr.getName().getValue()
+             << "' must be a non-negative integer (an op number) on an op";
+    return success();
+  }
   if (attr.getName() == kRematAttrName || attr.getName() == kRecomputedAttrName) {
     auto segment = dyn_cast<IntegerAttr>(attr.getValue());
     if (isa<FunctionOpInterface>(op) || !segment || segment.getInt() < 0)
@@ -86,6 +94,29 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
              << attr.getName().getValue()
              << "' must be a non-negative integer (a rematerialization "
                 "segment) on an op";
+    return success();
+  }
+  if (attr.getName() == kFactorsAttrName) {
+    auto factors = dyn_cast<ArrayAttr>(attr.getValue());
+    auto rule = dyn_cast<ShardingRuleOpInterface>(op);
+    auto fail = [&]() {
+      return op->emitOpError("'loom.factors' must be an array with, per "
+                             "factor of the op's sharding rule, an array of "
+                             "mesh axis names");
+    };
+    if (!factors || !rule)
+      return fail();
+    if (int64_t(factors.size()) != rule.getShardingRule().getNumFactors())
+      return op->emitOpError("'loom.factors' names ")
+             << factors.size() << " factors; the op's sharding rule has "
+             << rule.getShardingRule().getNumFactors();
+    for (Attribute f : factors) {
+      auto axes = dyn_cast<ArrayAttr>(f);
+      if (!axes || !llvm::all_of(axes, [](Attribute a) {
+            return isa<StringAttr>(a);
+          }))
+        return fail();
+    }
     return success();
   }
   return op->emitOpError("has unknown loom attribute '")

@@ -77,6 +77,19 @@ def Loom_Dialect : Dialect {
     /// Op attribute (unit): the op recomputes a forward op of segment
     /// `loom.remat` for the backward pass (set by loom-rematerialize).
     static constexpr ::llvm::StringLiteral kRecomputedAttrName = "loom.recomputed";
+    /// Op attribute set by the planner: an array with, per factor of the
+    /// op's sharding rule, the array of mesh axes (names, major first) the
+    /// factor is split over. loom-partition splits the op exactly so and
+    /// brings its results to their `loom.sharding` right after it, so that
+    /// the collectives it emits are the ones the plan priced.
+    static constexpr ::llvm::StringLiteral kFactorsAttrName = "loom.factors";
+    /// Op attributes set by autodiff (non-negative integers): `loom.op_id`
+    /// numbers a forward op that has a gradient rule; `loom.vjp_of` marks
+    /// the ops its rule built with that number. loom-partition runs those
+    /// ops on the operands as the forward op had them, as the planner
+    /// prices a backward pass.
+    static constexpr ::llvm::StringLiteral kOpIdAttrName = "loom.op_id";
+    static constexpr ::llvm::StringLiteral kVjpOfAttrName = "loom.vjp_of";
 
   private:
     void registerAttributes();
