@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
@@ -23,8 +24,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
+#include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -98,7 +101,7 @@ public:
 
   bool run() {
     return setUp() && compile() && bindArguments() && checkResults() &&
-           openData() && runSteps() && gatherMemory() &&
+           openData() && runSteps() && gatherMemory() && gatherTrace() &&
            save(options.paramsOut, true) && save(options.stateOut, false);
   }
 
@@ -111,6 +114,7 @@ private:
   bool openFile(DataSource &source);
   bool runSteps();
   bool gatherMemory();
+  bool gatherTrace();
   void injectFault(int64_t step);
   bool save(StringRef outDir, bool trainable);
 
@@ -311,6 +315,15 @@ bool Trainer::runSteps() {
   auto start = std::chrono::steady_clock::now();
   SmallVector<HostTensor> outs;
   MemoryUse peak;
+  loom_runtime_t runtime = mesh ? mesh->getRuntime() : nullptr;
+  if (options.trace && runtime)
+    loom_runtime_trace_start(runtime);
+  auto now = [&]() {
+    return runtime ? loom_runtime_trace_now_us(runtime)
+                   : std::chrono::duration<double, std::micro>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+  };
   for (int64_t s = 0; s < options.steps; ++s) {
     std::vector<HostTensor> dataValues(args.size());
     for (DataSource &source : data) {
@@ -332,8 +345,12 @@ bool Trainer::runSteps() {
       argPtrs.push_back(info.parameter.empty() ? &dataValues[i]
                                                : &store[info.parameter]);
     MemoryUse memory;
+    double stepStart = now();
     if (!exec->run(argPtrs, outs, error, &memory))
       return false;
+    if (options.trace)
+      result.trace.push_back(
+          {result.rank, s, "", "", 0, 0, stepStart, now() - stepStart});
     peak.merge(memory);
     double loss = outs[0].getAsDouble(0);
     result.losses.push_back(loss);
@@ -351,6 +368,88 @@ bool Trainer::runSteps() {
                             std::chrono::steady_clock::now() - start)
                             .count();
   result.memory = {peak};
+  if (options.trace && runtime) {
+    loom_runtime_trace_stop(runtime);
+    MeshOp m = mesh->getMeshOp();
+    for (int64_t i = 0, e = loom_runtime_trace_count(runtime); i < e; ++i) {
+      loom_trace_event_t ev;
+      loom_runtime_trace_event(runtime, i, &ev);
+      TraceEvent t{result.rank, -1, ev.op, "", ev.axes, ev.bytes, ev.start_us,
+                   ev.duration_us};
+      std::string axes;
+      for (auto [a, axis] : llvm::enumerate(m.getAxes()))
+        if (ev.axes >> a & 1)
+          axes += (axes.empty() ? "" : ", ") +
+                  cast<MeshAxisAttr>(axis).getName().getValue().str();
+      t.axes = "[" + axes + "]";
+      t.mask = ev.axes;
+      // The step it falls in.
+      for (const TraceEvent &st : result.trace)
+        if (st.op.empty() && t.start >= st.start &&
+            t.start <= st.start + st.duration)
+          t.step = st.step;
+      result.trace.push_back(std::move(t));
+    }
+  }
+  return true;
+}
+
+/// Rank 0 learns every rank's trace: events as fixed-size records (kind,
+/// axes, bytes, step, start and duration in nanoseconds), padded to the
+/// longest rank's count.
+bool Trainer::gatherTrace() {
+  if (!mesh || !options.trace)
+    return true;
+  static const char *const kinds[] = {"", "all_reduce", "all_gather",
+                                      "reduce_scatter", "all_to_all",
+                                      "send_recv", "barrier"};
+  constexpr int kFields = 6;
+  MeshOp m = mesh->getMeshOp();
+  SmallVector<std::string> axisNames;
+  for (Attribute a : m.getAxes())
+    axisNames.push_back(cast<MeshAxisAttr>(a).getName().getValue().str());
+  std::optional<std::vector<int64_t>> counts =
+      mesh->allGather({int64_t(result.trace.size())}, error);
+  if (!counts)
+    return false;
+  int64_t most = *std::max_element(counts->begin(), counts->end());
+  std::vector<int64_t> mine(most * kFields, -1);
+  for (auto [i, e] : llvm::enumerate(result.trace)) {
+    int64_t kind = 0;
+    for (int k = 1; k < 7; ++k)
+      if (e.op == kinds[k])
+        kind = k;
+    int64_t mask = static_cast<int64_t>(e.mask);
+    int64_t *r = &mine[i * kFields];
+    r[0] = kind;
+    r[1] = mask;
+    r[2] = e.bytes;
+    r[3] = e.step;
+    r[4] = int64_t(e.start * 1e3);
+    r[5] = int64_t(e.duration * 1e3);
+  }
+  std::optional<std::vector<int64_t>> all = mesh->allGather(mine, error);
+  if (!all)
+    return false;
+  if (mesh->rank() != 0)
+    return true;
+  result.trace.clear();
+  for (int rank = 0; rank < mesh->size(); ++rank)
+    for (int64_t i = 0; i < most; ++i) {
+      const int64_t *r = &(*all)[(rank * most + i) * kFields];
+      if (r[0] < 0)
+        continue;
+      TraceEvent e{rank, r[3], kinds[r[0]], "", uint64_t(r[1]), r[2], r[4] * 1e-3,
+                   r[5] * 1e-3};
+      if (r[0] > 0) {
+        std::string axes;
+        for (auto [a, name] : llvm::enumerate(axisNames))
+          if (r[1] >> a & 1)
+            axes += (axes.empty() ? "" : ", ") + name;
+        e.axes = "[" + axes + "]";
+      }
+      result.trace.push_back(std::move(e));
+    }
   return true;
 }
 
@@ -404,6 +503,96 @@ bool Trainer::save(StringRef outDir, bool trainable) {
 }
 
 } // namespace
+
+void mlir::loom::writeChromeTrace(ArrayRef<TraceEvent> events,
+                                  raw_ostream &os) {
+  llvm::json::Array out;
+  std::set<int> ranks;
+  for (const TraceEvent &e : events)
+    ranks.insert(e.rank);
+  for (int r : ranks) {
+    out.push_back(llvm::json::Object{
+        {"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0},
+        {"args", llvm::json::Object{{"name", "rank " + std::to_string(r)}}}});
+    out.push_back(llvm::json::Object{
+        {"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0},
+        {"args", llvm::json::Object{{"name", "steps"}}}});
+    out.push_back(llvm::json::Object{
+        {"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 1},
+        {"args", llvm::json::Object{{"name", "collectives"}}}});
+  }
+  for (const TraceEvent &e : events) {
+    bool step = e.op.empty();
+    llvm::json::Object args{{"step", e.step}};
+    if (!step)
+      args["bytes"] = e.bytes;
+    out.push_back(llvm::json::Object{
+        {"name", step ? "step " + std::to_string(e.step) : e.op + " " + e.axes},
+        {"cat", step ? "step" : "collective"},
+        {"ph", "X"},
+        {"pid", e.rank},
+        {"tid", step ? 0 : 1},
+        {"ts", e.start},
+        {"dur", e.duration},
+        {"args", std::move(args)}});
+  }
+  os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                   {"traceEvents", std::move(out)},
+                                   {"displayTimeUnit", "ms"}}))
+     << "\n";
+}
+
+void mlir::loom::printProfile(ArrayRef<TraceEvent> events, int ranks,
+                              raw_ostream &os) {
+  // Per step and rank: the step's time and its time in collectives.
+  std::map<int64_t, std::map<int, std::pair<double, double>>> steps;
+  std::map<int64_t, std::map<int, int>> calls;
+  std::map<std::string, std::tuple<double, int64_t, double>> kinds;
+  for (const TraceEvent &e : events) {
+    if (e.op.empty()) {
+      steps[e.step][e.rank].first = e.duration;
+      continue;
+    }
+    if (e.step >= 0) {
+      steps[e.step][e.rank].second += e.duration;
+      ++calls[e.step][e.rank];
+    }
+    auto &[count, bytes, time] = kinds[e.op + " over " + e.axes];
+    count += 1;
+    bytes += e.bytes;
+    time += e.duration;
+  }
+  os << llvm::formatv("profile: {0} rank(s); per step, the slowest rank\n",
+                      ranks);
+  double total = 0, comm = 0;
+  for (auto &[s, perRank] : steps) {
+    int slowest = perRank.begin()->first;
+    for (auto &[r, t] : perRank)
+      if (t.first > perRank[slowest].first)
+        slowest = r;
+    auto [step, coll] = perRank[slowest];
+    total += step;
+    comm += coll;
+    os << llvm::formatv("  step {0}: {1:f3} ms (rank {2}), collectives "
+                        "{3:f3} ms in {4} calls ({5:f1}%), other {6:f3} ms\n",
+                        s, step * 1e-3, slowest, coll * 1e-3,
+                        calls[s][slowest],
+                        step > 0 ? 100 * coll / step : 0.0,
+                        (step - coll) * 1e-3);
+  }
+  if (!steps.empty())
+    os << llvm::formatv("  mean: {0:f3} ms per step, {1:f3} ms in "
+                        "collectives\n",
+                        total / steps.size() * 1e-3,
+                        comm / steps.size() * 1e-3);
+  if (kinds.empty())
+    return;
+  os << "  collectives, all ranks and steps (calls, buffer bytes, time):\n";
+  for (auto &[name, k] : kinds)
+    os << llvm::formatv("    {0,-36} {1,6:f0} calls {2,12} B {3,10:f3} ms\n",
+                        name, std::get<0>(k), std::get<1>(k),
+                        std::get<2>(k) * 1e-3);
+}
 
 bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
                              const TrainOptions &options, TrainResult &result,

@@ -3,6 +3,7 @@
 #include "backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -15,6 +16,16 @@ using namespace loom::rt;
 struct loom_runtime_s {
   loom_runtime_options_t options;
   std::unique_ptr<Backend> backend;
+  /// Tracing: on or off, its time 0, what it recorded.
+  bool tracing = false;
+  std::chrono::steady_clock::time_point traceStart;
+  std::vector<loom_trace_event_t> events;
+
+  double nowUs() const {
+    return std::chrono::duration<double, std::micro>(
+               std::chrono::steady_clock::now() - traceStart)
+        .count();
+  }
 };
 
 struct loom_mesh_s {
@@ -124,7 +135,7 @@ loom_runtime_create(const loom_runtime_options_t *options,
       return s;
     backend = info.world_size > 1 ? LOOM_BACKEND_MPI : LOOM_BACKEND_LOCAL;
   }
-  auto *runtime = new (std::nothrow) loom_runtime_s{opts, nullptr};
+  auto *runtime = new (std::nothrow) loom_runtime_s{opts, nullptr, false, {}, {}};
   if (!runtime)
     return loom_status_make(LOOM_STATUS_INTERNAL, "out of memory");
   loom_status_t status = nullptr;
@@ -363,7 +374,17 @@ loom_status_t collective(loom_mesh_t mesh, const char *op, const int32_t *axes,
     copyIfDistinct(send, recv, bytes(dtype, localCount));
     return nullptr;
   }
-  return run(*mesh->runtime->backend, *group, info);
+  loom_runtime_s &rt = *mesh->runtime;
+  if (!rt.tracing)
+    return run(*rt.backend, *group, info);
+  double start = rt.nowUs();
+  loom_status_t status = run(*rt.backend, *group, info);
+  uint64_t mask = 0;
+  for (int32_t i = 0; i < num_axes; ++i)
+    mask |= uint64_t(1) << axes[i];
+  rt.events.push_back({op, mask, static_cast<int64_t>(bytes(dtype, count)),
+                       start, rt.nowUs() - start});
+  return status;
 }
 
 std::string reductionDetail(loom_reduction_t reduction) {
@@ -435,6 +456,34 @@ extern "C" loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,
                      std::to_string(to) + ", from rank " +
                      std::to_string(from) + ")";
   return mesh->runtime->backend->sendRecv(info, to, send, from, recv);
+}
+
+extern "C" void loom_runtime_trace_start(loom_runtime_t runtime) {
+  runtime->events.clear();
+  runtime->traceStart = std::chrono::steady_clock::now();
+  runtime->tracing = true;
+}
+
+extern "C" void loom_runtime_trace_stop(loom_runtime_t runtime) {
+  runtime->tracing = false;
+}
+
+extern "C" double loom_runtime_trace_now_us(loom_runtime_t runtime) {
+  return runtime->nowUs();
+}
+
+extern "C" int64_t loom_runtime_trace_count(loom_runtime_t runtime) {
+  return static_cast<int64_t>(runtime->events.size());
+}
+
+extern "C" int32_t loom_runtime_trace_event(loom_runtime_t runtime,
+                                            int64_t index,
+                                            loom_trace_event_t *out_event) {
+  if (index < 0 || index >= static_cast<int64_t>(runtime->events.size()) ||
+      !out_event)
+    return -1;
+  *out_event = runtime->events[index];
+  return 0;
 }
 
 extern "C" loom_status_t loom_barrier(loom_mesh_t mesh, const int32_t *axes,

@@ -100,6 +100,14 @@ static cl::opt<double> timeout("timeout",
     cl::desc("Distributed runs: seconds a collective may take before the ranks are "
              "diagnosed (default 60)"),
     cl::init(60.0), cl::cat(category));
+static cl::opt<std::string> traceOut("trace",
+    cl::desc("Training: write a Chrome trace (chrome://tracing, Perfetto) of every "
+             "rank's steps and collectives to this file"),
+    cl::value_desc("file.json"), cl::cat(category));
+static cl::opt<bool> profile("profile",
+    cl::desc("Training: print each step's time, its time in collectives, and "
+             "totals per collective"),
+    cl::cat(category));
 static cl::opt<std::string> paramsOut("params-out",
     cl::desc("Training: where to write the final parameters (default ARTIFACT/params-final)"),
     cl::cat(category));
@@ -202,6 +210,7 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     llvm::outs().flush();
   };
   options.timeoutSeconds = timeout;
+  options.trace = profile || !traceOut.empty();
   // Fault injection for the failure tests (docs/distributed.md).
   if (const char *fault = std::getenv("LOOM_FAULT"))
     if (std::string err = parseFault(fault, options); !err.empty())
@@ -226,6 +235,17 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
         "state {3:f3} + inputs {4:f3} + results {5:f3} + temporaries {6:f3}\n",
         rank, mib(m.peak()), mib(m.parameters), mib(m.optimizerState),
         mib(m.inputs), mib(m.results), mib(m.temporaries));
+  if (profile)
+    printProfile(result.trace, std::max<int>(1, result.memory.size()),
+                 llvm::outs());
+  if (!traceOut.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(traceOut, ec);
+    if (ec)
+      return fail("cannot write " + traceOut + ": " + ec.message());
+    writeChromeTrace(result.trace, os);
+    llvm::outs() << "wrote trace " << traceOut << "\n";
+  }
   return 0;
 }
 

@@ -44,6 +44,7 @@ public:
   std::optional<std::vector<int64_t>> allGather(llvm::ArrayRef<int64_t> values,
                                                 std::string &error) const;
   MeshOp getMeshOp() const { return meshOp; }
+  loom_runtime_t getRuntime() const { return runtime; }
   loom_mesh_t getMesh() const { return mesh; }
 
   /// The global type of a value of local type `local` sharded as `sharding`.

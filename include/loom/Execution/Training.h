@@ -46,6 +46,21 @@ struct TrainOptions {
   /// with status 3 (exit). Off when `faultMode` is empty.
   int64_t faultRank = -1, faultStep = -1;
   std::string faultMode;
+  /// Record each step's span and each collective's (loom-run --trace,
+  /// --profile): TrainResult::trace.
+  bool trace = false;
+};
+
+/// A span of a rank's time: a step (`op` empty, `step` its index) or a
+/// collective (`op`, the mesh axes `axes` of its group, `bytes` of its
+/// buffer), in microseconds since the first step began.
+struct TraceEvent {
+  int rank = 0;
+  int64_t step = -1;
+  std::string op, axes;
+  uint64_t mask = 0;
+  int64_t bytes = 0;
+  double start = 0, duration = 0;
 };
 
 /// Parses RANK:STEP:kill|stop|exit into `options`' fault fields; returns an
@@ -60,7 +75,18 @@ struct TrainResult {
   /// Each rank's memory, the most any step held (MemoryUse::merge); on
   /// rank 0 every rank's, in rank order, else this rank's only.
   std::vector<MemoryUse> memory;
+  /// With TrainOptions::trace: rank 0 holds every rank's events, in rank
+  /// and time order; other ranks their own.
+  std::vector<TraceEvent> trace;
 };
+
+/// Chrome trace format (chrome://tracing, Perfetto): a process per rank,
+/// steps on one track and collectives on another.
+void writeChromeTrace(llvm::ArrayRef<TraceEvent> events, llvm::raw_ostream &os);
+/// Per step: the slowest rank's step time, its time in collectives and
+/// their count; then totals per collective kind and axes.
+void printProfile(llvm::ArrayRef<TraceEvent> events, int ranks,
+                  llvm::raw_ostream &os);
 
 /// Trains with @train_step of `module` (from `dir`/train.mlir).
 bool runTraining(ModuleOp module, llvm::StringRef dir,

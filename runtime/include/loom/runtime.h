@@ -247,6 +247,33 @@ loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,
 loom_status_t loom_barrier(loom_mesh_t mesh, const int32_t *axes,
                            int32_t num_axes);
 
+/*===----------------------------------------------------------------------===*
+ * Tracing (loom-run --trace, --profile)
+ *===----------------------------------------------------------------------===*/
+
+/* One collective that communicated: its kind, the mesh axes of its group
+ * (bit a for axis a), the bytes of its buffer (count x element size, as
+ * the call states its count), when it started (microseconds since
+ * loom_runtime_trace_start on this rank) and how long it took. */
+typedef struct loom_trace_event_t {
+  const char *op; /* "all_reduce", "all_gather", "reduce_scatter", ... */
+  uint64_t axes;
+  int64_t bytes;
+  double start_us, duration_us;
+} loom_trace_event_t;
+
+/* Starts recording (dropping what was recorded); time 0 is now. */
+void loom_runtime_trace_start(loom_runtime_t runtime);
+/* Stops recording; what was recorded stays until the next start. */
+void loom_runtime_trace_stop(loom_runtime_t runtime);
+/* Microseconds since loom_runtime_trace_start (the caller's own spans). */
+double loom_runtime_trace_now_us(loom_runtime_t runtime);
+int64_t loom_runtime_trace_count(loom_runtime_t runtime);
+/* Event `index` (0 <= index < count); its `op` lives as long as the
+ * runtime. Returns 0, or -1 for an index out of range. */
+int32_t loom_runtime_trace_event(loom_runtime_t runtime, int64_t index,
+                                 loom_trace_event_t *out_event);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
