@@ -310,6 +310,16 @@ void Trainer::injectFault(int64_t s) {
     _exit(3);
 }
 
+/// "[dp, tp]": the axes of `mesh` whose bits `mask` sets.
+std::string axesNamed(MeshOp mesh, uint64_t mask) {
+  std::string axes;
+  for (auto [a, axis] : llvm::enumerate(mesh.getAxes()))
+    if (mask >> a & 1)
+      axes += (axes.empty() ? "" : ", ") +
+              cast<MeshAxisAttr>(axis).getName().getValue().str();
+  return "[" + axes + "]";
+}
+
 bool Trainer::runSteps() {
   std::mt19937_64 gen(options.seed);
   auto start = std::chrono::steady_clock::now();
@@ -324,6 +334,7 @@ bool Trainer::runSteps() {
                          std::chrono::steady_clock::now() - start)
                          .count();
   };
+  int64_t traced = 0;
   for (int64_t s = 0; s < options.steps; ++s) {
     std::vector<HostTensor> dataValues(args.size());
     for (DataSource &source : data) {
@@ -348,9 +359,19 @@ bool Trainer::runSteps() {
     double stepStart = now();
     if (!exec->run(argPtrs, outs, error, &memory))
       return false;
-    if (options.trace)
+    if (options.trace) {
       result.trace.push_back(
           {result.rank, s, "", "", 0, 0, stepStart, now() - stepStart});
+      // The collectives the step made (the runtime's events since).
+      for (int64_t e = runtime ? loom_runtime_trace_count(runtime) : 0;
+           traced < e; ++traced) {
+        loom_trace_event_t ev;
+        loom_runtime_trace_event(runtime, traced, &ev);
+        result.trace.push_back({result.rank, s, ev.op,
+                                axesNamed(mesh->getMeshOp(), ev.axes), ev.axes,
+                                ev.bytes, ev.start_us, ev.duration_us});
+      }
+    }
     peak.merge(memory);
     double loss = outs[0].getAsDouble(0);
     result.losses.push_back(loss);
@@ -368,29 +389,8 @@ bool Trainer::runSteps() {
                             std::chrono::steady_clock::now() - start)
                             .count();
   result.memory = {peak};
-  if (options.trace && runtime) {
+  if (options.trace && runtime)
     loom_runtime_trace_stop(runtime);
-    MeshOp m = mesh->getMeshOp();
-    for (int64_t i = 0, e = loom_runtime_trace_count(runtime); i < e; ++i) {
-      loom_trace_event_t ev;
-      loom_runtime_trace_event(runtime, i, &ev);
-      TraceEvent t{result.rank, -1, ev.op, "", ev.axes, ev.bytes, ev.start_us,
-                   ev.duration_us};
-      std::string axes;
-      for (auto [a, axis] : llvm::enumerate(m.getAxes()))
-        if (ev.axes >> a & 1)
-          axes += (axes.empty() ? "" : ", ") +
-                  cast<MeshAxisAttr>(axis).getName().getValue().str();
-      t.axes = "[" + axes + "]";
-      t.mask = ev.axes;
-      // The step it falls in.
-      for (const TraceEvent &st : result.trace)
-        if (st.op.empty() && t.start >= st.start &&
-            t.start <= st.start + st.duration)
-          t.step = st.step;
-      result.trace.push_back(std::move(t));
-    }
-  }
   return true;
 }
 
@@ -404,10 +404,6 @@ bool Trainer::gatherTrace() {
                                       "reduce_scatter", "all_to_all",
                                       "send_recv", "barrier"};
   constexpr int kFields = 6;
-  MeshOp m = mesh->getMeshOp();
-  SmallVector<std::string> axisNames;
-  for (Attribute a : m.getAxes())
-    axisNames.push_back(cast<MeshAxisAttr>(a).getName().getValue().str());
   std::optional<std::vector<int64_t>> counts =
       mesh->allGather({int64_t(result.trace.size())}, error);
   if (!counts)
@@ -419,10 +415,9 @@ bool Trainer::gatherTrace() {
     for (int k = 1; k < 7; ++k)
       if (e.op == kinds[k])
         kind = k;
-    int64_t mask = static_cast<int64_t>(e.mask);
     int64_t *r = &mine[i * kFields];
     r[0] = kind;
-    r[1] = mask;
+    r[1] = static_cast<int64_t>(e.mask);
     r[2] = e.bytes;
     r[3] = e.step;
     r[4] = int64_t(e.start * 1e3);
@@ -439,16 +434,10 @@ bool Trainer::gatherTrace() {
       const int64_t *r = &(*all)[(rank * most + i) * kFields];
       if (r[0] < 0)
         continue;
-      TraceEvent e{rank, r[3], kinds[r[0]], "", uint64_t(r[1]), r[2], r[4] * 1e-3,
-                   r[5] * 1e-3};
-      if (r[0] > 0) {
-        std::string axes;
-        for (auto [a, name] : llvm::enumerate(axisNames))
-          if (r[1] >> a & 1)
-            axes += (axes.empty() ? "" : ", ") + name;
-        e.axes = "[" + axes + "]";
-      }
-      result.trace.push_back(std::move(e));
+      result.trace.push_back(
+          {rank, r[3], kinds[r[0]],
+           r[0] > 0 ? axesNamed(mesh->getMeshOp(), r[1]) : std::string(),
+           uint64_t(r[1]), r[2], r[4] * 1e-3, r[5] * 1e-3});
     }
   return true;
 }

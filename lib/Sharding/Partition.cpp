@@ -64,6 +64,9 @@ private:
                                const PropagationResult &plan);
   Value rescaleMeans(Location loc, Value result, const FactorSharding &fs);
   void copyWhole(Operation *op);
+  /// `op` cloned with `map`, without the attributes that describe the
+  /// global program (shardings, the plan's factors, autodiff's numbers).
+  Operation *cloneLocal(Operation *op, IRMapping &map);
 
   /// Operand `i` of `op` as this device holds it. The ops of a gradient
   /// rule (loom.vjp_of) of a planned op (loom.factors) read the forward
@@ -200,6 +203,15 @@ Value Partitioner::rescaleMeans(Location loc, Value result,
   return MulOp::create(b, loc, result, c);
 }
 
+Operation *Partitioner::cloneLocal(Operation *op, IRMapping &map) {
+  Operation *copy = b.clone(*op, map);
+  for (StringRef name :
+       {LoomDialect::kShardingAttrName, LoomDialect::kFactorsAttrName,
+        LoomDialect::kOpIdAttrName, LoomDialect::kVjpOfAttrName})
+    copy->removeAttr(name);
+  return copy;
+}
+
 /// Copies an op the partitioner cannot split (no rule, no results, a
 /// constant): it computes on whole values, replicated on every device.
 void Partitioner::copyWhole(Operation *op) {
@@ -207,10 +219,7 @@ void Partitioner::copyWhole(Operation *op) {
   for (Value o : op->getOperands())
     if (auto it = local.find(o); it != local.end())
       map.map(o, it->second.value);
-  Operation *copy = b.clone(*op, map);
-  copy->removeAttr(LoomDialect::kShardingAttrName);
-  copy->removeAttr(LoomDialect::kOpIdAttrName);
-  copy->removeAttr(LoomDialect::kVjpOfAttrName);
+  Operation *copy = cloneLocal(op, map);
   for (auto [r, c] : llvm::zip(op->getResults(), copy->getResults()))
     if (auto t = dyn_cast<RankedTensorType>(r.getType()))
       local[r] = {c, replicated(mesh, t.getRank())};
@@ -274,11 +283,7 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     if (fwd)
       fwd->operands.push_back({*v, need});
   }
-  Operation *copy = b.clone(*op, map);
-  copy->removeAttr(LoomDialect::kShardingAttrName);
-  copy->removeAttr(LoomDialect::kFactorsAttrName);
-  copy->removeAttr(LoomDialect::kOpIdAttrName);
-  copy->removeAttr(LoomDialect::kVjpOfAttrName);
+  Operation *copy = cloneLocal(op, map);
   SmallVector<ShardingAttr> resultShardings;
   for (auto [i, r] : llvm::enumerate(op->getResults())) {
     ShardingAttr s = fs.project(rule.getResults()[i], true, op->getContext());

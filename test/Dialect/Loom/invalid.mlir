@@ -989,3 +989,34 @@ func.func @recomputed_on_function() attributes {loom.recomputed = 1 : i64} {
   return
 }
 // expected-error @-3 {{'loom.recomputed' must be a non-negative integer (a rematerialization segment) on an op}}
+
+// -----
+
+func.func @op_id_negative(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.op_id' must be a non-negative integer (an op number) on an op}}
+  %0 = loom.neg %a {loom.op_id = -1 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @vjp_of_on_function() attributes {loom.vjp_of = 1 : i64} {
+  return
+}
+// expected-error @-3 {{'loom.vjp_of' must be a non-negative integer (an op number) on an op}}
+
+// -----
+
+func.func @factors_count(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'loom.factors' names 2 factors; the op's sharding rule has 3}}
+  %0 = loom.dot_general %a, %b contracting_dims = [1] x [0] {loom.factors = [[], []]} : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+func.func @factors_not_names(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.factors' must be an array with, per factor of the op's sharding rule, an array of mesh axis names}}
+  %0 = loom.neg %a {loom.factors = [[1]]} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

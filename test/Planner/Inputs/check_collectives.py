@@ -26,11 +26,11 @@ def tensor_bytes(t):
     return n * ELEMENT[m.group(2)]
 
 
-def emitted(path):
-    text = open(path).read()
+def program_collectives(text):
+    """The collectives of a partitioned program over groups of more than one
+    device: (kind, mesh axes, group size, operand type, result type)."""
     mesh = dict((k, int(v)) for k, v in
                 re.findall(r'"(\w+)"=(\d+)', re.search(r"loom.mesh @\w+ \[(.*?)\]", text).group(1)))
-    out = collections.Counter()
     pat = re.compile(r"loom\.(all_reduce|all_gather|reduce_scatter|all_to_all) %\S+ over @\w+ "
                      r"\[([^\]]*)\][^:]*: (?:\((tensor<[^>]*>)\) -> (tensor<[^>]*>)|(tensor<[^>]*>))")
     for kind, axes, operand, result, same in pat.findall(text):
@@ -38,9 +38,13 @@ def emitted(path):
         n = 1
         for a in names:
             n *= mesh[a]
-        if n == 1:
-            continue
-        operand, result = operand or same, result or same
+        if n > 1:
+            yield kind, names, n, operand or same, result or same
+
+
+def emitted(path):
+    out = collections.Counter()
+    for kind, names, n, operand, result in program_collectives(open(path).read()):
         if kind == "all_reduce":
             sent = 2 * (n - 1) / n * tensor_bytes(operand)
         elif kind == "all_gather":
@@ -58,11 +62,16 @@ def priced(path):
     return out
 
 
-plan, program = priced(sys.argv[1]), emitted(sys.argv[2])
-for key in sorted(set(plan) | set(program)):
-    mark = "" if plan[key] == program[key] else "   <-- differs"
-    print(f"{key[0]} over {key[1]}, {key[2]} B: priced {plan[key]}, emitted {program[key]}{mark}")
-same = plan == program
-print(f"{'MATCH' if same else 'MISMATCH'}: {sum(program.values())} collectives emitted, "
-      f"{sum(plan.values())} priced")
-sys.exit(0 if same else 1)
+def main():
+    plan, program = priced(sys.argv[1]), emitted(sys.argv[2])
+    for key in sorted(set(plan) | set(program)):
+        mark = "" if plan[key] == program[key] else "   <-- differs"
+        print(f"{key[0]} over {key[1]}, {key[2]} B: priced {plan[key]}, emitted {program[key]}{mark}")
+    same = plan == program
+    print(f"{'MATCH' if same else 'MISMATCH'}: {sum(program.values())} collectives emitted, "
+          f"{sum(plan.values())} priced")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,21 +10,15 @@ exits 1 on the first difference.
 """
 import collections
 import json
-import re
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "Planner", "Inputs"))
+from check_collectives import program_collectives  # noqa: E402
+
 trace, program, ranks, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-text = open(program).read()
-mesh = dict((k, int(v)) for k, v in
-            re.findall(r'"(\w+)"=(\d+)', re.search(r"loom.mesh @\w+ \[(.*?)\]", text).group(1)))
-want = collections.Counter()
-for kind, axes in re.findall(r"loom\.(all_reduce|all_gather|reduce_scatter|all_to_all) %\S+ over @\w+ \[([^\]]*)\]", text):
-    names = re.findall(r'"(\w+)"', axes)
-    n = 1
-    for a in names:
-        n *= mesh[a]
-    if n > 1:
-        want[f"{kind} [{', '.join(names)}]"] += 1
+want = collections.Counter(f"{kind} [{', '.join(names)}]"
+                           for kind, names, _, _, _ in program_collectives(open(program).read()))
 
 events = [e for e in json.load(open(trace))["traceEvents"] if e["ph"] == "X"]
 for r in range(ranks):
