@@ -4,6 +4,7 @@
 #include "loom/Planner/Candidates.h"
 
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -57,7 +58,6 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
   const AxisSharding &src = a.results[e.res];
   ArrayRef<int64_t> shape = e.type.getShape();
   double element = e.elementBytes();
-  c.time = costs.reshard(src, b.operands[e.operand], shape, element);
   const Node &u = g.nodes[e.u];
   if (e.grad) {
     // The gradient comes back partial over the axes the consumer's
@@ -95,6 +95,24 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
   return c;
 }
 
+double mlir::loom::planner::forwardReshard(const Edge &e, const Strategy &a,
+                                           const Strategy &b, Costs &costs) {
+  return costs.reshard(a.results[e.res], b.operands[e.operand],
+                       e.type.getShape(), e.elementBytes());
+}
+
+std::vector<int> mlir::loom::planner::layoutKey(const AxisSharding &s) {
+  std::vector<int> key;
+  for (const AxisSharding::Axes &d : s.dims) {
+    key.insert(key.end(), d.begin(), d.end());
+    key.push_back(-1);
+  }
+  key.push_back(-2);
+  key.insert(key.end(), s.partial.begin(), s.partial.end());
+  key.push_back(int(s.reduction));
+  return key;
+}
+
 Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
                                      double remat, Costs &costs) {
   Totals t;
@@ -112,10 +130,17 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
     else
       t.memory.inputs += c.memory;
   }
+  // A value resharded alike for several users is resharded once (the
+  // partitioned program computes it once).
+  std::set<std::tuple<int, int, std::vector<int>>> resharded;
   for (const Edge &e : g.edges) {
     costs.where = g.nodes[e.v].name;
-    EdgeCost c = edgeCost(g, e, g.nodes[e.u].strategies[choice[e.u]],
-                          g.nodes[e.v].strategies[choice[e.v]], costs);
+    const Strategy &a = g.nodes[e.u].strategies[choice[e.u]];
+    const Strategy &b = g.nodes[e.v].strategies[choice[e.v]];
+    if (resharded.insert({e.u, e.res, layoutKey(b.operands[e.operand])})
+            .second)
+      t.comm += forwardReshard(e, a, b, costs);
+    EdgeCost c = edgeCost(g, e, a, b, costs);
     t.comm += c.time;
     t.memory.gradients += c.gradients;
     t.memory.optimizer += c.optimizer;
@@ -160,9 +185,87 @@ void addNodeCosts(const Graph &g, double remat, const MeshShape &mesh,
   }
 }
 
+/// Adds the forward resharding of every value: once per layout its users
+/// need (SolverRequest::Shared; a pair when one user reads it). Values of
+/// repeated layers with alike users price once, times their count.
+void addForwardReshards(const Graph &g, Costs &costs, CostTable &t) {
+  SolverRequest &r = t.request;
+  std::map<std::pair<int, int>, std::vector<const Edge *>> usesOf;
+  for (const Edge &e : g.edges)
+    usesOf[{e.u, e.res}].push_back(&e);
+  using Signature = std::vector<std::tuple<int, int, int>>;
+  std::map<Signature, std::pair<std::vector<const Edge *>, double>> groups;
+  for (auto &[value, uses] : usesOf) {
+    Signature sig{{g.nodes[value.first].rep, value.second, -1}};
+    for (const Edge *e : uses)
+      sig.push_back({g.nodes[e->v].rep, e->operand, 0});
+    llvm::sort(sig.begin() + 1, sig.end());
+    groups.try_emplace(sig, uses, 0.0).first->second.second += 1;
+  }
+  for (auto &[sig, group] : groups) {
+    const std::vector<const Edge *> &uses = group.first;
+    double weight = group.second;
+    const Edge &first = *uses.front();
+    int ru = g.nodes[first.u].rep, vu = t.variableOf[first.u];
+    const auto &su = g.nodes[ru].strategies;
+    // Users that can never need the same layout price apart, as pairs
+    // (which the solver may fold into node costs).
+    std::map<std::vector<int>, int> usersOf;
+    for (const Edge *e : uses) {
+      std::set<std::vector<int>> layouts;
+      for (const Strategy &b : g.nodes[g.nodes[e->v].rep].strategies)
+        layouts.insert(layoutKey(b.operands[e->operand]));
+      for (const std::vector<int> &k : layouts)
+        ++usersOf[k];
+    }
+    bool sharable =
+        llvm::any_of(usersOf, [](auto &kv) { return kv.second > 1; });
+    if (!sharable) {
+      for (const Edge *e : uses) {
+        int rv = g.nodes[e->v].rep, vv = t.variableOf[e->v];
+        const auto &sv = g.nodes[rv].strategies;
+        if (ru == rv) {
+          for (size_t i = 0; i < su.size(); ++i)
+            r.cost[vu][i] += weight * forwardReshard(*e, su[i], sv[i], costs);
+          continue;
+        }
+        SolverRequest::Pair p{vu, vv, {}, {}};
+        for (size_t i = 0; i < su.size(); ++i)
+          for (size_t j = 0; j < sv.size(); ++j)
+            p.cost.push_back(weight * forwardReshard(*e, su[i], sv[j], costs));
+        r.pairs.push_back(std::move(p));
+      }
+      continue;
+    }
+    // Users that may need the same layout: number the layouts.
+    SolverRequest::Shared sh;
+    sh.u = vu;
+    std::map<std::vector<int>, int> targetOf;
+    std::vector<std::pair<const Edge *, const Strategy *>> targets;
+    for (const Edge *e : uses) {
+      const Node &v = g.nodes[g.nodes[e->v].rep];
+      SolverRequest::Shared::Use use{t.variableOf[e->v], {}};
+      for (const Strategy &b : v.strategies) {
+        auto [it, fresh] = targetOf.try_emplace(
+            layoutKey(b.operands[e->operand]), int(targets.size()));
+        if (fresh)
+          targets.push_back({e, &b});
+        use.target.push_back(it->second);
+      }
+      sh.uses.push_back(std::move(use));
+    }
+    sh.targets = targets.size();
+    for (size_t i = 0; i < su.size(); ++i)
+      for (auto [e, b] : targets)
+        sh.cost.push_back(weight * forwardReshard(*e, su[i], *b, costs));
+    r.shared.push_back(std::move(sh));
+  }
+}
+
 /// Adds edge costs. Edges of repeated layers price alike: one per kind
 /// (ends, result, operand, first use, gradient), times its count.
 void addEdgeCosts(const Graph &g, Costs &costs, CostTable &t) {
+  addForwardReshards(g, costs, t);
   SolverRequest &r = t.request;
   std::map<std::tuple<int, int, int, int, bool, bool>, std::pair<Edge, double>>
       groups;

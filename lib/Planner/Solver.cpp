@@ -2,6 +2,7 @@
 
 #include "loom/Planner/Solver.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
 
 #include <coin/Cbc_C_Interface.h>
@@ -35,7 +36,8 @@ struct Folded {
 };
 
 /// Scales from the largest magnitudes in `f` (and the memory limit).
-Scales scalesOf(const Folded &f, double memoryLimit) {
+Scales scalesOf(const Folded &f, double memoryLimit,
+                const std::vector<SolverRequest::Shared> &shared) {
   double time = 0, memory = 0;
   auto see = [](double &m, double x) {
     if (std::isfinite(x))
@@ -51,6 +53,9 @@ Scales scalesOf(const Folded &f, double memoryLimit) {
       see(time, blk.first[k]);
       see(memory, blk.second[k]);
     }
+  for (const SolverRequest::Shared &sh : shared)
+    for (double x : sh.cost)
+      see(time, x);
   see(memory, memoryLimit);
   Scales s;
   s.time = time > 0 ? kTimeTarget / time : 1;
@@ -162,7 +167,7 @@ struct Columns {
 
 Columns buildColumns(Folded &f, const SolverRequest &r) {
   Columns c;
-  Scales scales = scalesOf(f, r.memoryLimit);
+  Scales scales = scalesOf(f, r.memoryLimit, r.shared);
   c.timeScale = scales.time;
   c.memScale = scales.memory;
   bool memory = r.minimizeMemory;
@@ -206,6 +211,65 @@ Columns buildColumns(Folded &f, const SolverRequest &r) {
           pairMemory.push_back({col, m});
       }
   }
+  // Shared costs: w[i][t] <= x[u][i], and for each use and target t,
+  // sum_i w[i][t] >= sum_{j: target j = t} x[v][j]. With u at choice i*,
+  // w[i*][t] is 1 exactly when some use needs t. Tighter than one
+  // w >= x[u][i] + x[v][j] - 1 row per use, and fewer rows. Variables of
+  // one choice are the constant 1.
+  if (!memory)
+    for (const SolverRequest::Shared &sh : r.shared) {
+      size_t nu = f.cost[sh.u].size();
+      // Nothing to choose: a constant (CBC returns no solution for a
+      // model without integer columns).
+      if (c.firstCol[sh.u] < 0 &&
+          llvm::all_of(sh.uses, [&](const SolverRequest::Shared::Use &use) {
+            return c.firstCol[use.v] < 0;
+          })) {
+        std::vector<bool> need(sh.targets, false);
+        for (const SolverRequest::Shared::Use &use : sh.uses)
+          if (!use.target.empty() && use.target[0] >= 0)
+            need[use.target[0]] = true;
+        for (int t = 0; t < sh.targets; ++t)
+          if (need[t])
+            f.constantCost += sh.cost[t];
+        continue;
+      }
+      std::vector<int> w(nu * sh.targets, -1);
+      for (int t = 0; t < sh.targets; ++t) {
+        bool needed = false;
+        for (const SolverRequest::Shared::Use &use : sh.uses)
+          needed |= llvm::is_contained(use.target, t);
+        if (!needed)
+          continue;
+        for (size_t i = 0; i < nu; ++i) {
+          int col = c.add(sh.cost[i * sh.targets + t] * c.timeScale, false);
+          w[i * sh.targets + t] = col;
+          if (c.firstCol[sh.u] >= 0) {
+            int row = c.addRow(-std::numeric_limits<double>::max(), 0.0);
+            c.entries[col].push_back({row, 1.0});
+            c.entries[c.firstCol[sh.u] + i].push_back({row, -1.0});
+          }
+        }
+        for (const SolverRequest::Shared::Use &use : sh.uses) {
+          double rhs = 0;
+          std::vector<std::pair<int, double>> terms;
+          for (size_t j = 0; j < use.target.size(); ++j)
+            if (use.target[j] == t) {
+              if (c.firstCol[use.v] >= 0)
+                terms.push_back({c.firstCol[use.v] + int(j), -1.0});
+              else
+                rhs += 1;
+            }
+          if (terms.empty() && rhs == 0)
+            continue;
+          int row = c.addRow(rhs, std::numeric_limits<double>::max());
+          for (size_t i = 0; i < nu; ++i)
+            c.entries[w[i * sh.targets + t]].push_back({row, 1.0});
+          for (auto [col, val] : terms)
+            c.entries[col].push_back({row, val});
+        }
+      }
+    }
   if (memoryRow) {
     int row = c.addRow(-std::numeric_limits<double>::max(),
                        (r.memoryLimit - f.constantMemory) * c.memScale);
@@ -317,6 +381,27 @@ double relaxedBound(const SolverRequest &r) {
     if (!entries.empty())
       sum += *std::min_element(entries.begin(), entries.end());
   }
+  // A shared cost is at least what its costliest use needs at the least.
+  if (!r.minimizeMemory)
+    for (const SolverRequest::Shared &sh : r.shared) {
+      double most = 0;
+      size_t nu = r.cost[sh.u].size();
+      for (const SolverRequest::Shared::Use &use : sh.uses) {
+        double least = std::numeric_limits<double>::infinity();
+        for (size_t i = 0; i < nu; ++i) {
+          if (use.v == sh.u) {
+            int t = use.target[i];
+            least = std::min(least, t < 0 ? 0.0 : sh.cost[i * sh.targets + t]);
+            continue;
+          }
+          for (int t : use.target)
+            least = std::min(least, t < 0 ? 0.0 : sh.cost[i * sh.targets + t]);
+        }
+        if (std::isfinite(least))
+          most = std::max(most, least);
+      }
+      sum += most;
+    }
   return sum;
 }
 } // namespace

@@ -73,8 +73,10 @@ private:
   /// op's operands as the forward op read them (resharded for it) and its
   /// results before they were resolved: the planner prices a backward pass
   /// on the forward op's factors, and this is what makes the program do
-  /// so. Function arguments are read from storage again.
-  Sharded input(Operation *op, unsigned i) const;
+  /// so. Function arguments are read from storage again. The gradient of
+  /// a forward result comes back to the layout the forward op made it in
+  /// (the transpose of resolving it), once.
+  Sharded input(Operation *op, unsigned i);
 
   MeshOp mesh;
   OpBuilder &b;
@@ -86,9 +88,27 @@ private:
     SmallVector<Sharded> operands, results;
   };
   DenseMap<int64_t, Forward> forward;
+  /// Gradients of forward results, in the layout the forward op made them.
+  DenseMap<Value, Sharded> unresolved;
+  /// The step was planned (its ops carry loom.factors).
+  bool planned = false;
 };
 
-Sharded Partitioner::input(Operation *op, unsigned i) const {
+/// The forward value `g` is the gradient of (a loom.cotangent, or a sum of
+/// them), or null.
+static Value gradientOf(Value g) {
+  if (auto c = g.getDefiningOp<CotangentOp>())
+    return c.getPrimal();
+  if (auto add = g.getDefiningOp<AddOp>();
+      add && !add->hasAttr(LoomDialect::kVjpOfAttrName)) {
+    Value a = gradientOf(add->getOperand(0));
+    if (a && a == gradientOf(add->getOperand(1)))
+      return a;
+  }
+  return {};
+}
+
+Sharded Partitioner::input(Operation *op, unsigned i) {
   Value o = op->getOperand(i);
   // Parameters and data are read from storage again (as FSDP gathers a
   // weight again for the backward pass rather than keeping it).
@@ -100,9 +120,24 @@ Sharded Partitioner::input(Operation *op, unsigned i) const {
       for (auto [k, v] : llvm::enumerate(f.op->getOperands()))
         if (v == o && k < f.operands.size() && f.operands[k].value)
           return f.operands[k];
-      for (auto [r, v] : llvm::enumerate(f.op->getResults()))
-        if (v == o && r < f.results.size() && f.results[r].value)
+      Value primal = gradientOf(o);
+      for (auto [r, v] : llvm::enumerate(f.op->getResults())) {
+        if (r >= f.results.size() || !f.results[r].value)
+          continue;
+        if (v == o)
           return f.results[r];
+        if (v != primal)
+          continue;
+        if (auto done = unresolved.find(o); done != unresolved.end())
+          return done->second;
+        Sharded g = local.lookup(o);
+        ShardingAttr to = withPartial(f.results[r].sharding, {});
+        FailureOr<Value> back = reshard(o.getLoc(), g.value, g.sharding, to,
+                                        cast<RankedTensorType>(o.getType()));
+        if (failed(back))
+          return g;
+        return unresolved[o] = {*back, to};
+      }
     }
   return local.lookup(o);
 }
@@ -172,9 +207,16 @@ FactorSharding Partitioner::chooseFactors(Operation *op,
     fs.absorb(rule.getOperands()[i], input(op, i).sharding,
               {FactorKind::Reduction});
   fs.legalize();
-  for (auto [i, r] : llvm::enumerate(op->getResults()))
-    fs.absorb(rule.getResults()[i], plan.shardings.lookup(r),
-              {FactorKind::Parallel});
+  // In a planned step, the ops the plan did not split (gradient rules,
+  // sums of gradients, the optimizer update) compute on what their
+  // operands bring: the forward ops' layouts and the planned storage of
+  // parameters and optimizer state. Propagation's guesses for their results
+  // come from the global program, where a gradient rule reads a forward
+  // value as it was stored rather than as the forward op read it.
+  if (!planned)
+    for (auto [i, r] : llvm::enumerate(op->getResults()))
+      fs.absorb(rule.getResults()[i], plan.shardings.lookup(r),
+                {FactorKind::Parallel});
   fs.legalize();
   if (rule.needsWholeTensors()) {
     fs.axes.assign(rule.getNumFactors(), {});
@@ -241,6 +283,21 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     if (failed(v))
       return failure();
     local[constraint.getResult()] = {*v, constraint.getSharding()};
+    return success();
+  }
+  // A gradient goes to the layout of the value it is the gradient of (as
+  // the planner prices the transpose of the forward resharding), once.
+  if (auto cot = dyn_cast<CotangentOp>(op)) {
+    Sharded g = local.lookup(cot.getGradient());
+    Sharded primal = local.lookup(cot.getPrimal());
+    if (!g.value || !primal.value)
+      return op->emitError("gradient or primal value was not partitioned");
+    ShardingAttr to = withPartial(primal.sharding, {});
+    FailureOr<Value> v = reshard(loc, g.value, g.sharding, to,
+                                 cot.getGradient().getType());
+    if (failed(v))
+      return failure();
+    local[cot.getResult()] = {*v, to};
     return success();
   }
   ShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
@@ -331,6 +388,11 @@ LogicalResult Partitioner::partitionOp(Operation *op,
 LogicalResult Partitioner::partition(func::FuncOp fn,
                                      const PropagationResult &plan) {
   MLIRContext *ctx = fn.getContext();
+  planned = fn.walk([](Operation *op) {
+                return op->hasAttr(LoomDialect::kFactorsAttrName)
+                           ? WalkResult::interrupt()
+                           : WalkResult::advance();
+              }).wasInterrupted();
   // Signature: local types of the arguments and results.
   SmallVector<Type> argTypes, resultTypes;
   SmallVector<ShardingAttr> argShardings, resultShardings;

@@ -170,6 +170,10 @@ LogicalResult reverseSweep(OpBuilder &builder, const Activity &act,
     if (auto id = op.getAttrOfType<IntegerAttr>(LoomDialect::kOpIdAttrName))
       nextId = std::max(nextId, id.getInt() + 1);
   auto accumulate = [&](Value v, Value g) {
+    // Each gradient of a value an op made is named as such: a planned step
+    // brings it to the value's layout before summing (CotangentOp).
+    if (numberRules && v.getDefiningOp())
+      g = CotangentOp::create(builder, g.getLoc(), g, v);
     auto [it, inserted] = grads.try_emplace(v, g);
     if (!inserted)
       it->second = AddOp::create(builder, g.getLoc(), it->second, g);

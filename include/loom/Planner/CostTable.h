@@ -40,13 +40,20 @@ struct NodeCost {
 NodeCost nodeCost(const Node &node, const Strategy &s, double remat,
                   int layers, const MeshShape &mesh);
 
-/// An edge between the strategies of its ends: resharding time, and for a
-/// parameter's first use the bytes of its gradient and optimizer state.
+/// An edge between the strategies of its ends: the time of resharding its
+/// gradient back (and a parameter's update), and for a parameter's first
+/// use the bytes of its gradient and optimizer state. The forward
+/// resharding is priced apart (forwardReshard), once per value and layout.
 struct EdgeCost {
   double time = 0, gradients = 0, optimizer = 0;
 };
 EdgeCost edgeCost(const Graph &g, const Edge &e, const Strategy &a,
                   const Strategy &b, Costs &costs);
+/// The forward resharding of the edge's value to what its user reads.
+double forwardReshard(const Edge &e, const Strategy &a, const Strategy &b,
+                      Costs &costs);
+/// A layout as a comparable key (split axes per dimension, partial axes).
+std::vector<int> layoutKey(const AxisSharding &s);
 
 /// The state split of a parameter stored as `storage` whose gradient is
 /// partial over `gradPartial`: further split over those axes where a

@@ -10,7 +10,10 @@
 // for each pair (u, v) a continuous y[u][v][i][j] >= 0 with
 // sum_j y = x[u][i] and sum_i y = x[v][j]; memory is a linear row.
 // Before that, pairs whose matrix is separable (a_i + b_j), and pairs with
-// a variable of one choice, fold into node costs.
+// a variable of one choice, fold into node costs. A shared cost (one value
+// resharded once for all users that need the same layout) is a continuous
+// w[i][t] <= x[u][i] with sum_i w[i][t] >= sum_{j: target j = t} x[v][j]
+// per use, priced f(i, t) w[i][t].
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +34,21 @@ struct SolverRequest {
     std::vector<double> cost, memory;
   };
   std::vector<Pair> pairs;
+  /// A cost paid once per distinct target that the uses of one value need
+  /// (a value resharded alike for several users is resharded once): with
+  /// `u` at choice i, every target t some use needs costs cost[i * targets
+  /// + t]. A use of variable `v` needs target[j] at its choice j (-1:
+  /// none); a use with v == u reads target[i] at u's own choice.
+  struct Shared {
+    int u = 0, targets = 0;
+    std::vector<double> cost;
+    struct Use {
+      int v;
+      std::vector<int> target;
+    };
+    std::vector<Use> uses;
+  };
+  std::vector<Shared> shared;
   /// Paid whatever is chosen.
   double constantCost = 0, constantMemory = 0;
   double memoryLimit = std::numeric_limits<double>::infinity();

@@ -34,7 +34,9 @@ struct GradientOptions {
   /// Names `wrt[i]` in diagnostics ("parameter @fc1.weight").
   std::function<std::string(unsigned)> describe;
   /// Number each forward op whose rule runs (loom.op_id) and mark the ops
-  /// the rule builds with it (loom.vjp_of), for a planned partitioning.
+  /// the rule builds with it (loom.vjp_of), and name each gradient of a
+  /// value an op made as that value's (loom.cotangent), for a planned
+  /// partitioning.
   bool numberRules = false;
 };
 

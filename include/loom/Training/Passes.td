@@ -163,8 +163,9 @@ def LoomBuildTrainStep : Pass<"loom-build-train-step", "mlir::ModuleOp"> {
     Option<"numberGradientRules", "number-gradient-rules", "bool",
            /*default=*/"false",
            "Number forward ops (loom.op_id) and mark their gradient rules' ops "
-           "(loom.vjp_of), so that a planned partitioning runs them on the "
-           "forward op's shardings">,
+           "(loom.vjp_of) and name gradients as their values' (loom.cotangent), "
+           "so that a planned partitioning runs them on the forward op's "
+           "shardings">,
   ];
   let dependentDialects = ["mlir::loom::LoomDialect"];
 }

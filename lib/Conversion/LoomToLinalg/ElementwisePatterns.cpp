@@ -146,6 +146,16 @@ struct IdentityLowering : OpConversionPattern<ShardingConstraintOp> {
   }
 };
 
+struct CotangentLowering : OpConversionPattern<CotangentOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CotangentOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getGradient());
+    return success();
+  }
+};
+
 struct OpaqueLowering : OpConversionPattern<OpaqueOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -285,6 +295,6 @@ void mlir::loom::lowering::populateElementwisePatterns(
   addBinary<MinOp>(tc, patterns, [](const Scalar &s, Value x, Value y) { return s.min(x, y); });
 
   patterns.add<CompareLowering, SelectLowering, CastLowering, ConstantLowering,
-               IdentityLowering, OpaqueLowering, DropoutLowering>(
+               IdentityLowering, CotangentLowering, OpaqueLowering, DropoutLowering>(
       tc, patterns.getContext());
 }

@@ -1020,3 +1020,11 @@ func.func @factors_not_names(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = loom.neg %a {loom.factors = [[1]]} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @cotangent_of_another_type(%g: tensor<4xf32>, %v: tensor<8xf32>) {
+  // expected-error @+1 {{failed to verify that all of {gradient, primal, result} have same type}}
+  %0 = "loom.cotangent"(%g, %v) : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+  return
+}

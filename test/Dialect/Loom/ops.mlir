@@ -270,6 +270,8 @@ func.func @shardings(%x: tensor<8x16xf32> {loom.sharding = #loom.sharding<@clust
   %1 = loom.relu %0 {loom.sharding = #loom.sharding<@cluster, [{}, {}], partial = sum {"tp"}>} : tensor<8x16xf32>
   // CHECK: loom.sharding_constraint %{{.*}} <@cluster, [{"dp"}, {"tp"}]> : tensor<8x16xf32>
   %2 = loom.sharding_constraint %1 <@cluster, [{"dp"}, {"tp"}]> : tensor<8x16xf32>
+  // CHECK: loom.cotangent %{{.*}} of %{{.*}} : tensor<8x16xf32>
+  %c = loom.cotangent %2 of %1 : tensor<8x16xf32>
   // CHECK: loom.dropout {{.*}} {loom.sharding = [#loom.sharding<@pod, [{"node"}, {"gpu"}]>, #loom.sharding<@pod, [{"node"}, {"gpu"}]>]}
   %s = loom.constant dense<3> : tensor<i64>
   %3:2 = loom.dropout %2, %s ratio = 0.5

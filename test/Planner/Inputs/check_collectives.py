@@ -26,25 +26,33 @@ def tensor_bytes(t):
     return n * ELEMENT[m.group(2)]
 
 
-def program_collectives(text):
+def program_collectives(text, groups_of_one=False):
     """The collectives of a partitioned program over groups of more than one
-    device: (kind, mesh axes, group size, operand type, result type)."""
+    device (or all of them): (kind, mesh axes, group size, operand type,
+    result type)."""
     mesh = dict((k, int(v)) for k, v in
                 re.findall(r'"(\w+)"=(\d+)', re.search(r"loom.mesh @\w+ \[(.*?)\]", text).group(1)))
     pat = re.compile(r"loom\.(all_reduce|all_gather|reduce_scatter|all_to_all) %\S+ over @\w+ "
-                     r"\[([^\]]*)\][^:]*: (?:\((tensor<[^>]*>)\) -> (tensor<[^>]*>)|(tensor<[^>]*>))")
+                     r"\[([^\]]*)\][^:{]*(?:\{[^}]*\}\s*)?: (?:\((tensor<[^>]*>)\) -> (tensor<[^>]*>)|(tensor<[^>]*>))")
     for kind, axes, operand, result, same in pat.findall(text):
         names = re.findall(r'"(\w+)"', axes)
         n = 1
         for a in names:
             n *= mesh[a]
-        if n > 1:
+        if n > 1 or groups_of_one:
             yield kind, names, n, operand or same, result or same
 
 
 def emitted(path):
+    text = open(path).read()
+    # Every collective op of the program is read (none slips past the
+    # pattern, e.g. one with an attribute dictionary).
+    ops = len(re.findall(r"= loom\.(?:all_reduce|all_gather|reduce_scatter|all_to_all) ", text))
+    parsed = len(list(program_collectives(text, groups_of_one=True)))
+    if ops != parsed:
+        sys.exit(f"check_collectives.py: read {parsed} of the {ops} collectives of {path}")
     out = collections.Counter()
-    for kind, names, n, operand, result in program_collectives(open(path).read()):
+    for kind, names, n, operand, result in program_collectives(text):
         if kind == "all_reduce":
             sent = 2 * (n - 1) / n * tensor_bytes(operand)
         elif kind == "all_gather":

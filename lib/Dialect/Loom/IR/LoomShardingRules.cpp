@@ -86,6 +86,18 @@ ShardingRule OptimizationBarrierOp::getShardingRule() {
   return passThroughRule(getInputs());
 }
 
+// The result is the gradient; the primal only names a layout (the
+// partitioner's), so propagation does not carry it into the gradient.
+ShardingRule CotangentOp::getShardingRule() {
+  RuleBuilder b;
+  SmallVector<int64_t> g =
+      b.factorsFor(shapeOf(getGradient()), FactorKind::Parallel);
+  b.operand(g);
+  b.operand(b.factorsFor(shapeOf(getPrimal()), FactorKind::Parallel));
+  b.result(g);
+  return b.rule;
+}
+
 #define LOOM_ELEMENTWISE_RULE(OP)                                              \
   ShardingRule OP::getShardingRule() {                                         \
     return ShardingRule::elementwise(getOperation());                          \

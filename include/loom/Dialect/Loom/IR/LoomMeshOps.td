@@ -58,4 +58,28 @@ def Loom_ShardingConstraintOp : Loom_Op<"sharding_constraint",
   let hasVerifier = 1;
 }
 
+def Loom_CotangentOp : Loom_Op<"cotangent",
+    [Pure, AllTypesMatch<["gradient", "primal", "result"]>]> {
+  let summary = "a gradient, named as the gradient of a forward value";
+  let description =
+        "Returns `gradient` unchanged; `primal` is the forward value it is the\n"
+      # "gradient of (one contribution to it). Autodiff writes it for a step\n"
+      # "the planner plans (`number-gradient-rules`), where the planner prices\n"
+      # "the backward pass of a resharding as its transpose: a gradient goes\n"
+      # "back to the layout its forward value has before it is summed with the\n"
+      # "value's other gradients and read by the gradient rule of the op that\n"
+      # "made the value. The partitioner does exactly that (partial sums are\n"
+      # "reduced or scattered once, here, not once per reader) and drops the\n"
+      # "op; everywhere else it is the identity.\n"
+      # "\n"
+      # "Example:\n"
+      # "\n"
+      # "```mlir\n"
+      # "%dh = loom.cotangent %g of %h : tensor<8x128x1024xf32>\n"
+      # "```\n";
+  let arguments = (ins Loom_Tensor:$gradient, Loom_Tensor:$primal);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = "$gradient `of` $primal attr-dict `:` type($result)";
+}
+
 #endif // LOOM_DIALECT_LOOM_IR_LOOMMESHOPS_TD
