@@ -4,7 +4,6 @@
 #include "loom/Planner/Candidates.h"
 
 #include <map>
-#include <set>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -113,6 +112,13 @@ std::vector<int> mlir::loom::planner::layoutKey(const AxisSharding &s) {
   return key;
 }
 
+double ForwardReshards::price(const Edge &e, const Strategy &a,
+                              const Strategy &b, Costs &costs) {
+  if (!seen.insert({e.u, e.res, layoutKey(b.operands[e.operand])}).second)
+    return 0;
+  return forwardReshard(e, a, b, costs);
+}
+
 Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
                                      double remat, Costs &costs) {
   Totals t;
@@ -132,14 +138,12 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
   }
   // A value resharded alike for several users is resharded once (the
   // partitioned program computes it once).
-  std::set<std::tuple<int, int, std::vector<int>>> resharded;
+  ForwardReshards forward;
   for (const Edge &e : g.edges) {
     costs.where = g.nodes[e.v].name;
     const Strategy &a = g.nodes[e.u].strategies[choice[e.u]];
     const Strategy &b = g.nodes[e.v].strategies[choice[e.v]];
-    if (resharded.insert({e.u, e.res, layoutKey(b.operands[e.operand])})
-            .second)
-      t.comm += forwardReshard(e, a, b, costs);
+    t.comm += forward.price(e, a, b, costs);
     EdgeCost c = edgeCost(g, e, a, b, costs);
     t.comm += c.time;
     t.memory.gradients += c.gradients;
@@ -193,12 +197,13 @@ void addForwardReshards(const Graph &g, Costs &costs, CostTable &t) {
   std::map<std::pair<int, int>, std::vector<const Edge *>> usesOf;
   for (const Edge &e : g.edges)
     usesOf[{e.u, e.res}].push_back(&e);
-  using Signature = std::vector<std::tuple<int, int, int>>;
+  // (rep of the value's op, result), then (rep of each user, operand).
+  using Signature = std::vector<std::pair<int, int>>;
   std::map<Signature, std::pair<std::vector<const Edge *>, double>> groups;
   for (auto &[value, uses] : usesOf) {
-    Signature sig{{g.nodes[value.first].rep, value.second, -1}};
+    Signature sig{{g.nodes[value.first].rep, value.second}};
     for (const Edge *e : uses)
-      sig.push_back({g.nodes[e->v].rep, e->operand, 0});
+      sig.push_back({g.nodes[e->v].rep, e->operand});
     llvm::sort(sig.begin() + 1, sig.end());
     groups.try_emplace(sig, uses, 0.0).first->second.second += 1;
   }

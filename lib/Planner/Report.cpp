@@ -2,8 +2,6 @@
 
 #include "loom/Planner/Report.h"
 
-#include <set>
-
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Dialect/Loom/Utils/Utils.h"
 #include "loom/Planner/Candidates.h"
@@ -13,7 +11,6 @@
 #include "llvm/Support/JSON.h"
 
 #include <map>
-#include <set>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -94,15 +91,12 @@ void mlir::loom::planner::describeChoice(Plan &plan, const Graph &g,
   DenseMap<int, double> count, comm;
   for (int v = 0; v < int(g.nodes.size()); ++v)
     count[g.nodes[v].rep] += 1;
-  std::set<std::tuple<int, int, std::vector<int>>> resharded;
+  ForwardReshards forward;
   for (const Edge &e : g.edges) {
     const Strategy &a = g.nodes[e.u].strategies[choice[e.u]];
     const Strategy &b = g.nodes[e.v].strategies[choice[e.v]];
-    EdgeCost c = edgeCost(g, e, a, b, costs);
-    comm[g.nodes[e.v].rep] += c.time;
-    if (resharded.insert({e.u, e.res, layoutKey(b.operands[e.operand])})
-            .second)
-      comm[g.nodes[e.v].rep] += forwardReshard(e, a, b, costs);
+    comm[g.nodes[e.v].rep] +=
+        forward.price(e, a, b, costs) + edgeCost(g, e, a, b, costs).time;
   }
   for (int v = 0; v < int(g.nodes.size()); ++v) {
     const Node &n = g.nodes[v];

@@ -10,6 +10,11 @@
 // all_to_all for an axis moving between dimensions, all_gather for axes
 // that go away, all_slice for axes that appear.
 //
+// A planned step (loom.factors) is partitioned as the planner priced it:
+// planned ops split by the plan, their gradient rules (loom.vjp_of) on the
+// forward op's layouts, and each gradient (loom.cotangent) resharded to its
+// value's layout once, before the value's gradients are summed.
+//
 // Afterwards, work moves onto slices (computeOnSlices): an op whose only
 // users are one all_slice runs on slices of its operands instead, and an
 // all_reduce whose only users are one all_slice becomes a reduce_scatter.

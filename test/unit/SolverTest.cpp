@@ -35,6 +35,23 @@ double sharedCost(const SolverRequest &r, const std::vector<int> &c) {
   return sum;
 }
 
+/// Appends `n` variables of 1 to `maxChoices` choices with random costs
+/// (0-10) and memory (0-5).
+void addRandomVariables(SolverRequest &r, std::mt19937 &rng, int n,
+                        int maxChoices) {
+  std::uniform_real_distribution<double> cost(0.0, 10.0), mem(0.0, 5.0);
+  std::uniform_int_distribution<int> choices(1, maxChoices);
+  for (int v = 0; v < n; ++v) {
+    int k = choices(rng);
+    r.cost.emplace_back();
+    r.memory.emplace_back();
+    for (int i = 0; i < k; ++i) {
+      r.cost.back().push_back(cost(rng));
+      r.memory.back().push_back(mem(rng));
+    }
+  }
+}
+
 /// The best choice by enumeration: (objective, memory) of the optimum.
 std::pair<double, std::vector<int>> bruteForce(const SolverRequest &r) {
   size_t n = r.cost.size();
@@ -149,20 +166,12 @@ TEST(Solver, OneChoiceEverywhereIsConstant) {
 TEST(Solver, MatchesExhaustiveSearchOnRandomTables) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> cost(0.0, 10.0), mem(0.0, 5.0);
-  std::uniform_int_distribution<int> choices(1, 4);
+  const int maxChoices = 4;
   int checked = 0;
   for (int trial = 0; trial < 60; ++trial) {
     SolverRequest r;
     int n = 2 + trial % 5;
-    for (int v = 0; v < n; ++v) {
-      int k = choices(rng);
-      r.cost.emplace_back();
-      r.memory.emplace_back();
-      for (int i = 0; i < k; ++i) {
-        r.cost.back().push_back(cost(rng));
-        r.memory.back().push_back(mem(rng));
-      }
-    }
+    addRandomVariables(r, rng, n, maxChoices);
     for (int v = 1; v < n; ++v) {
       int u = rng() % v;
       size_t cells = r.cost[u].size() * r.cost[v].size();
@@ -221,20 +230,12 @@ TEST(Solver, SharedCostIsPaidOncePerTarget) {
 
 TEST(Solver, SharedCostsMatchExhaustiveSearch) {
   std::mt19937 rng(11);
-  std::uniform_real_distribution<double> cost(0.0, 10.0), mem(0.0, 5.0);
-  std::uniform_int_distribution<int> choices(1, 3);
+  std::uniform_real_distribution<double> cost(0.0, 10.0);
+  const int maxChoices = 3;
   for (int trial = 0; trial < 40; ++trial) {
     SolverRequest r;
     int n = 3 + trial % 3;
-    for (int v = 0; v < n; ++v) {
-      int k = choices(rng);
-      r.cost.emplace_back();
-      r.memory.emplace_back();
-      for (int i = 0; i < k; ++i) {
-        r.cost.back().push_back(cost(rng));
-        r.memory.back().push_back(mem(rng));
-      }
-    }
+    addRandomVariables(r, rng, n, maxChoices);
     // Variable 0 feeds all others; a use may be variable 0 itself.
     SolverRequest::Shared sh;
     sh.u = 0;

@@ -17,6 +17,10 @@
 #include "loom/Planner/Graph.h"
 #include "loom/Planner/Solver.h"
 
+#include <set>
+#include <tuple>
+#include <vector>
+
 namespace mlir::loom::planner {
 
 struct MemoryBreakdown {
@@ -54,6 +58,18 @@ double forwardReshard(const Edge &e, const Strategy &a, const Strategy &b,
                       Costs &costs);
 /// A layout as a comparable key (split axes per dimension, partial axes).
 std::vector<int> layoutKey(const AxisSharding &s);
+
+/// Forward reshardings of one choice, each value to each layout once (as
+/// the partitioned program performs them): `price` is the edge's
+/// forwardReshard the first time its value goes to that layout, else 0.
+class ForwardReshards {
+public:
+  double price(const Edge &e, const Strategy &a, const Strategy &b,
+               Costs &costs);
+
+private:
+  std::set<std::tuple<int, int, std::vector<int>>> seen;
+};
 
 /// The state split of a parameter stored as `storage` whose gradient is
 /// partial over `gradPartial`: further split over those axes where a

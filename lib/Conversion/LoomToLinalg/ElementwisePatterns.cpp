@@ -136,22 +136,14 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
   }
 };
 
-struct IdentityLowering : OpConversionPattern<ShardingConstraintOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// Ops that return their first operand (sharding_constraint, cotangent).
+template <typename OpTy>
+struct IdentityLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(ShardingConstraintOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, adaptor.getInput());
-    return success();
-  }
-};
-
-struct CotangentLowering : OpConversionPattern<CotangentOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(CotangentOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, adaptor.getGradient());
+    rewriter.replaceOp(op, adaptor.getOperands().front());
     return success();
   }
 };
@@ -295,6 +287,7 @@ void mlir::loom::lowering::populateElementwisePatterns(
   addBinary<MinOp>(tc, patterns, [](const Scalar &s, Value x, Value y) { return s.min(x, y); });
 
   patterns.add<CompareLowering, SelectLowering, CastLowering, ConstantLowering,
-               IdentityLowering, CotangentLowering, OpaqueLowering, DropoutLowering>(
+               IdentityLowering<ShardingConstraintOp>,
+               IdentityLowering<CotangentOp>, OpaqueLowering, DropoutLowering>(
       tc, patterns.getContext());
 }
