@@ -35,7 +35,8 @@ struct DeviceSpec {
   /// Peak FLOP/s for f32 and for 16-bit floats (bf16, f16).
   double flopsF32 = 0;
   double flops16 = 0;
-  /// Memory bandwidth (bytes/s) and capacity (bytes) per device.
+  /// Memory bandwidth (bytes/s) that streaming ops reach (measured, not
+  /// the data sheet's peak) and capacity (bytes) per device.
   double memoryBandwidth = 0;
   double memory = 0;
   /// Fraction of peak FLOP/s that contractions reach.
