@@ -7,6 +7,7 @@
 #include "loom/Execution/Passes.h"
 #include "loom/Planner/Passes.h"
 #include "loom/Sharding/Passes.h"
+#include "loom/Sharding/Strategies.h"
 #include "loom/Training/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -28,17 +29,30 @@ void addStrategy(OpPassManager &pm, const ShardingPipelineOptions &options) {
     pm.addPass(createLoomApplyShardFile(file));
     return;
   }
-  if (strategy == "auto") {
+  // The planner plans (auto) or prices a preset and writes it as a plan,
+  // so that the program does what the report prices.
+  if (strategy == "auto" || isPlannedPreset(strategy)) {
+    bool preset = strategy != "auto";
     LoomAutoShardOptions plan;
     plan.function = options.function;
     plan.cluster = options.cluster;
-    plan.fixedMesh = options.fixedMesh;
+    plan.fixedMesh = options.fixedMesh || preset;
     plan.memoryLimitGiB = options.memoryLimitGiB;
     plan.timeLimit = options.planTimeLimit;
     plan.compareMegatron = options.compareMegatron;
     plan.report = options.planReport;
     plan.reportFile = options.planReportFile;
     plan.remat = options.remat == "auto" ? "search" : options.remat.getValue();
+    if (preset) {
+      // loom-mark-remat marked the layers (and with full the ops around
+      // them); the preset is priced with every layer recomputed.
+      plan.preset = strategy.str();
+      plan.dpAxis = options.dpAxis;
+      plan.tpAxis = options.tpAxis;
+      plan.remat = options.remat == "layers" || options.remat == "full"
+                       ? "layers"
+                       : "none";
+    }
     pm.addPass(createLoomAutoShard(plan));
     return;
   }

@@ -45,18 +45,22 @@ MeshOp createMesh(ModuleOp module, const MeshShape &mesh, ArrayRef<int> keep) {
 
 /// Per weight argument: the axes its optimizer state splits over beyond the
 /// weight's own (where its gradient is partial anyway).
-SmallVector<Mask> stateSplits(const Graph &g, ArrayRef<int> choice,
-                              const MeshShape &mesh) {
+SmallVector<std::pair<Mask, int>> stateSplits(const Graph &g,
+                                              ArrayRef<int> choice,
+                                              const MeshShape &mesh) {
   func::FuncOp fn = g.fn;
-  SmallVector<Mask> extra(fn.getNumArguments(), 0);
+  SmallVector<std::pair<Mask, int>> extra(fn.getNumArguments(), {0, -1});
   for (const Edge &e : g.edges) {
     const Node &u = g.nodes[e.u];
-    if (u.kind != NodeKind::Param || !u.trainable || !e.firstUse)
+    if (!e.firstUse)
       continue;
     const AxisSharding &storage = u.strategies[choice[e.u]].results[0];
     const Strategy &consumer = g.nodes[e.v].strategies[choice[e.v]];
-    extra[u.argIndex] = zeroExtra(storage, consumer.gradPartial[e.operand],
-                                  u.type, mesh);
+    int dim = -1;
+    Mask m = stateExtra(g, u, storage, consumer.gradPartial[e.operand], mesh,
+                        &dim);
+    if (m && dim >= 0)
+      extra[u.argIndex] = {m, dim};
   }
   return extra;
 }
@@ -107,7 +111,7 @@ MeshOp mlir::loom::planner::applyPlan(ModuleOp module, const Graph &g,
                     ArrayAttr::get(ctx, factors));
     }
   }
-  SmallVector<Mask> extra = stateSplits(g, choice, mesh);
+  SmallVector<std::pair<Mask, int>> extra = stateSplits(g, choice, mesh);
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
     if (!type)
@@ -118,10 +122,8 @@ MeshOp mlir::loom::planner::applyPlan(ModuleOp module, const Graph &g,
     } else if (int w = g.stateOwner[i]; w >= 0 && argShard[w]) {
       // Optimizer state: laid out as its weight, split further (ZeRO).
       t = *argShard[w];
-      int d = -1;
-      zeroExtra(t, extra[w], type, mesh, &d);
-      if (d >= 0)
-        appendAxes(t, d, extra[w]);
+      if (auto [m, d] = extra[w]; m && d >= 0)
+        appendAxes(t, d, m);
     }
     t.partial.clear();
     fn.setArgAttr(i, LoomDialect::kShardingAttrName,

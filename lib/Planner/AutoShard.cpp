@@ -18,6 +18,7 @@
 #include "loom/Planner/Candidates.h"
 #include "loom/Planner/CostTable.h"
 #include "loom/Planner/Megatron.h"
+#include "loom/Sharding/Strategies.h"
 #include "loom/Support/Debug.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -461,6 +462,58 @@ void summarize(Plan &plan, const Candidate &best, const MeshShape &mesh,
   plan.solverStatus = plan.gap <= 1e-4 ? "optimal" : "time limit";
 }
 
+/// A preset, priced and written into the IR as a plan: no search.
+FailureOr<Plan> planPreset(ModuleOp module, Graph &g, const Cluster &cluster,
+                           MeshShape mesh, MeshOp fixed,
+                           const PlannerOptions &options, double limit,
+                           Plan plan, double t0, std::string &error) {
+  Costs costs(cluster.device, mesh);
+  llvm::StringMap<int> axisIndex;
+  for (int a = 0; a < mesh.rank(); ++a)
+    axisIndex[mesh.names[a]] = a;
+  if (failed(enumerateCandidates(g, costs, axisIndex, error)))
+    return failure();
+  StrategyOptions preset;
+  preset.strategy = options.preset;
+  preset.dpAxis = options.dpAxis;
+  preset.tpAxis = options.tpAxis;
+  FailureOr<SmallVector<int>> choice = presetChoice(g, costs, fixed, preset);
+  if (failed(choice)) {
+    error = "the " + options.preset + " preset does not apply to @" +
+            g.fn.getSymName().str();
+    return failure();
+  }
+  Candidate c;
+  c.remat = options.remat > 0 && g.layers >= 1 ? options.remat : 0;
+  c.ilp.feasible = true;
+  c.choice = std::move(*choice);
+  c.totals = evaluate(g, c.choice, c.remat, costs);
+  if (c.totals.memory.total() > limit * (1 + 1e-9)) {
+    const MemoryBreakdown &m = c.totals.memory;
+    error = llvm::formatv(
+        "the {0} preset on mesh {1} needs {2} per device, more than the "
+        "{3} limit on {4} ({5}): parameters {6}, gradients {7}, optimizer "
+        "state {8}, activations {9}, inputs {10}. To fit: another preset "
+        "or mesh, --strategy auto, rematerialization (--remat=layers), "
+        "or a higher --memory-limit-gib",
+        options.preset, mesh.str(), formatMemory(m.total()),
+        formatMemory(limit), cluster.name, cluster.device.name,
+        formatMemory(m.parameters), formatMemory(m.gradients),
+        formatMemory(m.optimizer), formatMemory(m.activations),
+        formatMemory(m.inputs));
+    return failure();
+  }
+  plan.preset = options.preset;
+  plan.searchBound = c.totals.time;
+  SmallVector<int> keep = nameAxes(mesh, g, c.choice, /*fixed=*/true);
+  summarize(plan, c, mesh, keep);
+  plan.solverStatus = "preset";
+  describeChoice(plan, g, c.choice, c.remat, cluster.device, mesh);
+  applyPlan(module, g, c.choice, mesh, fixed, keep);
+  plan.planningSeconds = now() - t0;
+  return plan;
+}
+
 } // namespace
 
 FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
@@ -488,7 +541,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
   fn.walk([&](ShardingConstraintOp) { hasShardings = true; });
   MeshOp fixed;
   auto meshes = llvm::to_vector(module.getOps<MeshOp>());
-  if (options.fixedMesh || hasShardings) {
+  if (options.fixedMesh || hasShardings || !options.preset.empty()) {
     if (meshes.size() != 1) {
       error = meshes.empty() ? "no mesh to plan for: give one (--mesh) or let "
                                "the planner choose"
@@ -516,6 +569,10 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
   plan.nodes = base.nodes.size();
   for (int v = 0; v < int(base.nodes.size()); ++v)
     plan.distinctNodes += base.nodes[v].rep == v;
+
+  if (!options.preset.empty())
+    return planPreset(module, base, *cluster, shapes->front(), fixed, options,
+                      limit, plan, t0, error);
 
   Search search(module, *cluster, options, plan, limit, hasShardings);
   if (failed(search.run(base, *shapes, error)))

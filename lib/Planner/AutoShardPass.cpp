@@ -53,6 +53,9 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
     options.optimizerStates = optimizerStates;
     options.compareMegatron = compareMegatron;
     options.bruteForce = bruteForce;
+    options.preset = preset;
+    options.dpAxis = dpAxis;
+    options.tpAxis = tpAxis;
     std::string error;
     FailureOr<planner::Plan> plan =
         planner::autoShard(module, *fn, options, error);

@@ -50,6 +50,24 @@ Mask mlir::loom::planner::zeroExtra(const AxisSharding &storage,
   return 0;
 }
 
+Mask mlir::loom::planner::stateExtra(const Graph &g, const Node &u,
+                                     const AxisSharding &storage,
+                                     Mask gradPartial, const MeshShape &mesh,
+                                     int *dimOut) {
+  if (dimOut)
+    *dimOut = -1;
+  if (u.kind != NodeKind::Param || !u.trainable)
+    return 0;
+  if (auto it = g.stateSplit.find(u.argIndex); it != g.stateSplit.end()) {
+    if (dimOut)
+      *dimOut = it->second.second;
+    return it->second.first;
+  }
+  if (!g.shardState)
+    return 0;
+  return zeroExtra(storage, gradPartial, u.type, mesh, dimOut);
+}
+
 EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
                                        const Strategy &a, const Strategy &b,
                                        Costs &costs) {
@@ -69,10 +87,9 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
     grad.partial = axesOf(b.gradPartial[e.operand]);
     costs.bucketed = u.kind == NodeKind::Param;
     int dim = -1;
-    Mask extra = u.kind == NodeKind::Param && u.trainable && e.firstUse
-                     ? zeroExtra(src, b.gradPartial[e.operand], e.type,
-                                 costs.mesh, &dim)
-                     : 0;
+    Mask extra = e.firstUse ? stateExtra(g, u, src, b.gradPartial[e.operand],
+                                         costs.mesh, &dim)
+                            : 0;
     if (extra && dim >= 0) {
       AxisSharding state = src;
       appendAxes(state, dim, extra);
@@ -84,12 +101,12 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
     costs.bucketed = false;
   }
   if (u.kind == NodeKind::Param && u.trainable && e.firstUse) {
-    Mask extra = zeroExtra(src, b.gradPartial[e.operand], e.type, costs.mesh);
+    Mask extra = stateExtra(g, u, src, b.gradPartial[e.operand], costs.mesh);
     double local = e.bytes() / costs.mesh.n(src.usedMask() | extra);
     c.gradients = local;
     c.optimizer = g.nStates * local;
     double elems = local / std::max(1.0, element);
-    c.time += costs.compute(10 * elems, (3 + 2 * g.nStates) * local, e.half());
+    c.update = costs.compute(10 * elems, (3 + 2 * g.nStates) * local, e.half());
   }
   return c;
 }
@@ -146,6 +163,7 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
     t.comm += forward.price(e, a, b, costs);
     EdgeCost c = edgeCost(g, e, a, b, costs);
     t.comm += c.time;
+    t.compute += c.update;
     t.memory.gradients += c.gradients;
     t.memory.optimizer += c.optimizer;
   }
@@ -287,7 +305,7 @@ void addEdgeCosts(const Graph &g, Costs &costs, CostTable &t) {
     int vu = t.variableOf[e.u], vv = t.variableOf[e.v];
     auto price = [&](size_t i, size_t j) {
       EdgeCost c = edgeCost(g, e, su[i], sv[j], costs);
-      return std::make_pair(weight * c.time,
+      return std::make_pair(weight * (c.time + c.update),
                             weight * (c.gradients + c.optimizer));
     };
     if (ru == rv) {

@@ -1,4 +1,4 @@
-//===- Megatron.cpp - The DP x TP baseline under the same cost model ------===//
+//===- Megatron.cpp - Presets as plans: DP, TP, DP x TP, ZeRO ------------===//
 
 #include "loom/Planner/Megatron.h"
 
@@ -19,8 +19,13 @@ namespace {
 /// strategies of the planner's graph.
 class Matcher {
 public:
-  Matcher(Graph &g, Costs &costs, const DenseMap<Value, ShardingAttr> &shardings)
-      : g(g), costs(costs), shardings(shardings) {}
+  Matcher(Graph &g, Costs &costs, const DenseMap<Value, ShardingAttr> &shardings,
+          MeshOp mesh)
+      : g(g), costs(costs), shardings(shardings) {
+    // The mesh's axes in the order of the planner's mesh shape.
+    for (auto [a, axis] : llvm::enumerate(mesh.getAxes()))
+      bit[cast<MeshAxisAttr>(axis).getName().getValue()] = a;
+  }
 
   /// The strategy of node `v` matching the shardings of its values (added
   /// to the candidates if missing).
@@ -121,37 +126,27 @@ private:
   Graph &g;
   Costs &costs;
   const DenseMap<Value, ShardingAttr> &shardings;
-  llvm::StringMap<int> bit{{"dp", 0}, {"tp", 1}};
+  llvm::StringMap<int> bit;
 };
 
-/// The preset's shardings of every value of `fn`, by value of `fn`.
+/// The preset's shardings of every value of `fn` on `mesh`, by value of
+/// `fn`. `quiet`: the preset's errors are not reported.
 FailureOr<DenseMap<Value, ShardingAttr>>
-presetShardings(ModuleOp module, func::FuncOp fn, const MeshShape &shape) {
-  MLIRContext *ctx = module.getContext();
+presetShardings(func::FuncOp fn, MeshOp mesh, const StrategyOptions &options,
+                bool quiet) {
+  MLIRContext *ctx = fn.getContext();
   OpBuilder ob(ctx);
-  ob.setInsertionPointToStart(module.getBody());
-  SmallVector<Attribute> axes;
-  for (int a = 0; a < 2; ++a)
-    axes.push_back(MeshAxisAttr::get(ctx, StringAttr::get(ctx, a ? "tp" : "dp"),
-                                     shape.sizes[a], nullptr, nullptr));
-  auto mesh = MeshOp::create(ob, module.getLoc(), "__loom_megatron",
-                             ob.getArrayAttr(axes));
   ob.setInsertionPoint(fn);
   auto clone = cast<func::FuncOp>(ob.clone(*fn));
-  clone.setSymName("__loom_megatron_step");
-  auto cleanup = llvm::make_scope_exit([&] {
-    clone.erase();
-    mesh.erase();
-  });
+  clone.setSymName("__loom_preset_step");
+  auto cleanup = llvm::make_scope_exit([&] { clone.erase(); });
   // Hints of the model and earlier plans do not belong to the preset.
   for (unsigned i = 0; i < clone.getNumArguments(); ++i)
     clone.removeArgAttr(i, LoomDialect::kShardingAttrName);
-  StrategyOptions options;
-  options.strategy = shape.sizes[1] == 1   ? "dp"
-                     : shape.sizes[0] == 1 ? "tp"
-                                           : "dp-tp";
   {
-    ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+    std::optional<ScopedDiagnosticHandler> silence;
+    if (quiet)
+      silence.emplace(ctx, [](Diagnostic &) { return success(); });
     if (failed(applyStrategy(clone, mesh, options)))
       return failure();
   }
@@ -170,15 +165,11 @@ presetShardings(ModuleOp module, func::FuncOp fn, const MeshShape &shape) {
   return byOriginal;
 }
 
-} // namespace
-
-FailureOr<SmallVector<int>>
-mlir::loom::planner::megatronChoice(ModuleOp module, Graph &g, Costs &costs) {
-  FailureOr<DenseMap<Value, ShardingAttr>> shardings =
-      presetShardings(module, g.fn, costs.mesh);
-  if (failed(shardings))
-    return failure();
-  Matcher matcher(g, costs, *shardings);
+/// The choice per node reading `shardings`.
+SmallVector<int> match(Graph &g, Costs &costs,
+                       const DenseMap<Value, ShardingAttr> &shardings,
+                       MeshOp mesh) {
+  Matcher matcher(g, costs, shardings, mesh);
   SmallVector<int> choice(g.nodes.size(), 0);
   for (int v = 0; v < int(g.nodes.size()); ++v)
     if (g.nodes[v].rep == v)
@@ -189,4 +180,65 @@ mlir::loom::planner::megatronChoice(ModuleOp module, Graph &g, Costs &costs) {
       g.nodes[v].strategies = g.nodes[g.nodes[v].rep].strategies;
   }
   return choice;
+}
+
+} // namespace
+
+FailureOr<SmallVector<int>>
+mlir::loom::planner::presetChoice(Graph &g, Costs &costs, MeshOp mesh,
+                                  const StrategyOptions &preset) {
+  FailureOr<DenseMap<Value, ShardingAttr>> shardings =
+      presetShardings(g.fn, mesh, preset, /*quiet=*/false);
+  if (failed(shardings))
+    return failure();
+  // The optimizer state as the preset splits it (ZeRO-1/2/3: over dp;
+  // ZeRO-3 splits the weights too, which their shardings carry): beyond
+  // its weight's split, in one dimension. Other presets keep it whole.
+  g.shardState = false;
+  g.stateSplit.clear();
+  llvm::StringMap<int> bit;
+  for (auto [a, axis] : llvm::enumerate(mesh.getAxes()))
+    bit[cast<MeshAxisAttr>(axis).getName().getValue()] = a;
+  for (unsigned i = 0; i < g.fn.getNumArguments(); ++i) {
+    int w = g.stateOwner[i];
+    ShardingAttr state = shardings->lookup(g.fn.getArgument(i));
+    ShardingAttr weight =
+        w >= 0 ? shardings->lookup(g.fn.getArgument(w)) : ShardingAttr();
+    if (!state || !weight || g.stateSplit.count(w))
+      continue;
+    for (int64_t d = 0; d < state.getRank(); ++d) {
+      Mask extra = 0;
+      for (StringRef axis : state.getDimAxes(d))
+        if (!llvm::is_contained(weight.getDimAxes(d), axis))
+          extra |= Mask(1) << bit.lookup(axis);
+      if (extra) {
+        g.stateSplit[w] = {extra, int(d)};
+        break;
+      }
+    }
+  }
+  return match(g, costs, *shardings, mesh);
+}
+
+FailureOr<SmallVector<int>>
+mlir::loom::planner::megatronChoice(ModuleOp module, Graph &g, Costs &costs) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder ob(ctx);
+  ob.setInsertionPointToStart(module.getBody());
+  SmallVector<Attribute> axes;
+  for (int a = 0; a < 2; ++a)
+    axes.push_back(MeshAxisAttr::get(ctx, StringAttr::get(ctx, a ? "tp" : "dp"),
+                                     costs.mesh.sizes[a], nullptr, nullptr));
+  auto mesh = MeshOp::create(ob, module.getLoc(), "__loom_megatron",
+                             ob.getArrayAttr(axes));
+  auto cleanup = llvm::make_scope_exit([&] { mesh.erase(); });
+  StrategyOptions options;
+  options.strategy = costs.mesh.sizes[1] == 1   ? "dp"
+                     : costs.mesh.sizes[0] == 1 ? "tp"
+                                                : "dp-tp";
+  FailureOr<DenseMap<Value, ShardingAttr>> shardings =
+      presetShardings(g.fn, mesh, options, /*quiet=*/true);
+  if (failed(shardings))
+    return failure();
+  return match(g, costs, *shardings, mesh);
 }

@@ -88,15 +88,16 @@ void mlir::loom::planner::describeChoice(Plan &plan, const Graph &g,
                                          const MeshShape &mesh) {
   plan.collectives = logCollectives(g, choice, remat, device, mesh);
   Costs costs(device, mesh);
-  DenseMap<int, double> count, comm;
+  DenseMap<int, double> count, comm, update;
   for (int v = 0; v < int(g.nodes.size()); ++v)
     count[g.nodes[v].rep] += 1;
   ForwardReshards forward;
   for (const Edge &e : g.edges) {
     const Strategy &a = g.nodes[e.u].strategies[choice[e.u]];
     const Strategy &b = g.nodes[e.v].strategies[choice[e.v]];
-    comm[g.nodes[e.v].rep] +=
-        forward.price(e, a, b, costs) + edgeCost(g, e, a, b, costs).time;
+    EdgeCost c = edgeCost(g, e, a, b, costs);
+    comm[g.nodes[e.v].rep] += forward.price(e, a, b, costs) + c.time;
+    update[g.nodes[e.v].rep] += c.update;
   }
   for (int v = 0; v < int(g.nodes.size()); ++v) {
     const Node &n = g.nodes[v];
@@ -110,7 +111,7 @@ void mlir::loom::planner::describeChoice(Plan &plan, const Graph &g,
       row.note = (s.rsDim >= 0 ? "reduce_scatter over " : "all_reduce over ") +
                  mesh.axes(s.partial);
     row.count = count[v];
-    row.compute = s.compute;
+    row.compute = s.compute + update[v] / count[v];
     row.comm = s.comm + comm[v] / count[v];
     plan.ops.push_back(row);
   }
@@ -123,8 +124,11 @@ void mlir::loom::planner::describeChoice(Plan &plan, const Graph &g,
 namespace {
 
 void printSummary(const Plan &p, llvm::raw_ostream &os) {
-  os << "auto-sharding plan: mesh " << p.mesh << " on " << p.cluster << " ("
-     << p.device << ")\n";
+  if (p.preset.empty())
+    os << "auto-sharding plan: mesh ";
+  else
+    os << "preset " << p.preset << " priced: mesh ";
+  os << p.mesh << " on " << p.cluster << " (" << p.device << ")\n";
   for (size_t a = 0; a < p.axisNames.size(); ++a)
     os << "  axis " << p.axisNames[a] << "=" << p.axisSizes[a] << ": "
        << p.axisLinks[a] << "\n";
@@ -143,6 +147,12 @@ void printSummary(const Plan &p, llvm::raw_ostream &os) {
   if (p.layers >= 2)
     os << " (" << p.layers << " repeated layers of " << p.opsPerLayer
        << " ops)";
+  if (!p.preset.empty()) {
+    os << llvm::formatv("; the preset's plan, not searched (priced in {0:f2} "
+                        "s)\n",
+                        p.planningSeconds);
+    return;
+  }
   os << "; " << p.ilps << " ILPs (largest " << p.variables << " variables, "
      << p.constraints << " constraints), " << p.solverStatus;
   if (p.ilpsStopped && p.solverStatus != "optimal")
@@ -276,7 +286,9 @@ void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
                            {"distinct", p.distinctNodes},
                            {"layers", p.layers},
                            {"ops_per_layer", p.opsPerLayer}};
-  llvm::json::Object o{{"cluster", p.cluster},
+  llvm::json::Object o{{"preset", p.preset.empty() ? llvm::json::Value(nullptr)
+                                                   : llvm::json::Value(p.preset)},
+                       {"cluster", p.cluster},
                        {"device", p.device},
                        {"mesh", p.mesh},
                        {"axes", std::move(axes)},

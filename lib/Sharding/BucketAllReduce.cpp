@@ -15,6 +15,12 @@
 // sum(x) * s == sum(x * s): the all_reduce moves back before such a scaling
 // (mul or div by a rank-0 value, neg) to keep the gradients adjacent.
 //
+// A planned step reduces a gradient where it is made, which may be before a
+// relayout (the gradient of a weight read transposed is transposed back).
+// A relayout moves elements and reduces none, so it commutes with any
+// all-reduce: transpose(all_reduce(x)) becomes all_reduce(transpose(x)),
+// bit for bit, and the gradients stay adjacent.
+//
 //===----------------------------------------------------------------------===//
 
 #include "loom/Dialect/Loom/Utils/Utils.h"
@@ -100,9 +106,30 @@ struct BucketAllReducePass
     }
   }
 
+  /// r = all_reduce(x); y = relayout(r) -> y' = relayout(x); all_reduce(y'),
+  /// repeatedly, when the relayout is r's only use.
+  static void reduceAfterRelayout(Block &block) {
+    for (auto ar : llvm::to_vector(block.getOps<AllReduceOp>())) {
+      while (ar.getInputs().size() == 1 && ar.getResult(0).hasOneUse()) {
+        Operation *relayout = *ar.getResult(0).getUsers().begin();
+        if (!isa<TransposeOp, ReshapeOp>(relayout) ||
+            relayout->getBlock() != &block)
+          break;
+        Value reduced = ar.getResult(0), out = relayout->getResult(0);
+        relayout->moveBefore(ar);
+        relayout->setOperand(0, ar.getInputs().front());
+        out.replaceAllUsesWith(reduced);
+        ar->setOperand(0, out);
+        reduced.setType(out.getType());
+      }
+    }
+  }
+
   void bucket(Block &block, bool partitioned) {
-    if (partitioned)
+    if (partitioned) {
       reduceBeforeScaling(block);
+      reduceAfterRelayout(block);
+    }
     // 1. Each all_reduce as early as its operands allow.
     for (auto ar : llvm::to_vector(block.getOps<AllReduceOp>())) {
       Operation *latest = nullptr;

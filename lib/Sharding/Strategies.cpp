@@ -215,6 +215,11 @@ DenseMap<unsigned, ShardingAttr> tensorParallel(func::FuncOp step,
 
 } // namespace
 
+bool mlir::loom::isPlannedPreset(StringRef strategy) {
+  return llvm::is_contained({"dp", "zero1", "zero2", "zero3", "replicated"},
+                            strategy);
+}
+
 LogicalResult mlir::loom::applyStrategy(func::FuncOp fn, MeshOp mesh,
                                         const StrategyOptions &options) {
   StringRef strategy = options.strategy;

@@ -55,3 +55,25 @@ func.func @unpartitioned(%x: tensor<4xf32>, %s: tensor<f32>) -> tensor<4xf32> {
   %b = loom.all_reduce %u over @m ["dp"] reduction = sum : tensor<4xf32>
   return %b : tensor<4xf32>
 }
+
+// -----
+
+// A planned step reduces a weight's gradient where it is made, before the
+// transpose back to the weight's layout (and a reshape): the relayouts move
+// before the all_reduces (they move elements, reduce none), so the two
+// gradients stay adjacent and share a bucket.
+// CHECK-LABEL: func.func @relayout
+// CHECK: %[[T:.*]] = loom.transpose %arg0
+// CHECK: %[[R:.*]] = loom.reshape %arg1
+// CHECK-NEXT: %[[F:.*]]:2 = loom.all_reduce %[[T]], %[[R]] over @m ["dp"] reduction = sum : tensor<3x2xf32>, tensor<6xf32>
+// CHECK-NOT: loom.all_reduce
+// CHECK: return %[[F]]#0, %[[F]]#1
+loom.mesh @m ["dp"=2]
+func.func @relayout(%g1: tensor<2x3xf32>, %g2: tensor<2x3xf32>)
+    -> (tensor<3x2xf32>, tensor<6xf32>) attributes {loom.partitioned = @m} {
+  %a = loom.all_reduce %g1 over @m ["dp"] reduction = sum : tensor<2x3xf32>
+  %t = loom.transpose %a permutation = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %b = loom.all_reduce %g2 over @m ["dp"] reduction = sum : tensor<2x3xf32>
+  %r = loom.reshape %b : (tensor<2x3xf32>) -> tensor<6xf32>
+  return %t, %r : tensor<3x2xf32>, tensor<6xf32>
+}

@@ -21,6 +21,7 @@
 #include "loom/Execution/Passes.h"
 #include "loom/Pipelines/Pipelines.h"
 #include "loom/Sharding/PartitionReport.h"
+#include "loom/Sharding/Strategies.h"
 #include "loom/Support/Debug.h"
 #include "loom/Target/ONNX/ImportONNX.h"
 #include "loom/Training/Passes.h"
@@ -106,15 +107,18 @@ static cl::opt<std::string> strategy("strategy",
              "shardings; the default when it declares a mesh)"),
     cl::cat(category));
 static cl::opt<std::string> clusterSpec("cluster",
-    cl::desc("--strategy auto: the cluster, h100-8x, h100-cluster:NxM, "
-             "cpu-local[:N] or a JSON file (docs/planner.md); without --mesh "
-             "the planner chooses the mesh shape for all its devices"),
+    cl::desc("--strategy auto (and the priced presets dp, zero1/2/3): the "
+             "cluster, h100-8x, h100-cluster:NxM, cpu-local[:N] or a JSON "
+             "file (docs/planner.md); without --mesh the planner chooses the "
+             "mesh shape for all its devices"),
     cl::init("cpu-local"), cl::cat(category));
 static cl::opt<std::string> planReport("plan-report", cl::ValueOptional,
-    cl::desc("--strategy auto: print the planner's report (text, or =json)"),
+    cl::desc("--strategy auto, dp, zero1/2/3: print the planner's report "
+             "(text, or =json)"),
     cl::cat(category));
 static cl::opt<bool> planOnly("plan-only",
-    cl::desc("--strategy auto: stop after planning (no artifact)"),
+    cl::desc("--strategy auto, dp, zero1/2/3: stop after planning (no "
+             "artifact)"),
     cl::cat(category));
 static cl::opt<double> memoryLimitGiB("memory-limit-gib",
     cl::desc("--strategy auto: per-device memory limit (default: 90% of the "
@@ -356,21 +360,24 @@ int main(int argc, char **argv) {
   if (!module)
     return error.empty() ? 2 : fail(error);
 
+  std::string chosen = resolveStrategy(*module, error);
+  if (chosen.empty())
+    return fail(error);
+  // The planner plans (auto) or prices a preset (isPlannedPreset); either
+  // is written as a plan, whose gradient rules run on their forward ops'
+  // shardings.
+  bool planned = chosen == "auto" || isPlannedPreset(chosen);
   TrainingPipelineOptions training;
   fillTrainingOptions(training, beta1, beta2);
-  // A planned step's backward pass runs on its forward ops' shardings.
-  training.numberGradientRules = strategy == "auto";
+  training.numberGradientRules = planned;
   if (failed(runPipeline(ctx, *module, [&](OpPassManager &pm) {
         buildLoomTrainingPipeline(pm, training);
       })))
     return 2;
 
-  std::string chosen = resolveStrategy(*module, error);
-  if (chosen.empty())
-    return fail(error);
   // The planner writes its report to a file that loomc prints and keeps.
   SmallString<128> reportPath;
-  if (chosen == "auto" &&
+  if (planned &&
       llvm::sys::fs::createTemporaryFile("loomc-plan", "txt", reportPath))
     return fail("cannot create a temporary file for the plan report");
   auto removeReport = llvm::make_scope_exit([&] {

@@ -58,6 +58,11 @@ struct PlannerOptions {
   bool compareMegatron = false;
   /// Check the ILP against exhaustive search (small graphs only).
   bool bruteForce = false;
+  /// A preset to price and write instead of searching (dp, tp, dp-tp,
+  /// zero1, zero2, zero3, replicated) on the module's mesh, with these
+  /// axis names. `remat` is then the fraction of layers already marked.
+  std::string preset;
+  std::string dpAxis = "dp", tpAxis = "tp";
 };
 
 /// Plans `fn` (in `module`) and writes the shardings into the IR

@@ -49,7 +49,9 @@ NodeCost nodeCost(const Node &node, const Strategy &s, double remat,
 /// use the bytes of its gradient and optimizer state. The forward
 /// resharding is priced apart (forwardReshard), once per value and layout.
 struct EdgeCost {
-  double time = 0, gradients = 0, optimizer = 0;
+  /// Communication (the gradient's reduction, ZeRO's gather) and the
+  /// optimizer's update of a weight (compute, priced at its first use).
+  double time = 0, update = 0, gradients = 0, optimizer = 0;
 };
 EdgeCost edgeCost(const Graph &g, const Edge &e, const Strategy &a,
                   const Strategy &b, Costs &costs);
@@ -70,6 +72,13 @@ public:
 private:
   std::set<std::tuple<int, int, std::vector<int>>> seen;
 };
+
+/// The axes the optimizer state of weight node `u` (stored as `storage`,
+/// its gradient partial over `gradPartial`) is split over beyond the
+/// weight's own: the preset's (Graph::stateSplit), none when the graph
+/// keeps state whole, else zeroExtra. Sets `dimOut` to the dimension.
+Mask stateExtra(const Graph &g, const Node &u, const AxisSharding &storage,
+                Mask gradPartial, const MeshShape &mesh, int *dimOut = nullptr);
 
 /// The state split of a parameter stored as `storage` whose gradient is
 /// partial over `gradPartial`: further split over those axes where a

@@ -101,6 +101,15 @@ struct Graph {
   int layers = 0, period = 0;
   /// Per argument: the weight argument it is optimizer state of, or -1.
   SmallVector<int> stateOwner;
+  /// Whether a weight's gradients and optimizer state may be split over the
+  /// axes its gradient is partial over (ZeRO-1/2: reduce-scatter, update a
+  /// shard, all-gather). The planner always may; the dp, tp and dp-tp
+  /// presets keep them whole (all-reduce).
+  bool shardState = true;
+  /// Where a preset fixes the split instead (zero1/2): per weight argument,
+  /// the axes its optimizer state is split over beyond the weight's own,
+  /// and the dimension.
+  DenseMap<int, std::pair<Mask, int>> stateSplit;
 };
 
 /// Forward ops, parameters and inputs of `fn`. `defaultStates`: optimizer

@@ -52,6 +52,14 @@ def LoomAutoShard : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
            "Also price every DP x TP Megatron-style plan">,
     Option<"bruteForce", "brute-force", "bool", /*default=*/"false",
            "Check the ILP against exhaustive search (small graphs)">,
+    Option<"preset", "preset", "std::string", /*default=*/"\"\"",
+           "Price and write this preset (dp, tp, dp-tp, zero1, zero2, zero3, "
+           "replicated; as loom-apply-strategy) on the module's mesh instead "
+           "of searching; remat then names the layers already marked">,
+    Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
+           "With preset: the data-parallel mesh axis">,
+    Option<"tpAxis", "tp-axis", "std::string", /*default=*/"\"tp\"",
+           "With preset: the tensor-parallel mesh axis">,
   ];
 }
 

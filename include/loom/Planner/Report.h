@@ -38,6 +38,8 @@ struct Alternative {
 
 struct Plan {
   std::string cluster, device;
+  /// The preset priced (--strategy dp, ...), or empty for a searched plan.
+  std::string preset;
   /// Chosen mesh, as "dp=8,tp=8", and its axes.
   std::string mesh;
   std::vector<std::string> axisNames;

@@ -23,6 +23,15 @@ struct StrategyOptions {
   std::string tpAxis = "tp";
 };
 
+/// The presets loomc and loom-sharding-pipeline hand to the planner, which
+/// prices them and writes them as plans (the program does what is priced):
+/// dp, zero1, zero2, zero3, replicated. tp and dp-tp are still partitioned
+/// from propagated shardings: as a plan, each contribution to the gradient
+/// of a value read by several column-parallel matmuls (Q, K and V) would be
+/// all-reduced on its own, where Megatron sums them first (6 tensor-
+/// parallel all-reduces per block instead of 4).
+bool isPlannedPreset(StringRef strategy);
+
 /// Sets `loom.sharding` on every argument of the training step `fn`.
 LogicalResult applyStrategy(func::FuncOp fn, MeshOp mesh,
                             const StrategyOptions &options);

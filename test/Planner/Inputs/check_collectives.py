@@ -28,19 +28,26 @@ def tensor_bytes(t):
 
 def program_collectives(text, groups_of_one=False):
     """The collectives of a partitioned program over groups of more than one
-    device (or all of them): (kind, mesh axes, group size, operand type,
-    result type)."""
+    device (or all of them), one per op: (kind, mesh axes, group size,
+    operand types, result types). A bucket (loom-bucket-all-reduce: one
+    all_reduce of several tensors) has several."""
     mesh = dict((k, int(v)) for k, v in
                 re.findall(r'"(\w+)"=(\d+)', re.search(r"loom.mesh @\w+ \[(.*?)\]", text).group(1)))
-    pat = re.compile(r"loom\.(all_reduce|all_gather|reduce_scatter|all_to_all) %\S+ over @\w+ "
-                     r"\[([^\]]*)\][^:{]*(?:\{[^}]*\}\s*)?: (?:\((tensor<[^>]*>)\) -> (tensor<[^>]*>)|(tensor<[^>]*>))")
-    for kind, axes, operand, result, same in pat.findall(text):
+    pat = re.compile(r"loom\.(all_reduce|all_gather|reduce_scatter|all_to_all) %[^ ,]+((?:, %[^ ,]+)*) "
+                     r"over @\w+ \[([^\]]*)\][^:{]*(?:\{[^}]*\}\s*)?: "
+                     r"(?:\((tensor<[^>]*>)\) -> (tensor<[^>]*>)|((?:tensor<[^>]*>(?:, )?)+))")
+    for kind, more, axes, operand, result, same in pat.findall(text):
         names = re.findall(r'"(\w+)"', axes)
         n = 1
         for a in names:
             n *= mesh[a]
         if n > 1 or groups_of_one:
-            yield kind, names, n, operand or same, result or same
+            if operand:
+                yield kind, names, n, [operand], [result]
+            else:
+                types = re.findall(r"tensor<[^>]*>", same)
+                assert len(types) == 1 + more.count(","), (more, same)
+                yield kind, names, n, types, types
 
 
 def emitted(path):
@@ -52,14 +59,17 @@ def emitted(path):
     if ops != parsed:
         sys.exit(f"check_collectives.py: read {parsed} of the {ops} collectives of {path}")
     out = collections.Counter()
-    for kind, names, n, operand, result in program_collectives(text):
-        if kind == "all_reduce":
-            sent = 2 * (n - 1) / n * tensor_bytes(operand)
-        elif kind == "all_gather":
-            sent = (n - 1) / n * tensor_bytes(result)
-        else:
-            sent = (n - 1) / n * tensor_bytes(operand)
-        out[(kind, "[" + ", ".join(names) + "]", int(sent))] += 1
+    # A bucket counts as one all_reduce per tensor, as the planner prices
+    # gradient reductions (bandwidth only: bucketing saves the latency).
+    for kind, names, n, operands, results in program_collectives(text):
+        for operand, result in zip(operands, results):
+            if kind == "all_reduce":
+                sent = 2 * (n - 1) / n * tensor_bytes(operand)
+            elif kind == "all_gather":
+                sent = (n - 1) / n * tensor_bytes(result)
+            else:
+                sent = (n - 1) / n * tensor_bytes(operand)
+            out[(kind, "[" + ", ".join(names) + "]", int(sent))] += 1
     return out
 
 
