@@ -245,10 +245,7 @@ LogicalResult Search::planShape(size_t si, std::string &error) {
   const MeshShape &mesh = shapes[si];
   Graph &g = graphs[si];
   Costs costs(cluster.device, mesh);
-  llvm::StringMap<int> axisIndex;
-  for (int a = 0; a < mesh.rank(); ++a)
-    axisIndex[mesh.names[a]] = a;
-  if (failed(enumerateCandidates(g, costs, axisIndex, error)))
+  if (failed(enumerateCandidates(g, costs, error)))
     return failure();
   // The Megatron plan of this shape, as a baseline and a start.
   SmallVector<int> start;
@@ -468,10 +465,7 @@ FailureOr<Plan> planPreset(ModuleOp module, Graph &g, const Cluster &cluster,
                            const PlannerOptions &options, double limit,
                            Plan plan, double t0, std::string &error) {
   Costs costs(cluster.device, mesh);
-  llvm::StringMap<int> axisIndex;
-  for (int a = 0; a < mesh.rank(); ++a)
-    axisIndex[mesh.names[a]] = a;
-  if (failed(enumerateCandidates(g, costs, axisIndex, error)))
+  if (failed(enumerateCandidates(g, costs, error)))
     return failure();
   StrategyOptions preset;
   preset.strategy = options.preset;

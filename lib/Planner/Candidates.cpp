@@ -300,8 +300,10 @@ void enumerateTensorNode(const Graph &g, Node &node, const MeshShape &mesh,
 
 LogicalResult
 mlir::loom::planner::enumerateCandidates(Graph &g, Costs &costs,
-                                         const llvm::StringMap<int> &axisIndex,
                                          std::string &error) {
+  llvm::StringMap<int> axisIndex;
+  for (int a = 0; a < costs.mesh.rank(); ++a)
+    axisIndex[costs.mesh.names[a]] = a;
   for (int v = 0; v < int(g.nodes.size()); ++v) {
     Node &n = g.nodes[v];
     if (n.rep != v)

@@ -15,17 +15,22 @@ using namespace mlir::loom::planner;
 
 namespace {
 
+/// The index of each of `mesh`'s axes, by name (the planner's mesh shape has
+/// the same axes in the same order).
+llvm::StringMap<int> axisBits(MeshOp mesh) {
+  llvm::StringMap<int> bit;
+  for (auto [a, axis] : llvm::enumerate(mesh.getAxes()))
+    bit[cast<MeshAxisAttr>(axis).getName().getValue()] = a;
+  return bit;
+}
+
 /// Reads propagated shardings (by value of the original function) back as
 /// strategies of the planner's graph.
 class Matcher {
 public:
   Matcher(Graph &g, Costs &costs, const DenseMap<Value, ShardingAttr> &shardings,
           MeshOp mesh)
-      : g(g), costs(costs), shardings(shardings) {
-    // The mesh's axes in the order of the planner's mesh shape.
-    for (auto [a, axis] : llvm::enumerate(mesh.getAxes()))
-      bit[cast<MeshAxisAttr>(axis).getName().getValue()] = a;
-  }
+      : g(g), costs(costs), shardings(shardings), bit(axisBits(mesh)) {}
 
   /// The strategy of node `v` matching the shardings of its values (added
   /// to the candidates if missing).
@@ -196,9 +201,7 @@ mlir::loom::planner::presetChoice(Graph &g, Costs &costs, MeshOp mesh,
   // its weight's split, in one dimension. Other presets keep it whole.
   g.shardState = false;
   g.stateSplit.clear();
-  llvm::StringMap<int> bit;
-  for (auto [a, axis] : llvm::enumerate(mesh.getAxes()))
-    bit[cast<MeshAxisAttr>(axis).getName().getValue()] = a;
+  llvm::StringMap<int> bit = axisBits(mesh);
   for (unsigned i = 0; i < g.fn.getNumArguments(); ++i) {
     int w = g.stateOwner[i];
     ShardingAttr state = shardings->lookup(g.fn.getArgument(i));

@@ -35,11 +35,9 @@ Strategy tensorStrategy(const Node &node, const AxisSharding &s,
 
 /// Fills the candidates of every distinct node of `g` (nodes sharing a rep
 /// get copies). Fixed argument shardings and sharding constraints narrow
-/// them; a constraint nothing meets fails with `error`. `axisIndex` maps the
-/// mesh's axis names to indices.
-LogicalResult enumerateCandidates(Graph &g, Costs &costs,
-                                  const llvm::StringMap<int> &axisIndex,
-                                  std::string &error);
+/// them (their axes named as `costs.mesh`'s); a constraint nothing meets
+/// fails with `error`.
+LogicalResult enumerateCandidates(Graph &g, Costs &costs, std::string &error);
 
 /// `s` with axes numbered by `axisIndex` (axes it lacks are dropped).
 AxisSharding toAxisSharding(ShardingAttr s,
