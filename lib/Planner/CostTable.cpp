@@ -76,15 +76,14 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
   ArrayRef<int64_t> shape = e.type.getShape();
   double element = e.elementBytes();
   const Node &u = g.nodes[e.u];
-  if (e.grad) {
+  if (e.grad && !summedGradient(g, e)) {
     // The gradient comes back partial over the axes the consumer's
     // operand lacks, and is reduced into how the value is stored. A
     // weight's optimizer state may be split further (ZeRO, the axes the
     // gradient is partial over anyway): the program reduce-scatters the
     // gradient into the state's layout and all-gathers the updated weight,
     // and the planner prices (and logs) exactly those two steps.
-    AxisSharding grad = b.operands[e.operand];
-    grad.partial = axesOf(b.gradPartial[e.operand]);
+    AxisSharding grad = gradientLayout(e, b);
     costs.bucketed = u.kind == NodeKind::Param;
     int dim = -1;
     Mask extra = e.firstUse ? stateExtra(g, u, src, b.gradPartial[e.operand],
@@ -117,6 +116,23 @@ double mlir::loom::planner::forwardReshard(const Edge &e, const Strategy &a,
                        e.type.getShape(), e.elementBytes());
 }
 
+bool mlir::loom::planner::summedGradient(const Graph &g, const Edge &e) {
+  return e.grad && g.nodes[e.u].kind == NodeKind::Op;
+}
+
+AxisSharding mlir::loom::planner::gradientLayout(const Edge &e,
+                                                 const Strategy &b) {
+  AxisSharding grad = b.operands[e.operand];
+  grad.partial = axesOf(b.gradPartial[e.operand]);
+  return grad;
+}
+
+double mlir::loom::planner::backwardReshard(const Edge &e, const Strategy &a,
+                                            const Strategy &b, Costs &costs) {
+  return costs.reshard(gradientLayout(e, b), a.results[e.res],
+                       e.type.getShape(), e.elementBytes());
+}
+
 std::vector<int> mlir::loom::planner::layoutKey(const AxisSharding &s) {
   std::vector<int> key;
   for (const AxisSharding::Axes &d : s.dims) {
@@ -129,11 +145,15 @@ std::vector<int> mlir::loom::planner::layoutKey(const AxisSharding &s) {
   return key;
 }
 
-double ForwardReshards::price(const Edge &e, const Strategy &a,
-                              const Strategy &b, Costs &costs) {
-  if (!seen.insert({e.u, e.res, layoutKey(b.operands[e.operand])}).second)
-    return 0;
-  return forwardReshard(e, a, b, costs);
+double ValueReshards::price(const Graph &g, const Edge &e, const Strategy &a,
+                            const Strategy &b, Costs &costs) {
+  double time = 0;
+  if (forward.insert({e.u, e.res, layoutKey(b.operands[e.operand])}).second)
+    time += forwardReshard(e, a, b, costs);
+  if (summedGradient(g, e) &&
+      backward.insert({e.u, e.res, layoutKey(gradientLayout(e, b))}).second)
+    time += backwardReshard(e, a, b, costs);
+  return time;
 }
 
 Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
@@ -153,14 +173,15 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
     else
       t.memory.inputs += c.memory;
   }
-  // A value resharded alike for several users is resharded once (the
-  // partitioned program computes it once).
-  ForwardReshards forward;
+  // A value resharded alike for several users is resharded once, and
+  // gradients that come back alike are summed before they are resharded
+  // (as the partitioned program does).
+  ValueReshards reshards;
   for (const Edge &e : g.edges) {
     costs.where = g.nodes[e.v].name;
     const Strategy &a = g.nodes[e.u].strategies[choice[e.u]];
     const Strategy &b = g.nodes[e.v].strategies[choice[e.v]];
-    t.comm += forward.price(e, a, b, costs);
+    t.comm += reshards.price(g, e, a, b, costs);
     EdgeCost c = edgeCost(g, e, a, b, costs);
     t.comm += c.time;
     t.compute += c.update;
@@ -207,14 +228,34 @@ void addNodeCosts(const Graph &g, double remat, const MeshShape &mesh,
   }
 }
 
-/// Adds the forward resharding of every value: once per layout its users
-/// need (SolverRequest::Shared; a pair when one user reads it). Values of
-/// repeated layers with alike users price once, times their count.
-void addForwardReshards(const Graph &g, Costs &costs, CostTable &t) {
+/// What a value's uses reshard, once per layout they need: its forward
+/// resharding to what each user reads, or (backward) each user's gradient
+/// to the value's layout, gradients that come back alike summed first.
+struct Direction {
+  /// Whether the edge takes part.
+  bool (*uses)(const Graph &, const Edge &);
+  /// The layout the edge's use needs under the user's strategy.
+  AxisSharding (*layout)(const Edge &, const Strategy &);
+  double (*price)(const Edge &, const Strategy &, const Strategy &, Costs &);
+};
+
+const Direction kForward{
+    [](const Graph &, const Edge &) { return true; },
+    [](const Edge &e, const Strategy &b) { return b.operands[e.operand]; },
+    forwardReshard};
+const Direction kBackward{summedGradient, gradientLayout, backwardReshard};
+
+/// Adds the resharding of every value in direction `dir`: once per layout
+/// its users need (SolverRequest::Shared; a pair when one user reads it).
+/// Values of repeated layers with alike users price once, times their
+/// count.
+void addValueReshards(const Graph &g, Costs &costs, CostTable &t,
+                      const Direction &dir) {
   SolverRequest &r = t.request;
   std::map<std::pair<int, int>, std::vector<const Edge *>> usesOf;
   for (const Edge &e : g.edges)
-    usesOf[{e.u, e.res}].push_back(&e);
+    if (dir.uses(g, e))
+      usesOf[{e.u, e.res}].push_back(&e);
   // (rep of the value's op, result), then (rep of each user, operand).
   using Signature = std::vector<std::pair<int, int>>;
   std::map<Signature, std::pair<std::vector<const Edge *>, double>> groups;
@@ -237,7 +278,7 @@ void addForwardReshards(const Graph &g, Costs &costs, CostTable &t) {
     for (const Edge *e : uses) {
       std::set<std::vector<int>> layouts;
       for (const Strategy &b : g.nodes[g.nodes[e->v].rep].strategies)
-        layouts.insert(layoutKey(b.operands[e->operand]));
+        layouts.insert(layoutKey(dir.layout(*e, b)));
       for (const std::vector<int> &k : layouts)
         ++usersOf[k];
     }
@@ -249,13 +290,13 @@ void addForwardReshards(const Graph &g, Costs &costs, CostTable &t) {
         const auto &sv = g.nodes[rv].strategies;
         if (ru == rv) {
           for (size_t i = 0; i < su.size(); ++i)
-            r.cost[vu][i] += weight * forwardReshard(*e, su[i], sv[i], costs);
+            r.cost[vu][i] += weight * dir.price(*e, su[i], sv[i], costs);
           continue;
         }
         SolverRequest::Pair p{vu, vv, {}, {}};
         for (size_t i = 0; i < su.size(); ++i)
           for (size_t j = 0; j < sv.size(); ++j)
-            p.cost.push_back(weight * forwardReshard(*e, su[i], sv[j], costs));
+            p.cost.push_back(weight * dir.price(*e, su[i], sv[j], costs));
         r.pairs.push_back(std::move(p));
       }
       continue;
@@ -269,8 +310,8 @@ void addForwardReshards(const Graph &g, Costs &costs, CostTable &t) {
       const Node &v = g.nodes[g.nodes[e->v].rep];
       SolverRequest::Shared::Use use{t.variableOf[e->v], {}};
       for (const Strategy &b : v.strategies) {
-        auto [it, fresh] = targetOf.try_emplace(
-            layoutKey(b.operands[e->operand]), int(targets.size()));
+        auto [it, fresh] = targetOf.try_emplace(layoutKey(dir.layout(*e, b)),
+                                                int(targets.size()));
         if (fresh)
           targets.push_back({e, &b});
         use.target.push_back(it->second);
@@ -280,7 +321,7 @@ void addForwardReshards(const Graph &g, Costs &costs, CostTable &t) {
     sh.targets = targets.size();
     for (size_t i = 0; i < su.size(); ++i)
       for (auto [e, b] : targets)
-        sh.cost.push_back(weight * forwardReshard(*e, su[i], *b, costs));
+        sh.cost.push_back(weight * dir.price(*e, su[i], *b, costs));
     r.shared.push_back(std::move(sh));
   }
 }
@@ -288,7 +329,8 @@ void addForwardReshards(const Graph &g, Costs &costs, CostTable &t) {
 /// Adds edge costs. Edges of repeated layers price alike: one per kind
 /// (ends, result, operand, first use, gradient), times its count.
 void addEdgeCosts(const Graph &g, Costs &costs, CostTable &t) {
-  addForwardReshards(g, costs, t);
+  addValueReshards(g, costs, t, kForward);
+  addValueReshards(g, costs, t, kBackward);
   SolverRequest &r = t.request;
   std::map<std::tuple<int, int, int, int, bool, bool>, std::pair<Edge, double>>
       groups;

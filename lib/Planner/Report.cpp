@@ -91,12 +91,12 @@ void mlir::loom::planner::describeChoice(Plan &plan, const Graph &g,
   DenseMap<int, double> count, comm, update;
   for (int v = 0; v < int(g.nodes.size()); ++v)
     count[g.nodes[v].rep] += 1;
-  ForwardReshards forward;
+  ValueReshards reshards;
   for (const Edge &e : g.edges) {
     const Strategy &a = g.nodes[e.u].strategies[choice[e.u]];
     const Strategy &b = g.nodes[e.v].strategies[choice[e.v]];
     EdgeCost c = edgeCost(g, e, a, b, costs);
-    comm[g.nodes[e.v].rep] += forward.price(e, a, b, costs) + c.time;
+    comm[g.nodes[e.v].rep] += reshards.price(g, e, a, b, costs) + c.time;
     update[g.nodes[e.v].rep] += c.update;
   }
   for (int v = 0; v < int(g.nodes.size()); ++v) {

@@ -12,8 +12,9 @@
 //
 // A planned step (loom.factors) is partitioned as the planner priced it:
 // planned ops split by the plan, their gradient rules (loom.vjp_of) on the
-// forward op's layouts, and each gradient (loom.cotangent) resharded to its
-// value's layout once, before the value's gradients are summed.
+// forward op's layouts, and the gradients of a value (loom.cotangent)
+// that come back in one layout added where they are and resharded to the
+// value's layout once (Megatron-LM's one all-reduce for Q, K and V).
 //
 // Afterwards, work moves onto slices (computeOnSlices): an op whose only
 // users are one all_slice runs on slices of its operands instead, and an
@@ -95,6 +96,15 @@ private:
   DenseMap<int64_t, Forward> forward;
   /// Gradients of forward results, in the layout the forward op made them.
   DenseMap<Value, Sharded> unresolved;
+  /// Whether `g`, a gradient of a forward value (loom.cotangent) or a sum
+  /// of them, is only added to more of that value's gradients.
+  bool summedLater(Value g) const;
+  /// A sum of gradients of one forward value (AddOp), `op` being its last
+  /// or not (summedLater).
+  LogicalResult sumGradients(Operation *op, Value primal);
+  /// Gradients of one forward value not yet summed: one per layout they
+  /// came back in (partial sums included), those alike added already.
+  DenseMap<Value, SmallVector<Sharded, 2>> pendingSums;
   /// The step was planned (its ops carry loom.factors).
   bool planned = false;
 };
@@ -111,6 +121,71 @@ static Value gradientOf(Value g) {
       return a;
   }
   return {};
+}
+
+/// An AddOp summing gradients of one forward value: its primal, or null.
+static Value sumOfGradients(Operation *op) {
+  if (!isa<AddOp>(op) || op->hasAttr(LoomDialect::kVjpOfAttrName))
+    return {};
+  return gradientOf(op->getResult(0));
+}
+
+bool Partitioner::summedLater(Value g) const {
+  if (!planned || !g.hasOneUse())
+    return false;
+  Value primal = gradientOf(g);
+  return primal && sumOfGradients(*g.user_begin()) == primal;
+}
+
+// The planner prices the gradients of a value as summed per layout before
+// they are resharded (planner::summedGradient): Q, K and V read one
+// activation and their partial gradients are added, then all-reduced once,
+// as Megatron-LM does. Gradients in different layouts are each brought to
+// the value's layout, once, where the sum is complete.
+LogicalResult Partitioner::sumGradients(Operation *op, Value primal) {
+  Location loc = op->getLoc();
+  auto take = [&](Value v) -> SmallVector<Sharded, 2> {
+    if (auto it = pendingSums.find(v); it != pendingSums.end()) {
+      SmallVector<Sharded, 2> groups = std::move(it->second);
+      pendingSums.erase(it);
+      return groups;
+    }
+    return {local.lookup(v)};
+  };
+  SmallVector<Sharded, 2> groups = take(op->getOperand(0));
+  for (Sharded g : take(op->getOperand(1))) {
+    if (!g.value)
+      return op->emitError("a gradient summed here was not partitioned");
+    bool summable = !g.sharding.isPartial() ||
+                    g.sharding.getPartialKind() == ReductionKind::sum;
+    Sharded *alike = nullptr;
+    for (Sharded &h : groups)
+      if (summable && h.sharding == g.sharding)
+        alike = &h;
+    if (alike)
+      alike->value = AddOp::create(b, loc, alike->value, g.value);
+    else
+      groups.push_back(g);
+  }
+  Value result = op->getResult(0);
+  if (summedLater(result)) {
+    pendingSums[result] = std::move(groups);
+    return success();
+  }
+  Sharded p = local.lookup(primal);
+  if (!p.value)
+    return op->emitError("the value these gradients are of was not partitioned");
+  ShardingAttr to = withPartial(p.sharding, {});
+  Value sum;
+  for (Sharded &g : groups) {
+    FailureOr<Value> v = reshard(loc, g.value, g.sharding, to,
+                                 cast<RankedTensorType>(result.getType()));
+    if (failed(v))
+      return failure();
+    sum = sum ? AddOp::create(b, loc, sum, *v).getResult() : *v;
+  }
+  local[result] = {sum, to};
+  return success();
 }
 
 Sharded Partitioner::input(Operation *op, unsigned i) {
@@ -297,6 +372,10 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     Sharded primal = local.lookup(cot.getPrimal());
     if (!g.value || !primal.value)
       return op->emitError("gradient or primal value was not partitioned");
+    if (summedLater(cot.getResult())) {
+      pendingSums[cot.getResult()] = {g};
+      return success();
+    }
     ShardingAttr to = withPartial(primal.sharding, {});
     FailureOr<Value> v = reshard(loc, g.value, g.sharding, to,
                                  cot.getGradient().getType());
@@ -305,6 +384,8 @@ LogicalResult Partitioner::partitionOp(Operation *op,
     local[cot.getResult()] = {*v, to};
     return success();
   }
+  if (Value primal = planned ? sumOfGradients(op) : Value())
+    return sumGradients(op, primal);
   ShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
   FactorSharding fs = chooseFactors(op, rule, plan);
 

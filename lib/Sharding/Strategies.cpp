@@ -216,7 +216,8 @@ DenseMap<unsigned, ShardingAttr> tensorParallel(func::FuncOp step,
 } // namespace
 
 bool mlir::loom::isPlannedPreset(StringRef strategy) {
-  return llvm::is_contained({"dp", "zero1", "zero2", "zero3", "replicated"},
+  return llvm::is_contained({"dp", "tp", "dp-tp", "zero1", "zero2", "zero3",
+                             "replicated"},
                             strategy);
 }
 

@@ -44,13 +44,14 @@ struct NodeCost {
 NodeCost nodeCost(const Node &node, const Strategy &s, double remat,
                   int layers, const MeshShape &mesh);
 
-/// An edge between the strategies of its ends: the time of resharding its
-/// gradient back (and a parameter's update), and for a parameter's first
-/// use the bytes of its gradient and optimizer state. The forward
-/// resharding is priced apart (forwardReshard), once per value and layout.
+/// An edge between the strategies of its ends: the time of reducing a
+/// parameter's gradient (and its update), and for a parameter's first use
+/// the bytes of its gradient and optimizer state. The resharding of values
+/// forward, and of gradients of values ops made backward, is priced apart
+/// (forwardReshard, backwardReshard), once per value and layout.
 struct EdgeCost {
-  /// Communication (the gradient's reduction, ZeRO's gather) and the
-  /// optimizer's update of a weight (compute, priced at its first use).
+  /// Communication (a parameter gradient's reduction, ZeRO's gather) and
+  /// the optimizer's update of a weight (compute, priced at its first use).
   double time = 0, update = 0, gradients = 0, optimizer = 0;
 };
 EdgeCost edgeCost(const Graph &g, const Edge &e, const Strategy &a,
@@ -58,19 +59,34 @@ EdgeCost edgeCost(const Graph &g, const Edge &e, const Strategy &a,
 /// The forward resharding of the edge's value to what its user reads.
 double forwardReshard(const Edge &e, const Strategy &a, const Strategy &b,
                       Costs &costs);
+/// Whether the edge carries a gradient that is summed with the value's
+/// other gradients before it is resharded: the value is an op's result
+/// (autodiff names each of its gradients a loom.cotangent), and the
+/// partitioner adds the gradients that come back in one layout (partial
+/// sums included) where they are and brings each layout to the value's
+/// once. A parameter's gradients are reduced per use (edgeCost).
+bool summedGradient(const Graph &g, const Edge &e);
+/// The layout the edge's gradient comes back in: the operand's, partial
+/// over the axes the user's operand lacks.
+AxisSharding gradientLayout(const Edge &e, const Strategy &b);
+/// That gradient brought to the layout of the value (its producer's result).
+double backwardReshard(const Edge &e, const Strategy &a, const Strategy &b,
+                       Costs &costs);
 /// A layout as a comparable key (split axes per dimension, partial axes).
 std::vector<int> layoutKey(const AxisSharding &s);
 
-/// Forward reshardings of one choice, each value to each layout once (as
-/// the partitioned program performs them): `price` is the edge's
-/// forwardReshard the first time its value goes to that layout, else 0.
-class ForwardReshards {
+/// The reshardings of values under one choice, each value to each layout
+/// once (as the partitioned program performs them): `price` is the edge's
+/// forwardReshard the first time its value goes to that layout, plus its
+/// backwardReshard the first time a gradient of its value comes back in
+/// that layout (summedGradient edges), else 0.
+class ValueReshards {
 public:
-  double price(const Edge &e, const Strategy &a, const Strategy &b,
-               Costs &costs);
+  double price(const Graph &g, const Edge &e, const Strategy &a,
+               const Strategy &b, Costs &costs);
 
 private:
-  std::set<std::tuple<int, int, std::vector<int>>> seen;
+  std::set<std::tuple<int, int, std::vector<int>>> forward, backward;
 };
 
 /// The axes the optimizer state of weight node `u` (stored as `storage`,
