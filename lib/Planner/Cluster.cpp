@@ -9,6 +9,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cblas.h>
 #include <chrono>
 #include <cstdlib>
 #include <unistd.h>
@@ -59,50 +60,73 @@ static DeviceSpec h100() {
   return d;
 }
 
-/// What cpu-local assumes besides the measured numbers.
+/// What cpu-local assumes besides the measured numbers: contractions run
+/// at the measured single-thread SGEMM rate (efficiency 1).
 static DeviceSpec measureCpuDefaults() {
   DeviceSpec d;
   d.name = "cpu-core (measured)";
   d.memory = 4e9;
-  d.efficiency = 0.5;
+  d.efficiency = 1.0;
+  // Loom's CPU executor runs the step as a function (new buffers for the
+  // updated parameters and optimizer state).
+  d.newUpdateBuffers = true;
   return d;
 }
 
-/// Single-core FLOP/s and memory bandwidth of this machine, measured once
-/// (a few tens of milliseconds).
-static DeviceSpec measureCpu() {
-  DeviceSpec d = measureCpuDefaults();
-  // FLOP/s: independent multiply-adds the compiler vectorizes.
-  constexpr int kLanes = 64;
-  std::vector<float> acc(kLanes, 0.0f), x(kLanes, 1.0001f);
+static double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+/// Bytes/s an elementwise op on buffers larger than the caches reaches
+/// (y = a + b, as the executor's fused elementwise loops run); the result
+/// is read back so that the loop is not optimized away.
+static double measureStreamBandwidth() {
+  constexpr size_t n = 8 << 20; // 32 MiB per buffer
+  std::vector<float> a(n, 1.0f), b(n, 2.0f), y(n, 3.0f);
   auto t0 = std::chrono::steady_clock::now();
-  int64_t iters = 0;
+  int passes = 0;
+  double elapsed = 0;
+  volatile float sink = 0;
+  do {
+    for (size_t i = 0; i < n; ++i)
+      y[i] = a[i] + b[i];
+    a[passes % n] = y[(passes * 4099) % n];
+    sink = sink + y[passes % n];
+    ++passes;
+    elapsed = secondsSince(t0);
+  } while (elapsed < 0.05);
+  return 3.0 * sizeof(float) * n * passes / elapsed;
+}
+
+/// FLOP/s of the executor's own SGEMM (OpenBLAS, one thread) on 128x128x128
+/// products, the size of the products of the CPU tests and benchmarks.
+static double measureSgemm() {
+  constexpr int n = 128;
+  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n, 0.0f);
+  int threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  // One product first: OpenBLAS initializes its buffers on first use.
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+              a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  auto t0 = std::chrono::steady_clock::now();
+  int64_t products = 0;
   double elapsed = 0;
   do {
-    for (int r = 0; r < 20000; ++r)
-      for (int i = 0; i < kLanes; ++i)
-        acc[i] = acc[i] * 0.9999f + x[i];
-    iters += 20000;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            t0)
-                  .count();
-  } while (elapsed < 0.02);
-  volatile float sink = acc[0];
-  (void)sink;
-  d.flopsF32 = 2.0 * kLanes * iters / elapsed;
-  d.flops16 = d.flopsF32;
-  // Memory bandwidth: copies of a buffer larger than the caches.
-  std::vector<char> a(64 << 20, 1), b(64 << 20, 0);
-  t0 = std::chrono::steady_clock::now();
-  int copies = 0;
-  do {
-    std::memcpy(b.data(), a.data(), a.size());
-    ++copies;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            t0)
-                  .count();
-  } while (elapsed < 0.02);
-  d.memoryBandwidth = 2.0 * a.size() * copies / elapsed;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                a.data(), n, b.data(), n, 1.0f, c.data(), n);
+    ++products;
+    elapsed = secondsSince(t0);
+  } while (elapsed < 0.05);
+  openblas_set_num_threads(threads);
+  return 2.0 * n * n * n * products / elapsed;
+}
+
+/// What one core of this machine reaches, measured once (about 0.1 s).
+static DeviceSpec measureCpu() {
+  DeviceSpec d = measureCpuDefaults();
+  d.memoryBandwidth = measureStreamBandwidth();
+  d.flopsF32 = d.flops16 = measureSgemm();
   return d;
 }
 
@@ -131,7 +155,7 @@ static DeviceSpec calibratedCpu() {
       if (Expected<llvm::json::Value> v =
               llvm::json::parse((*buf)->getBuffer())) {
         const llvm::json::Object *o = v->getAsObject();
-        std::optional<double> f = o ? o->getNumber("flops_f32") : std::nullopt;
+        std::optional<double> f = o ? o->getNumber("sgemm_flops_f32") : std::nullopt;
         std::optional<double> b =
             o ? o->getNumber("memory_bandwidth") : std::nullopt;
         if (f && b && *f > 0 && *b > 0) {
@@ -156,7 +180,8 @@ static DeviceSpec calibratedCpu() {
     llvm::raw_fd_ostream os(tmp, ec);
     if (ec)
       return d;
-    os << llvm::formatv("{{\"flops_f32\": {0:e}, \"memory_bandwidth\": {1:e}}\n",
+    os << llvm::formatv("{{\"sgemm_flops_f32\": {0:e}, \"memory_bandwidth\": "
+                        "{1:e}}\n",
                         d.flopsF32, d.memoryBandwidth);
   }
   if (llvm::sys::fs::rename(tmp, path))
@@ -333,6 +358,7 @@ DeviceSpec mlir::loom::planner::slowestOf(llvm::ArrayRef<DeviceKind> kinds) {
     d.memoryBandwidth = std::min(d.memoryBandwidth, k.spec.memoryBandwidth);
     d.memory = std::min(d.memory, k.spec.memory);
     d.efficiency = std::min(d.efficiency, k.spec.efficiency);
+    d.newUpdateBuffers |= k.spec.newUpdateBuffers;
   }
   d.name += " (priced as the slowest and smallest)";
   return d;
@@ -382,6 +408,18 @@ Expected<Cluster> mlir::loom::planner::getCluster(StringRef spec) {
                  "': expected a number of ranks, e.g. cpu-local:4");
     static DeviceSpec measured = calibratedCpu();
     c.device = measured;
+    // More ranks than cores share them: each rank gets its share of a
+    // core's compute and memory bandwidth.
+    int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    if (ranks > cores) {
+      double share = double(cores) / double(ranks);
+      c.device.flopsF32 *= share;
+      c.device.flops16 *= share;
+      c.device.memoryBandwidth *= share;
+      c.device.name += llvm::formatv(" ({0} ranks share {1} cores)", ranks,
+                                     cores)
+                           .str();
+    }
     // MPI between processes of one machine (TCP loopback in the tests).
     c.levels.push_back({"loopback", ranks, 1e9, 3e-5});
     c.kinds.push_back({c.device, c.numDevices()});

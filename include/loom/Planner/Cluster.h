@@ -41,6 +41,10 @@ struct DeviceSpec {
   double memory = 0;
   /// Fraction of peak FLOP/s that contractions reach.
   double efficiency = 0.6;
+  /// The step writes the updated parameters and optimizer state to new
+  /// buffers instead of updating them in place (Loom's CPU executor runs
+  /// the step as a function: cpu-local), so both copies are held.
+  bool newUpdateBuffers = false;
 };
 
 struct LinkLevel {
