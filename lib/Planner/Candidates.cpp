@@ -55,14 +55,16 @@ double localBytes(Type type, const AxisSharding &s, const MeshShape &mesh) {
 /// The collectives that resolve a partial result and, when gradients flow
 /// back, undo that for the result's gradient: all-reduce (its backward is
 /// free) or reduce-scatter (its backward is an all-gather).
+/// Adds the forward part to `fwd`.
 double resolvePartial(const Node &node, unsigned r, const AxisSharding &natural,
                       Mask partial, const AxisSharding &resolved, bool grads,
-                      Costs &costs) {
+                      Costs &costs, double &fwd) {
   auto type = cast<RankedTensorType>(node.op->getResult(r).getType());
   double element = bytesOf(type) / std::max<int64_t>(1, type.getNumElements());
   AxisSharding partialResult = natural;
   partialResult.partial = axesOf(partial);
   double t = costs.reshard(partialResult, resolved, type.getShape(), element);
+  fwd += t;
   if (grads && resolved != natural)
     t += costs.reshard(resolved, natural, type.getShape(), element);
   return t;
@@ -112,7 +114,7 @@ Strategy mlir::loom::planner::opStrategy(const Node &node,
       if (s.rsDim >= 0)
         appendAxes(s.results[r], s.rsDim, s.partial);
       s.comm += resolvePartial(node, r, natural, s.partial, s.results[r],
-                               grads > 0, costs);
+                               grads > 0, costs, s.fwdComm);
     }
   for (unsigned r = 0; r < op->getNumResults(); ++r)
     if (node.saved[r])

@@ -36,7 +36,8 @@ llvm::hash_code signature(Operation *op) {
   for (NamedAttribute a : op->getAttrs())
     if (a.getName() != LoomDialect::kShardingAttrName &&
         a.getName() != LoomDialect::kOpIdAttrName &&
-        a.getName() != LoomDialect::kVjpOfAttrName)
+        a.getName() != LoomDialect::kVjpOfAttrName &&
+        a.getName() != LoomDialect::kRematAttrName)
       h = llvm::hash_combine(h, a.getName(), a.getValue());
   for (Type t : op->getOperandTypes())
     h = llvm::hash_combine(h, t.getAsOpaquePointer());

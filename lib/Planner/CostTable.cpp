@@ -23,7 +23,11 @@ NodeCost mlir::loom::planner::nodeCost(const Node &node, const Strategy &s,
     // and keep only the layer's input (the previous layer's output); while
     // one of them is recomputed for its backward pass, its activations are
     // live again (one layer's worth: the node's share of it).
+    // The recomputed forward pass performs the layer's forward collectives
+    // again (loom-rematerialize clones the partitioned ops, collectives
+    // included): the op's own here, resharding on edges in ValueReshards.
     c.compute += remat * s.fwd;
+    c.comm += remat * s.fwdComm;
     double again = remat > 0 && layers > 0 ? 1.0 / layers : 0.0;
     c.memory *= 1 - remat + again;
     if (node.crossLayerProducer)
@@ -106,6 +110,8 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
     c.optimizer = g.nStates * local;
     double elems = local / std::max(1.0, element);
     c.update = costs.compute(10 * elems, (3 + 2 * g.nStates) * local, e.half());
+    if (costs.device.newUpdateBuffers)
+      c.updates = e.bytes() / costs.mesh.n(src.usedMask()) + c.optimizer;
   }
   return c;
 }
@@ -114,6 +120,11 @@ double mlir::loom::planner::forwardReshard(const Edge &e, const Strategy &a,
                                            const Strategy &b, Costs &costs) {
   return costs.reshard(a.results[e.res], b.operands[e.operand],
                        e.type.getShape(), e.elementBytes());
+}
+
+bool mlir::loom::planner::recomputedReshard(const Graph &g, const Edge &e) {
+  const Node &u = g.nodes[e.u];
+  return u.kind == NodeKind::Op && u.layer >= 0;
 }
 
 bool mlir::loom::planner::summedGradient(const Graph &g, const Edge &e) {
@@ -148,8 +159,15 @@ std::vector<int> mlir::loom::planner::layoutKey(const AxisSharding &s) {
 double ValueReshards::price(const Graph &g, const Edge &e, const Strategy &a,
                             const Strategy &b, Costs &costs) {
   double time = 0;
-  if (forward.insert({e.u, e.res, layoutKey(b.operands[e.operand])}).second)
+  if (forward.insert({e.u, e.res, layoutKey(b.operands[e.operand])}).second) {
     time += forwardReshard(e, a, b, costs);
+    if (recomputedReshard(g, e) && remat > 0) {
+      double weight = costs.weight;
+      costs.weight *= remat;
+      time += remat * forwardReshard(e, a, b, costs);
+      costs.weight = weight;
+    }
+  }
   if (summedGradient(g, e) &&
       backward.insert({e.u, e.res, layoutKey(gradientLayout(e, b))}).second)
     time += backwardReshard(e, a, b, costs);
@@ -176,7 +194,7 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
   // A value resharded alike for several users is resharded once, and
   // gradients that come back alike are summed before they are resharded
   // (as the partitioned program does).
-  ValueReshards reshards;
+  ValueReshards reshards(remat);
   for (const Edge &e : g.edges) {
     costs.where = g.nodes[e.v].name;
     const Strategy &a = g.nodes[e.u].strategies[choice[e.u]];
@@ -187,6 +205,7 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
     t.compute += c.update;
     t.memory.gradients += c.gradients;
     t.memory.optimizer += c.optimizer;
+    t.memory.updates += c.updates;
   }
   t.time = t.compute + t.comm;
   return t;
@@ -250,7 +269,7 @@ const Direction kBackward{summedGradient, gradientLayout, backwardReshard};
 /// Values of repeated layers with alike users price once, times their
 /// count.
 void addValueReshards(const Graph &g, Costs &costs, CostTable &t,
-                      const Direction &dir) {
+                      const Direction &dir, double remat) {
   SolverRequest &r = t.request;
   std::map<std::pair<int, int>, std::vector<const Edge *>> usesOf;
   for (const Edge &e : g.edges)
@@ -268,8 +287,11 @@ void addValueReshards(const Graph &g, Costs &costs, CostTable &t,
   }
   for (auto &[sig, group] : groups) {
     const std::vector<const Edge *> &uses = group.first;
-    double weight = group.second;
     const Edge &first = *uses.front();
+    // Layers' values: the recomputed share reshards them again.
+    double weight = group.second;
+    if (&dir == &kForward && recomputedReshard(g, first))
+      weight *= 1 + remat;
     int ru = g.nodes[first.u].rep, vu = t.variableOf[first.u];
     const auto &su = g.nodes[ru].strategies;
     // Users that can never need the same layout price apart, as pairs
@@ -328,9 +350,9 @@ void addValueReshards(const Graph &g, Costs &costs, CostTable &t,
 
 /// Adds edge costs. Edges of repeated layers price alike: one per kind
 /// (ends, result, operand, first use, gradient), times its count.
-void addEdgeCosts(const Graph &g, Costs &costs, CostTable &t) {
-  addValueReshards(g, costs, t, kForward);
-  addValueReshards(g, costs, t, kBackward);
+void addEdgeCosts(const Graph &g, Costs &costs, CostTable &t, double remat) {
+  addValueReshards(g, costs, t, kForward, remat);
+  addValueReshards(g, costs, t, kBackward, remat);
   SolverRequest &r = t.request;
   std::map<std::tuple<int, int, int, int, bool, bool>, std::pair<Edge, double>>
       groups;
@@ -348,7 +370,7 @@ void addEdgeCosts(const Graph &g, Costs &costs, CostTable &t) {
     auto price = [&](size_t i, size_t j) {
       EdgeCost c = edgeCost(g, e, su[i], sv[j], costs);
       return std::make_pair(weight * (c.time + c.update),
-                            weight * (c.gradients + c.optimizer));
+                            weight * (c.gradients + c.optimizer + c.updates));
     };
     if (ru == rv) {
       // Both ends share one variable: only equal choices happen.
@@ -387,7 +409,7 @@ CostTable mlir::loom::planner::buildCostTable(const Graph &g, Costs &costs,
   for (int v = 0; v < int(g.nodes.size()); ++v)
     t.variableOf[v] = t.variableOf[g.nodes[v].rep];
   addNodeCosts(g, remat, costs.mesh, t);
-  addEdgeCosts(g, costs, t);
+  addEdgeCosts(g, costs, t, remat);
   return t;
 }
 

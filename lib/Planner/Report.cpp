@@ -57,6 +57,15 @@ std::vector<Collective> logCollectives(const Graph &g, ArrayRef<int> choice,
     costs.where = n.name;
     costs.weight = count[v];
     opStrategy(n, iface.getShardingRule(), s.factors, s.rsDim, costs);
+    // Rematerialized layers resolve their partial results again (forward
+    // only: the node as if no gradient flowed).
+    if (n.layer >= 0 && remat > 0 && s.partial) {
+      Node forwardOnly = n;
+      forwardOnly.gradOperand.assign(n.gradOperand.size(), false);
+      costs.weight = count[v] * remat;
+      opStrategy(forwardOnly, iface.getShardingRule(), s.factors, s.rsDim,
+                 costs);
+    }
   }
   costs.weight = 1;
   evaluate(g, choice, remat, costs);
@@ -91,7 +100,7 @@ void mlir::loom::planner::describeChoice(Plan &plan, const Graph &g,
   DenseMap<int, double> count, comm, update;
   for (int v = 0; v < int(g.nodes.size()); ++v)
     count[g.nodes[v].rep] += 1;
-  ValueReshards reshards;
+  ValueReshards reshards(remat);
   for (const Edge &e : g.edges) {
     const Strategy &a = g.nodes[e.u].strategies[choice[e.u]];
     const Strategy &b = g.nodes[e.v].strategies[choice[e.v]];
@@ -142,7 +151,11 @@ void printSummary(const Plan &p, llvm::raw_ostream &os) {
      << formatMemory(p.memory.gradients) << ", optimizer state "
      << formatMemory(p.memory.optimizer) << ", activations "
      << formatMemory(p.memory.activations) << ", inputs "
-     << formatMemory(p.memory.inputs) << "\n";
+     << formatMemory(p.memory.inputs);
+  if (p.memory.updates > 0)
+    os << ", updated parameters and state (new buffers) "
+       << formatMemory(p.memory.updates);
+  os << "\n";
   os << "graph: " << p.nodes << " nodes, " << p.distinctNodes << " distinct";
   if (p.layers >= 2)
     os << " (" << p.layers << " repeated layers of " << p.opsPerLayer
@@ -271,7 +284,8 @@ void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
                             {"gradients", p.memory.gradients},
                             {"optimizer", p.memory.optimizer},
                             {"activations", p.memory.activations},
-                            {"inputs", p.memory.inputs}};
+                            {"inputs", p.memory.inputs},
+                            {"updates", p.memory.updates}};
   llvm::json::Object solver{{"status", p.solverStatus},
                             {"gap", p.gap},
                             {"bound_s", p.searchBound},

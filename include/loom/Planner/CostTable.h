@@ -26,8 +26,12 @@ namespace mlir::loom::planner {
 struct MemoryBreakdown {
   double parameters = 0, gradients = 0, optimizer = 0, activations = 0,
          inputs = 0;
+  /// New parameters and optimizer state written beside the old ones
+  /// (DeviceSpec::newUpdateBuffers).
+  double updates = 0;
   double total() const {
-    return parameters + gradients + optimizer + activations + inputs;
+    return parameters + gradients + optimizer + activations + inputs +
+           updates;
   }
 };
 
@@ -53,12 +57,21 @@ struct EdgeCost {
   /// Communication (a parameter gradient's reduction, ZeRO's gather) and
   /// the optimizer's update of a weight (compute, priced at its first use).
   double time = 0, update = 0, gradients = 0, optimizer = 0;
+  /// The updated weight and optimizer state in new buffers
+  /// (DeviceSpec::newUpdateBuffers), bytes.
+  double updates = 0;
 };
 EdgeCost edgeCost(const Graph &g, const Edge &e, const Strategy &a,
                   const Strategy &b, Costs &costs);
 /// The forward resharding of the edge's value to what its user reads.
 double forwardReshard(const Edge &e, const Strategy &a, const Strategy &b,
                       Costs &costs);
+/// Whether the forward resharding on the edge is performed again when the
+/// layer of its value's op is rematerialized: loom-rematerialize recomputes
+/// a layer's ops from the partitioned program, and a resharding of a value
+/// the layer made (wherever its user is) belongs to that layer; one of a
+/// parameter or of the layer's input belongs to no recomputed layer.
+bool recomputedReshard(const Graph &g, const Edge &e);
 /// Whether the edge carries a gradient that is summed with the value's
 /// other gradients before it is resharded: the value is an op's result
 /// (autodiff names each of its gradients a loom.cotangent), and the
@@ -79,13 +92,17 @@ std::vector<int> layoutKey(const AxisSharding &s);
 /// once (as the partitioned program performs them): `price` is the edge's
 /// forwardReshard the first time its value goes to that layout, plus its
 /// backwardReshard the first time a gradient of its value comes back in
-/// that layout (summedGradient edges), else 0.
+/// that layout (summedGradient edges), else 0. With `remat` of the
+/// repeated layers recomputed, the forward resharding of a value a layer's
+/// op made is performed again by that share of the layers.
 class ValueReshards {
 public:
+  explicit ValueReshards(double remat = 0) : remat(remat) {}
   double price(const Graph &g, const Edge &e, const Strategy &a,
                const Strategy &b, Costs &costs);
 
 private:
+  double remat;
   std::set<std::tuple<int, int, std::vector<int>>> forward, backward;
 };
 

@@ -37,9 +37,9 @@ struct Strategy {
   /// Per operand: the axes its gradient is partial over (factors it lacks).
   SmallVector<Mask, 2> gradPartial;
   /// Forward+backward compute, forward compute alone, own collectives
-  /// (resolving partial results, both directions), memory held (saved
-  /// activations, or the tensor itself).
-  double compute = 0, fwd = 0, comm = 0, memory = 0;
+  /// (resolving partial results, both directions) and those of the forward
+  /// direction alone, memory held (saved activations, or the tensor itself).
+  double compute = 0, fwd = 0, comm = 0, fwdComm = 0, memory = 0;
   /// The result dimension a partial result is scattered into (-1: it is
   /// all-reduced), and the axes it is partial over before that.
   int rsDim = -1;

@@ -25,11 +25,7 @@ struct StrategyOptions {
 
 /// The presets loomc and loom-sharding-pipeline hand to the planner, which
 /// prices them and writes them as plans (the program does what is priced):
-/// dp, zero1, zero2, zero3, replicated. tp and dp-tp are still partitioned
-/// from propagated shardings: as a plan, each contribution to the gradient
-/// of a value read by several column-parallel matmuls (Q, K and V) would be
-/// all-reduced on its own, where Megatron sums them first (6 tensor-
-/// parallel all-reduces per block instead of 4).
+/// all of them (dp, tp, dp-tp, zero1, zero2, zero3, replicated).
 bool isPlannedPreset(StringRef strategy);
 
 /// Sets `loom.sharding` on every argument of the training step `fn`.
