@@ -153,9 +153,11 @@ LogicalResult Partitioner::sumGradients(Operation *op, Value primal) {
     return {local.lookup(v)};
   };
   SmallVector<Sharded, 2> groups = take(op->getOperand(0));
-  for (Sharded g : take(op->getOperand(1))) {
-    if (!g.value)
-      return op->emitError("a gradient summed here was not partitioned");
+  SmallVector<Sharded, 2> more = take(op->getOperand(1));
+  if (llvm::any_of(groups, [](const Sharded &g) { return !g.value; }) ||
+      llvm::any_of(more, [](const Sharded &g) { return !g.value; }))
+    return op->emitError("a gradient summed here was not partitioned");
+  for (Sharded g : more) {
     bool summable = !g.sharding.isPartial() ||
                     g.sharding.getPartialKind() == ReductionKind::sum;
     Sharded *alike = nullptr;
