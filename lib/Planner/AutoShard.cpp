@@ -350,11 +350,7 @@ std::string Search::explainInfeasible(func::FuncOp fn, bool fixed) {
     return s;
   const MemoryBreakdown &m = bestTotals.memory;
   os << ": the smallest per-device memory found is " << formatMemory(bestMem)
-     << " (mesh " << bestMesh << ": parameters " << formatMemory(m.parameters)
-     << ", gradients " << formatMemory(m.gradients) << ", optimizer state "
-     << formatMemory(m.optimizer) << ", activations "
-     << formatMemory(m.activations) << ", inputs " << formatMemory(m.inputs)
-     << ")";
+     << " (mesh " << bestMesh << ": " << formatBreakdown(m) << ")";
   double weights = m.parameters + m.gradients + m.optimizer;
   os << "; "
      << (weights >= m.activations
@@ -486,15 +482,12 @@ FailureOr<Plan> planPreset(ModuleOp module, Graph &g, const Cluster &cluster,
     const MemoryBreakdown &m = c.totals.memory;
     error = llvm::formatv(
         "the {0} preset on mesh {1} needs {2} per device, more than the "
-        "{3} limit on {4} ({5}): parameters {6}, gradients {7}, optimizer "
-        "state {8}, activations {9}, inputs {10}. To fit: another preset "
-        "or mesh, --strategy auto, rematerialization (--remat=layers), "
-        "or a higher --memory-limit-gib",
+        "{3} limit on {4} ({5}): {6}. To fit: another preset or mesh, "
+        "--strategy auto, rematerialization (--remat=layers), or a higher "
+        "--memory-limit-gib",
         options.preset, mesh.str(), formatMemory(m.total()),
         formatMemory(limit), cluster.name, cluster.device.name,
-        formatMemory(m.parameters), formatMemory(m.gradients),
-        formatMemory(m.optimizer), formatMemory(m.activations),
-        formatMemory(m.inputs));
+        formatBreakdown(m));
     return failure();
   }
   plan.preset = options.preset;

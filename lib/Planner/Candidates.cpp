@@ -54,8 +54,8 @@ double localBytes(Type type, const AxisSharding &s, const MeshShape &mesh) {
 
 /// The collectives that resolve a partial result and, when gradients flow
 /// back, undo that for the result's gradient: all-reduce (its backward is
-/// free) or reduce-scatter (its backward is an all-gather).
-/// Adds the forward part to `fwd`.
+/// free) or reduce-scatter (its backward is an all-gather). Returns both
+/// directions' time and adds the forward direction's to `fwd`.
 double resolvePartial(const Node &node, unsigned r, const AxisSharding &natural,
                       Mask partial, const AxisSharding &resolved, bool grads,
                       Costs &costs, double &fwd) {

@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <unistd.h>
-#include <cstring>
 #include <thread>
 #include <vector>
 

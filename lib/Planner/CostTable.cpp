@@ -256,13 +256,16 @@ struct Direction {
   /// The layout the edge's use needs under the user's strategy.
   AxisSharding (*layout)(const Edge &, const Strategy &);
   double (*price)(const Edge &, const Strategy &, const Strategy &, Costs &);
+  /// Whether rematerialized layers perform it again (recomputedReshard).
+  bool recomputed;
 };
 
 const Direction kForward{
     [](const Graph &, const Edge &) { return true; },
     [](const Edge &e, const Strategy &b) { return b.operands[e.operand]; },
-    forwardReshard};
-const Direction kBackward{summedGradient, gradientLayout, backwardReshard};
+    forwardReshard, /*recomputed=*/true};
+const Direction kBackward{summedGradient, gradientLayout, backwardReshard,
+                          /*recomputed=*/false};
 
 /// Adds the resharding of every value in direction `dir`: once per layout
 /// its users need (SolverRequest::Shared; a pair when one user reads it).
@@ -290,7 +293,7 @@ void addValueReshards(const Graph &g, Costs &costs, CostTable &t,
     const Edge &first = *uses.front();
     // Layers' values: the recomputed share reshards them again.
     double weight = group.second;
-    if (&dir == &kForward && recomputedReshard(g, first))
+    if (dir.recomputed && recomputedReshard(g, first))
       weight *= 1 + remat;
     int ru = g.nodes[first.u].rep, vu = t.variableOf[first.u];
     const auto &su = g.nodes[ru].strategies;

@@ -22,6 +22,18 @@ std::string mlir::loom::planner::formatMemory(double bytes) {
   return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024)).str();
 }
 
+std::string mlir::loom::planner::formatBreakdown(const MemoryBreakdown &m) {
+  std::string s = "parameters " + formatMemory(m.parameters) +
+                  ", gradients " + formatMemory(m.gradients) +
+                  ", optimizer state " + formatMemory(m.optimizer) +
+                  ", activations " + formatMemory(m.activations) +
+                  ", inputs " + formatMemory(m.inputs);
+  if (m.updates > 0)
+    s += ", updated parameters and state (new buffers) " +
+         formatMemory(m.updates);
+  return s;
+}
+
 std::string mlir::loom::planner::formatSeconds(double s) {
   if (s >= 1)
     return llvm::formatv("{0:f3} s", s).str();
@@ -146,16 +158,8 @@ void printSummary(const Plan &p, llvm::raw_ostream &os) {
                       formatSeconds(p.stepTime), formatSeconds(p.computeTime),
                       formatSeconds(p.commTime), p.remat * 100);
   os << "memory per device " << formatMemory(p.memory.total()) << " of "
-     << formatMemory(p.memoryLimit) << ": parameters "
-     << formatMemory(p.memory.parameters) << ", gradients "
-     << formatMemory(p.memory.gradients) << ", optimizer state "
-     << formatMemory(p.memory.optimizer) << ", activations "
-     << formatMemory(p.memory.activations) << ", inputs "
-     << formatMemory(p.memory.inputs);
-  if (p.memory.updates > 0)
-    os << ", updated parameters and state (new buffers) "
-       << formatMemory(p.memory.updates);
-  os << "\n";
+     << formatMemory(p.memoryLimit) << ": " << formatBreakdown(p.memory)
+     << "\n";
   os << "graph: " << p.nodes << " nodes, " << p.distinctNodes << " distinct";
   if (p.layers >= 2)
     os << " (" << p.layers << " repeated layers of " << p.opsPerLayer

@@ -90,6 +90,9 @@ void printPlanJson(const Plan &plan, llvm::raw_ostream &os);
 
 /// Memory as "12.34 GiB" from 0.01 GiB up, smaller units below.
 std::string formatMemory(double bytes);
+/// A memory breakdown as "parameters 1.3 MiB, gradients ..., inputs ..."
+/// (and the updated copies, when there are any).
+std::string formatBreakdown(const MemoryBreakdown &m);
 /// Seconds as "1.234 s", "12.345 ms" or "5.0 us".
 std::string formatSeconds(double seconds);
 
