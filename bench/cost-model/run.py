@@ -22,7 +22,7 @@ and on the mesh the planner chooses, and the presets dp, tp, dp-tp and
 zero3 (the planner prices presets as plans too). Each rank's BLAS runs on
 one thread (a cpu-local device is one core).
 
-  bench/cost-model/run.py [--steps 20] [--json out.json]
+  bench/cost-model/run.py [--steps 30] [--json out.json]
 """
 import argparse
 import json
@@ -118,8 +118,7 @@ def main():
             peaks = [float(x) for x in re.findall(r"peak memory rank \d+: ([\d.]+) MiB", text)]
             row["measured_mem"] = max(peaks) * (1 << 20)
             rows.append(row)
-            pred = (f"{row['predicted_s'] * 1e3:8.2f} ms {row['predicted_mem'] / 2**20:6.2f} MiB"
-                    if "predicted_s" in row else f"{'-':>11s} {'-':>10s}")
+            pred = f"{row['predicted_s'] * 1e3:8.2f} ms {row['predicted_mem'] / 2**20:6.2f} MiB"
             print(f"{model:7s} {strategy:6s} {row['mesh']:10s} predicted {pred}  measured "
                   f"{row['measured_s'] * 1e3:8.2f} ms {row['measured_mem'] / 2**20:6.2f} MiB",
                   flush=True)
@@ -131,14 +130,10 @@ def main():
         if "measured_s" not in r:
             print(f"| {r['model']} | {r['strategy']} | {r['mesh']} | failed: {r['error']} |||||")
             continue
-        if "predicted_s" in r:
-            print(f"| {r['model']} | {r['strategy']} | {r['mesh']} | {r['predicted_s'] * 1e3:.2f} | "
-                  f"{r['measured_s'] * 1e3:.2f} | {r['measured_s'] / r['predicted_s']:.2f} | "
-                  f"{r['predicted_mem'] / 2**20:.2f} | {r['measured_mem'] / 2**20:.2f} | "
-                  f"{r['measured_mem'] / r['predicted_mem']:.2f} |")
-        else:
-            print(f"| {r['model']} | {r['strategy']} | {r['mesh']} | - | "
-                  f"{r['measured_s'] * 1e3:.2f} | - | - | {r['measured_mem'] / 2**20:.2f} | - |")
+        print(f"| {r['model']} | {r['strategy']} | {r['mesh']} | {r['predicted_s'] * 1e3:.2f} | "
+              f"{r['measured_s'] * 1e3:.2f} | {r['measured_s'] / r['predicted_s']:.2f} | "
+              f"{r['predicted_mem'] / 2**20:.2f} | {r['measured_mem'] / 2**20:.2f} | "
+              f"{r['measured_mem'] / r['predicted_mem']:.2f} |")
     print()
     for model in dict.fromkeys(r["model"] for r in rows):
         measured = [r for r in rows if r["model"] == model and "measured_s" in r]
