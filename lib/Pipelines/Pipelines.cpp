@@ -40,6 +40,7 @@ void addStrategy(OpPassManager &pm, const ShardingPipelineOptions &options) {
     plan.memoryLimitGiB = options.memoryLimitGiB;
     plan.timeLimit = options.planTimeLimit;
     plan.compareMegatron = options.compareMegatron;
+    plan.meshAxes = options.planMeshAxes;
     plan.report = options.planReport;
     plan.reportFile = options.planReportFile;
     plan.remat = options.remat == "auto" ? "search" : options.remat.getValue();

@@ -52,6 +52,13 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
     }
     options.optimizerStates = optimizerStates;
     options.compareMegatron = compareMegatron;
+    if (meshAxes != 0 && meshAxes != 2 && meshAxes != 3) {
+      module.emitError() << "loom-auto-shard: mesh-axes must be 0 (by the "
+                            "cluster's link levels), 2 or 3, not "
+                         << int(meshAxes);
+      return signalPassFailure();
+    }
+    options.meshAxes = meshAxes;
     options.bruteForce = bruteForce;
     options.preset = preset;
     options.dpAxis = dpAxis;

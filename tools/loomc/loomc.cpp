@@ -134,6 +134,11 @@ static cl::opt<std::string> remat("remat",
              "auto, else none), none, layers (each repeated layer keeps only "
              "its input), full (also the ops around the layers)"),
     cl::init("auto"), cl::cat(category));
+static cl::opt<int> planMeshAxes("plan-mesh-axes",
+    cl::desc("--strategy auto: most axes of the mesh the planner chooses, 2 "
+             "or 3 (default: 3 when the cluster has 3 or more link levels, "
+             "else 2)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<bool> compareMegatron("compare-megatron",
     cl::desc("--strategy auto: also price every DP x TP Megatron plan"),
     cl::cat(category));
@@ -210,6 +215,9 @@ std::string checkFlags(double &beta1, double &beta2) {
   auto [b1, b2] = StringRef(betas).split(',');
   if (b1.trim().getAsDouble(beta1) || b2.trim().getAsDouble(beta2))
     return "--betas must be two numbers B1,B2, got '" + betas + "'";
+  if (planMeshAxes != 0 && planMeshAxes != 2 && planMeshAxes != 3)
+    return "--plan-mesh-axes must be 2 or 3, not " +
+           std::to_string(planMeshAxes);
   return "";
 }
 
@@ -278,6 +286,7 @@ void fillShardingOptions(ShardingPipelineOptions &o, ModuleOp module,
   o.memoryLimitGiB = memoryLimitGiB;
   o.planTimeLimit = planTimeLimit;
   o.compareMegatron = compareMegatron;
+  o.planMeshAxes = planMeshAxes;
   o.remat = remat;
   o.planReport = planReport == "json" ? "json" : "text";
   o.planReportFile = reportFile.str();

@@ -65,6 +65,11 @@ struct ShardingPipelineOptions
   Option<double> planTimeLimit{*this, "plan-time-limit",
                                llvm::cl::desc("Seconds per ILP"),
                                llvm::cl::init(20)};
+  Option<int> planMeshAxes{
+      *this, "plan-mesh-axes",
+      llvm::cl::desc("Most axes of a mesh the planner chooses: 2 or 3 (0: 3 "
+                     "when the cluster has 3 or more link levels, else 2)"),
+      llvm::cl::init(0)};
   Option<bool> compareMegatron{
       *this, "compare-megatron",
       llvm::cl::desc("Also price every DP x TP Megatron plan"),

@@ -15,7 +15,8 @@
 //   Report.h       the plan as users read it
 //   ApplyPlan.h    the plan as shardings in the IR
 //
-// autoShard searches every 2-D shape of the cluster's devices (or the
+// autoShard searches every 2-D shape of the cluster's devices (and 3-D
+// ones when the cluster has three link levels or it is asked to; or the
 // module's mesh) and rematerialization of none, half or all repeated
 // layers, and keeps the fastest plan that fits in memory.
 //
@@ -36,7 +37,7 @@ namespace mlir::loom::planner {
 struct PlannerOptions {
   /// Preset or file (see Cluster.h).
   std::string cluster = "cpu-local";
-  /// Plan for the module's mesh as it is (else: choose a 2-D shape of the
+  /// Plan for the module's mesh as it is (else: choose a 2- or 3-D shape of the
   /// cluster's devices). Set automatically when the function already has
   /// shardings on a mesh (they are kept as hard constraints).
   bool fixedMesh = false;
@@ -53,6 +54,10 @@ struct PlannerOptions {
   /// Rematerialization of the repeated layers: < 0 searches none, half and
   /// all of them; otherwise this fraction (0: none, 1: every layer).
   double remat = -1;
+  /// Most axes of a mesh the planner chooses (2 or 3); 0: 3 when the
+  /// cluster has 3 or more link levels (one axis per level can then use
+  /// each level's links), else 2.
+  int meshAxes = 0;
   /// Also price the Megatron-style DP x TP plan of every mesh shape (the
   /// `dp-tp` preset) under the same cost model.
   bool compareMegatron = false;

@@ -48,6 +48,9 @@ def LoomAutoShard : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
            "Print the plan: none, text or json">,
     Option<"reportFile", "report-file", "std::string", /*default=*/"\"-\"",
            "Where the report goes (- for stdout)">,
+    Option<"meshAxes", "mesh-axes", "int", /*default=*/"0",
+           "Most axes of a chosen mesh: 2 or 3 (0: 3 when the cluster has "
+           "3 or more link levels, else 2)">,
     Option<"compareMegatron", "compare-megatron", "bool", /*default=*/"false",
            "Also price every DP x TP Megatron-style plan">,
     Option<"bruteForce", "brute-force", "bool", /*default=*/"false",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Trains the same model on one device and on an MPI mesh and compares.
 
-    spmd_vs_single.py WORK --model mlp|block|stack --mesh dp=2,tp=2|none --strategy S
+    spmd_vs_single.py WORK --model mlp|block|stack --mesh dp=2,tp=2|none|choose --strategy S
                       [--steps 10] [--optimizer adamw|sgd] [--remat none|layers|full]
 
 The model comes from PyTorch through ONNX (the MLP and the bias-free-QKV GPT
@@ -13,7 +13,9 @@ plan, one line per step and a verdict; exits 1 when a step's loss differs by
 more than 1e-5 relative or a final parameter by more than 1e-5 relative
 (to the parameter's largest magnitude). `--remat` compiles the second
 program with rematerialization (the first never has it); with `--mesh none`
-the second runs on one rank, so the comparison is remat against none.
+the second runs on one rank, so the comparison is remat against none. With
+`--mesh choose --ranks N` (and `--strategy auto`) the planner chooses the
+mesh for the cluster's N devices.
 """
 
 import argparse
@@ -38,6 +40,7 @@ def main():
     p.add_argument("--model", default="mlp", choices=["mlp", "block", "stack"])
     p.add_argument("--mesh", required=True)
     p.add_argument("--strategy", required=True)
+    p.add_argument("--ranks", type=int, default=0, help="--mesh choose: the cluster's devices")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--optimizer", default="adamw")
     p.add_argument("--micro-batches", type=int, default=1)
@@ -72,8 +75,12 @@ def main():
     np.save(os.path.join(data, "labels.npy"), ys)
 
     ranks = 1
-    for axis in a.mesh.split(",") if a.mesh != "none" else []:
+    for axis in a.mesh.split(",") if a.mesh not in ("none", "choose") else []:
         ranks *= int(axis.split("=")[1])
+    if a.mesh == "choose":
+        if a.strategy != "auto" or a.ranks < 1:
+            p.error("--mesh choose needs --strategy auto and --ranks N")
+        ranks = a.ranks
     common = [onnx_path, "--train", f"--loss={loss}", f"--optimizer={a.optimizer}",
               "--lr=1e-3"]
     if a.optimizer == "sgd":
@@ -87,7 +94,9 @@ def main():
         extra += [f"--remat={a.remat}"]
     if a.memory_limit_gib:
         extra += ["--memory-limit-gib", a.memory_limit_gib]
-    if a.mesh != "none":
+    if a.mesh == "choose":
+        extra += ["--strategy", a.strategy]
+    elif a.mesh != "none":
         extra += ["--mesh", a.mesh, "--strategy", a.strategy]
     plan = subprocess.run(["loomc", *common, *extra, "-o", spmd],
                           capture_output=True, text=True)
