@@ -2,7 +2,8 @@
 """Cost-model benchmark: the planner's predictions against measured runs.
 
 For each model (a GPT block and a 4-block stack from bench/planner/gpt.py at
-hidden 128, f32, and examples/mlp.mlir) and each configuration on 4 CPU
+hidden 128, f32, and a two-layer MLP 784 -> 512 -> 16 at batch 64, as
+examples/mlp.mlir without its mesh) and each configuration on 4 CPU
 ranks, compiles the training step with loomc and trains it with loom-run
 (-np 4), then reports
 
@@ -22,7 +23,7 @@ and on the mesh the planner chooses, and the presets dp, tp, dp-tp and
 zero3 (the planner prices presets as plans too). Each rank's BLAS runs on
 one thread (a cpu-local device is one core).
 
-  bench/cost-model/run.py [--steps 30] [--json out.json]
+  bench/cost-model/run.py [--steps 30] [--json out.json] [--models block,stack4,mlp]
 """
 import argparse
 import json
@@ -40,9 +41,26 @@ CONFIGS = [("auto", "dp=4"), ("auto", "tp=4"), ("auto", "dp=2,tp=2"), ("auto", N
            ("dp", "dp=4"), ("tp", "tp=4"), ("dp-tp", "dp=2,tp=2"), ("zero3", "dp=4")]
 
 
-def models(work):
+MLP = """loom.parameter @"fc1.weight" : tensor<784x512xf32> trainable
+loom.parameter @"fc2.weight" : tensor<512x16xf32> trainable
+func.func @forward(%x: tensor<64x784xf32> {loom.name = "x"},
+                   %labels: tensor<64xi64> {loom.name = "labels", loom.index_bound = 16},
+                   %w1: tensor<784x512xf32> {loom.param = @"fc1.weight"},
+                   %w2: tensor<512x16xf32> {loom.param = @"fc2.weight"}) -> tensor<f32> {
+  %h = loom.dot_general %x, %w1 contracting_dims = [1] x [0] : (tensor<64x784xf32>, tensor<784x512xf32>) -> tensor<64x512xf32>
+  %a = loom.relu %h : tensor<64x512xf32>
+  %o = loom.dot_general %a, %w2 contracting_dims = [1] x [0] : (tensor<64x512xf32>, tensor<512x16xf32>) -> tensor<64x16xf32>
+  %loss = loom.cross_entropy %o, %labels reduction = mean : (tensor<64x16xf32>, tensor<64xi64>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+"""
+
+
+def models(work, names):
     out = {}
     for name, layers in (("block", 1), ("stack4", 4)):
+        if name not in names:
+            continue
         path = os.path.join(work, name + ".mlir")
         with open(path, "w") as f:
             subprocess.run([sys.executable, os.path.join(ROOT, "bench", "planner", "gpt.py"),
@@ -50,7 +68,10 @@ def models(work):
                             "--seq", "32", "--batch", "16", "--vocab", "512", "--dtype", "f32"],
                            stdout=f, check=True)
         out[name] = path
-    out["mlp"] = os.path.join(ROOT, "examples", "mlp.mlir")
+    if "mlp" in names:
+        out["mlp"] = os.path.join(work, "mlp.mlir")
+        with open(out["mlp"], "w") as f:
+            f.write(MLP)
     return out
 
 
@@ -84,10 +105,11 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--json", default=None)
+    p.add_argument("--models", default="block,stack4,mlp")
     a = p.parse_args()
     work = tempfile.mkdtemp(prefix="loom-cost-model-")
     rows = []
-    for model, path in models(work).items():
+    for model, path in models(work, a.models.split(",")).items():
         loss = ["--loss=none"]  # every model computes its own loss
         for strategy, mesh in CONFIGS:
             out = os.path.join(work, f"{model}-{strategy}-{mesh or 'free'}")
