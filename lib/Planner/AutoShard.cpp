@@ -340,8 +340,9 @@ LogicalResult Search::planShape(size_t si, std::string &error) {
     }
     megatronSeconds += now() - m0;
   }
-  // A 3-D shape starts from the best 2-D plan it refines: never worse, and
-  // its larger ILP has a plan from the start.
+  // A 3-D shape starts from the best 2-D plan it refines, so its larger
+  // ILP has a plan from the start (the plan kept is the fastest of every
+  // shape, so a 3-D search never makes the result worse).
   if (mesh.rank() == 3 && start.empty())
     start = liftedStart(si);
   // Without a memory limit, at the least remat level searched (remat only
