@@ -107,17 +107,17 @@ static cl::opt<std::string> strategy("strategy",
              "shardings; the default when it declares a mesh)"),
     cl::cat(category));
 static cl::opt<std::string> clusterSpec("cluster",
-    cl::desc("--strategy auto (and the priced presets dp, zero1/2/3): the "
+    cl::desc("--strategy auto (and every preset, all priced as plans): the "
              "cluster, h100-8x, h100-cluster:NxM, cpu-local[:N] or a JSON "
              "file (docs/planner.md); without --mesh the planner chooses the "
              "mesh shape for all its devices"),
     cl::init("cpu-local"), cl::cat(category));
 static cl::opt<std::string> planReport("plan-report", cl::ValueOptional,
-    cl::desc("--strategy auto, dp, zero1/2/3: print the planner's report "
+    cl::desc("--strategy auto or a preset: print the planner's report "
              "(text, or =json)"),
     cl::cat(category));
 static cl::opt<bool> planOnly("plan-only",
-    cl::desc("--strategy auto, dp, zero1/2/3: stop after planning (no "
+    cl::desc("--strategy auto or a preset: stop after planning (no "
              "artifact)"),
     cl::cat(category));
 static cl::opt<double> memoryLimitGiB("memory-limit-gib",
