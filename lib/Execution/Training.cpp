@@ -586,5 +586,8 @@ void mlir::loom::printProfile(ArrayRef<TraceEvent> events, int ranks,
 bool mlir::loom::runTraining(ModuleOp module, StringRef dir,
                              const TrainOptions &options, TrainResult &result,
                              std::string &error) {
+  if (module->hasAttr(LoomDialect::kPipelineAttrName) &&
+      !module.lookupSymbol("train_step"))
+    return runPipelineTraining(module, dir, options, result, error);
   return Trainer(module, dir, options, result, error).run();
 }

@@ -8,6 +8,7 @@
 #include "loom/Planner/Passes.h"
 #include "loom/Sharding/Passes.h"
 #include "loom/Sharding/Strategies.h"
+#include "loom/Stages/Passes.h"
 #include "loom/Training/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -92,6 +93,19 @@ void mlir::loom::buildLoomShardingPipeline(
     pm.addPass(createLoomPartition(partition));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    if (options.pipeline) {
+      LoomSplitStagesOptions split;
+      split.function = options.function;
+      split.virtualStages = options.virtualStages;
+      pm.addPass(createLoomSplitStages(split));
+      LoomSchedulePipelineOptions sched;
+      sched.schedule = options.schedule;
+      sched.report = options.scheduleReport;
+      sched.svg = options.scheduleSvg;
+      pm.addPass(createLoomSchedulePipeline(sched));
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createCSEPass());
+    }
     if (options.bucketMb > 0) {
       LoomBucketAllReduceOptions bucket;
       bucket.bucketBytes =
@@ -105,6 +119,7 @@ void mlir::loom::buildLoomShardingPipeline(
 void mlir::loom::registerLoomPassesAndPipelines() {
   registerLoomTrainingPasses();
   registerLoomShardingPasses();
+  registerLoomStagesPasses();
   registerLoomPlannerPasses();
   registerLoomConversionPasses();
   registerLoomCodegenCPUPasses();

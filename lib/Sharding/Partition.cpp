@@ -473,6 +473,23 @@ LogicalResult Partitioner::partitionOp(Operation *op,
   return success();
 }
 
+/// The ops partitioning `op` made (after `last` in `block`: the reshards of
+/// its operands, its copy, the reshards of its results) run on its pipeline
+/// stage and in its phase.
+static void inheritPipelineTags(Operation *op, Operation *last, Block &block) {
+  Attribute stage = op->getAttr(LoomDialect::kStageAttrName);
+  Attribute phase = op->getAttr(LoomDialect::kPhaseAttrName);
+  if (!stage && !phase)
+    return;
+  for (Operation &made : llvm::make_range(
+           last ? std::next(last->getIterator()) : block.begin(), block.end())) {
+    if (stage && !made.hasAttr(LoomDialect::kStageAttrName))
+      made.setAttr(LoomDialect::kStageAttrName, stage);
+    if (phase && !made.hasAttr(LoomDialect::kPhaseAttrName))
+      made.setAttr(LoomDialect::kPhaseAttrName, phase);
+  }
+}
+
 LogicalResult Partitioner::partition(func::FuncOp fn,
                                      const PropagationResult &plan) {
   MLIRContext *ctx = fn.getContext();
@@ -531,14 +548,18 @@ LogicalResult Partitioner::partition(func::FuncOp fn,
     newFn.setArgAttr(i, LoomDialect::kShardingAttrName, argShardings[i]);
   }
   b.setInsertionPointToEnd(entry);
-  for (Operation &op : fn.getBody().front().without_terminator())
+  for (Operation &op : fn.getBody().front().without_terminator()) {
+    Operation *last = entry->empty() ? nullptr : &entry->back();
     if (failed(partitionOp(&op, plan))) {
       newFn.erase();
       return failure();
     }
+    inheritPipelineTags(&op, last, *entry);
+  }
   SmallVector<Value> results;
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     Sharded s = local.lookup(v);
+    Operation *last = entry->empty() ? nullptr : &entry->back();
     FailureOr<Value> r = reshard(ret.getLoc(), s.value, s.sharding,
                                  resultShardings[i],
                                  cast<RankedTensorType>(v.getType()));
@@ -546,6 +567,8 @@ LogicalResult Partitioner::partition(func::FuncOp fn,
       newFn.erase();
       return failure();
     }
+    if (Operation *def = v.getDefiningOp())
+      inheritPipelineTags(def, last, *entry);
     results.push_back(*r);
     newFn.setResultAttr(i, LoomDialect::kShardingAttrName, resultShardings[i]);
   }
@@ -647,10 +670,15 @@ bool sliceEarlier(AllSliceOp slice) {
       auto t = cast<RankedTensorType>(o.getType());
       SmallVector<int64_t> shape(t.getShape());
       shape[at] = slice.getType().getDimSize(dim);
-      operands.push_back(AllSliceOp::create(b, slice.getLoc(), t.clone(shape),
-                                            o, slice.getMeshAttr(),
-                                            slice.getAxes(),
-                                            b.getI64IntegerAttr(at)));
+      auto moved = AllSliceOp::create(b, slice.getLoc(), t.clone(shape), o,
+                                      slice.getMeshAttr(), slice.getAxes(),
+                                      b.getI64IntegerAttr(at));
+      // Runs where the op it feeds runs.
+      for (StringRef tag :
+           {LoomDialect::kStageAttrName, LoomDialect::kPhaseAttrName})
+        if (Attribute a = def->getAttr(tag))
+          moved->setAttr(tag, a);
+      operands.push_back(moved);
     }
     IRMapping map;
     map.map(def->getOperands(), operands);

@@ -216,6 +216,14 @@ LogicalResult reverseSweep(OpBuilder &builder, const Activity &act,
                << " of type " << v.getType() << " (a bug in Loom)";
       accumulate(v, operandGrads[i]);
     }
+    // A pipelined op's gradient runs on its stage, and so do the sums of
+    // gradient contributions it completes.
+    if (Attribute stage = op->getAttr(LoomDialect::kStageAttrName)) {
+      auto from = before ? std::next(before->getIterator()) : block->begin();
+      for (Operation &b : llvm::make_range(from, builder.getInsertionPoint()))
+        if (!b.hasTrait<OpTrait::ConstantLike>())
+          b.setAttr(LoomDialect::kStageAttrName, stage);
+    }
   }
   return success();
 }

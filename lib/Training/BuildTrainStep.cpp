@@ -88,7 +88,8 @@ public:
         pass(pass), b(fn.getLoc(), ctx), a{b} {}
 
   LogicalResult build() {
-    if (failed(classifyArguments()) || failed(declareStates()))
+    if (failed(classifyArguments()) || failed(checkPipeline()) ||
+        failed(declareStates()))
       return failure();
     createStep();
     if (failed(forwardAndBackward())) {
@@ -104,6 +105,13 @@ public:
 
 private:
   LogicalResult classifyArguments();
+  LogicalResult checkPipeline();
+  /// The micro-batches the step's data carry (a pipelined step is one
+  /// micro-batch's template: the pipeline's runtime feeds each in turn).
+  unsigned dataMicroBatches() const {
+    return pipelined ? 1 : config.microBatches;
+  }
+  void tag(Block::iterator from, StringRef phase, IntegerAttr stage);
   FailureOr<ParameterOp> declareState(Operation *after, StringRef name,
                                       RankedTensorType type,
                                       FlatSymbolRefAttr owner);
@@ -136,6 +144,11 @@ private:
   StringRef pass;
   ImplicitLocOpBuilder b;
   Arith a;
+
+  /// Whether the model's ops carry pipeline stages (loom.stage); then the
+  /// stage of each trainable parameter (its users').
+  bool pipelined = false;
+  SmallVector<IntegerAttr> paramStages;
 
   /// Arguments of `fn`: trainable parameters, and which are data.
   SmallVector<unsigned> params;
@@ -177,6 +190,62 @@ LogicalResult StepBuilder::classifyArguments() {
               "are arguments with loom.param naming a `trainable` "
               "loom.parameter)";
   return success();
+}
+
+/// A pipelined model: every weight lives on one stage; what the pipeline
+/// cannot run yet is an error naming it.
+LogicalResult StepBuilder::checkPipeline() {
+  fn.walk([&](Operation *op) {
+    pipelined |= op->hasAttr(LoomDialect::kStageAttrName);
+  });
+  if (!pipelined)
+    return success();
+  if (config.gradClip > 0)
+    return fn.emitError()
+           << pass << ": gradient clipping needs the norm over every stage's "
+           << "gradients; it is not supported with pipeline stages yet";
+  WalkResult dropout = fn.walk([&](DropoutOp op) {
+    op.emitError() << pass << ": dropout with pipeline stages is not "
+                   << "supported yet (its mask is seeded per micro-batch)";
+    return WalkResult::interrupt();
+  });
+  if (dropout.wasInterrupted())
+    return failure();
+  for (unsigned i : params) {
+    IntegerAttr stage;
+    Operation *first = nullptr;
+    for (Operation *user : fn.getArgument(i).getUsers()) {
+      auto s = user->getAttrOfType<IntegerAttr>(LoomDialect::kStageAttrName);
+      if (!s)
+        continue;
+      if (stage && s.getInt() != stage.getInt())
+        return user->emitError()
+               << pass << ": " << describe(paramStages.size())
+               << " is used on pipeline stages " << stage.getInt() << " and "
+               << s.getInt()
+               << "; a weight lives on one stage (tied weights across "
+                  "stages are not supported): move the stage boundary";
+      if (!stage)
+        first = user;
+      stage = s;
+    }
+    (void)first;
+    paramStages.push_back(stage);
+  }
+  return success();
+}
+
+void StepBuilder::tag(Block::iterator from, StringRef phase,
+                      IntegerAttr stage) {
+  if (!pipelined)
+    return;
+  for (Operation &op : llvm::make_range(from, entry->end())) {
+    if (op.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    op.setAttr(LoomDialect::kPhaseAttrName, b.getStringAttr(phase));
+    if (stage && !op.hasAttr(LoomDialect::kStageAttrName))
+      op.setAttr(LoomDialect::kStageAttrName, stage);
+  }
 }
 
 FailureOr<ParameterOp> StepBuilder::declareState(Operation *after,
@@ -237,7 +306,7 @@ LogicalResult StepBuilder::declareStates() {
 /// when K > 1), then optimizer state (laid out like its weight), then the
 /// step counter.
 void StepBuilder::createStep() {
-  unsigned k = config.microBatches;
+  unsigned k = dataMicroBatches();
   SmallVector<DictionaryAttr> argAttrs;
   SmallVector<Location> argLocs;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
@@ -283,6 +352,11 @@ void StepBuilder::createStep() {
   if (k > 1)
     step->setAttr(LoomDialect::kMicroBatchesAttrName,
                   IntegerAttr::get(IntegerType::get(ctx, 64), k));
+  if (pipelined) {
+    NamedAttrList pipe;
+    pipe.set("micro_batches", mb.getI64IntegerAttr(config.microBatches));
+    module->setAttr(LoomDialect::kPipelineAttrName, pipe.getDictionary(ctx));
+  }
   entry = step.addEntryBlock();
   for (auto [arg, loc] : llvm::zip(entry->getArguments(), argLocs))
     arg.setLoc(loc);
@@ -292,7 +366,9 @@ void StepBuilder::createStep() {
 /// Forward and backward for each micro-batch; gradients of loss / K summed
 /// in micro-batch order, as PyTorch's accumulation does.
 LogicalResult StepBuilder::forwardAndBackward() {
-  unsigned k = config.microBatches;
+  // The seed is 1/K either way: a pipelined template is one of K.
+  unsigned seedK = config.microBatches;
+  unsigned k = dataMicroBatches();
   Block &body = fn.getBody().front();
   auto fnRet = cast<func::ReturnOp>(body.getTerminator());
   grads.assign(params.size(), nullptr);
@@ -312,6 +388,7 @@ LogicalResult StepBuilder::forwardAndBackward() {
       }
       map.map(fn.getArgument(i), arg);
     }
+    Operation *beforeForward = entry->empty() ? nullptr : &entry->back();
     for (Operation &op : body.without_terminator()) {
       Operation *copy = b.clone(op, map);
       // A fresh dropout mask for every step and micro-batch: offset the
@@ -325,6 +402,9 @@ LogicalResult StepBuilder::forwardAndBackward() {
         dropout.getSeedMutable().assign(a.add(dropout.getSeed(), index));
       }
     }
+    tag(beforeForward ? std::next(beforeForward->getIterator())
+                      : entry->begin(),
+        "forward", nullptr);
     Value microLoss = map.lookup(fnRet.getOperand(0));
     SmallVector<Value> wrt;
     for (unsigned i : params)
@@ -336,13 +416,15 @@ LogicalResult StepBuilder::forwardAndBackward() {
     options.seed = ConstantOp::create(
         b, DenseElementsAttr::get(
                lossType, FloatAttr::get(lossType.getElementType(),
-                                        1.0 / static_cast<double>(k))));
+                                        1.0 / static_cast<double>(seedK))));
+    Block::iterator backwardStart = std::prev(entry->end());
     FailureOr<SmallVector<Value>> g = buildGradients(b, microLoss, wrt, options);
     if (failed(g))
       return failure();
     for (auto [p, grad] : llvm::enumerate(*g))
       if (grad)
         grads[p] = grads[p] ? a.add(grads[p], grad) : grad;
+    tag(std::next(backwardStart), "backward", nullptr);
     lossSum = lossSum ? a.add(lossSum, microLoss) : microLoss;
   }
   loss = k > 1 ? a.mul(lossSum, 1.0 / static_cast<double>(k)) : lossSum;
@@ -458,6 +540,7 @@ void StepBuilder::update() {
     SmallVector<Value> state;
     for (size_t s = 0; s < states[p].size(); ++s)
       state.push_back(entry->getArgument(stateArg++));
+    Block::iterator before = std::prev(entry->end());
     if (!grads[p]) {
       newParams.push_back(param);
       llvm::append_range(newStates, state);
@@ -466,6 +549,8 @@ void StepBuilder::update() {
     } else {
       adamUpdate(param, grads[p], state, lr, nextStep);
     }
+    if (pipelined && paramStages[p])
+      tag(std::next(before), "update", paramStages[p]);
   }
 }
 

@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - --loom-training-pipeline ----------------------------===//
 
 #include "loom/Training/Passes.h"
+#include "loom/Stages/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -23,6 +24,13 @@ void mlir::loom::buildLoomTrainingPipeline(
     loss.loss = options.loss;
     loss.classAxis = options.classAxis;
     pm.addPass(createLoomAddLoss(loss));
+  }
+  if (options.stages > 1 || !options.stageBoundaries.empty()) {
+    LoomAssignStagesOptions assign;
+    assign.stages = options.stages;
+    assign.boundaries.assign(options.stageBoundaries.begin(),
+                             options.stageBoundaries.end());
+    pm.addPass(createLoomAssignStages(assign));
   }
   LoomBuildTrainStepOptions step;
   step.optimizer = options.optimizer;

@@ -33,6 +33,12 @@ struct CallInfo {
   int32_t extra = 0; // reduction kind, peer, ...
 };
 
+/// A posted point-to-point transfer.
+struct Request {
+  virtual ~Request() = default;
+  CallInfo info;
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -59,6 +65,24 @@ public:
   virtual loom_status_t sendRecv(const CallInfo &info, int to,
                                  const void *send, int from, void *recv) = 0;
   virtual loom_status_t barrier(Group &g, const CallInfo &info) = 0;
+  /// Non-blocking point-to-point between world ranks, matched by tag.
+  virtual loom_status_t isend(const CallInfo &info, int to, const void *send,
+                              int tag, std::unique_ptr<Request> &out) {
+    return unsupported(info);
+  }
+  virtual loom_status_t irecv(const CallInfo &info, int from, void *recv,
+                              int tag, std::unique_ptr<Request> &out) {
+    return unsupported(info);
+  }
+  virtual loom_status_t wait(Request &request) { return unsupported(request.info); }
+
+protected:
+  loom_status_t unsupported(const CallInfo &info) {
+    return loom_status_make(LOOM_STATUS_UNAVAILABLE,
+                            "%s: point-to-point transfers are not supported "
+                            "by the %s backend yet",
+                            info.description.c_str(), loom_backend_name(kind()));
+  }
 };
 
 std::unique_ptr<Backend> makeLocalBackend();

@@ -156,6 +156,11 @@ public:
   loom_status_t sendRecv(const CallInfo &info, int to, const void *send,
                          int from, void *recv) override;
   loom_status_t barrier(Group &g, const CallInfo &info) override;
+  loom_status_t isend(const CallInfo &info, int to, const void *send, int tag,
+                      std::unique_ptr<Request> &out) override;
+  loom_status_t irecv(const CallInfo &info, int from, void *recv, int tag,
+                      std::unique_ptr<Request> &out) override;
+  loom_status_t wait(Request &request) override;
 
 private:
   MPI_Op op(loom_dtype_t dtype, loom_reduction_t reduction) const;
@@ -487,6 +492,44 @@ loom_status_t MpiBackend::sendRecv(const CallInfo &info, int to,
       return diagnose(info, "failed to post the send");
   }
   loom_status_t s = wait(reqs, info);
+  end();
+  return s;
+}
+
+namespace {
+struct MpiRequest : Request {
+  std::vector<MPI_Request> requests{MPI_REQUEST_NULL};
+};
+/// Point-to-point tags sit above the ones the backend uses itself.
+constexpr int kPeerTagBase = 16384;
+} // namespace
+
+loom_status_t MpiBackend::isend(const CallInfo &info, int to, const void *send,
+                                int tag, std::unique_ptr<Request> &out) {
+  auto r = std::make_unique<MpiRequest>();
+  r->info = info;
+  if (MPI_Isend(send, static_cast<int>(info.count), mpiType(info.dtype), to,
+                kPeerTagBase + tag, world, &r->requests[0]) != MPI_SUCCESS)
+    return diagnose(info, "failed to post the send");
+  out = std::move(r);
+  return nullptr;
+}
+
+loom_status_t MpiBackend::irecv(const CallInfo &info, int from, void *recv,
+                                int tag, std::unique_ptr<Request> &out) {
+  auto r = std::make_unique<MpiRequest>();
+  r->info = info;
+  if (MPI_Irecv(recv, static_cast<int>(info.count), mpiType(info.dtype), from,
+                kPeerTagBase + tag, world, &r->requests[0]) != MPI_SUCCESS)
+    return diagnose(info, "failed to post the receive");
+  out = std::move(r);
+  return nullptr;
+}
+
+loom_status_t MpiBackend::wait(Request &request) {
+  auto &r = static_cast<MpiRequest &>(request);
+  begin(r.info);
+  loom_status_t s = wait(r.requests, r.info);
   end();
   return s;
 }

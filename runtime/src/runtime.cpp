@@ -458,6 +458,85 @@ extern "C" loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,
   return mesh->runtime->backend->sendRecv(info, to, send, from, recv);
 }
 
+struct loom_request_s {
+  std::unique_ptr<Request> request;
+  loom_runtime_t runtime;
+};
+
+extern "C" int32_t loom_max_tag(void) { return (1 << 14) - 1; }
+
+namespace {
+loom_status_t preparePeer(loom_mesh_t mesh, const char *op, loom_dtype_t dtype,
+                          int32_t peer, int64_t count, int32_t tag,
+                          const char *what, loom_request_t *out,
+                          CallInfo &info) {
+  Group *group;
+  if (!out)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT, "%s: no request",
+                            op);
+  *out = nullptr;
+  if (loom_status_t s = prepare(mesh, op, nullptr, 0, dtype, count, group, info))
+    return s;
+  int size = mesh->runtime->backend->size();
+  if (peer < 0 || peer >= size)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "%s: peer %d is not a rank of %d", op, peer, size);
+  if (tag < 0 || tag >= loom_max_tag())
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "%s: tag %d is not in [0, %d)", op, tag,
+                            loom_max_tag());
+  info.description = std::string(op) + " of " + (what ? what : "a buffer") +
+                     " (" + std::to_string(count) + " x " +
+                     loom_dtype_name(dtype) + ", " +
+                     (std::string(op) == "isend" ? "to" : "from") +
+                     " rank " + std::to_string(peer) + ")";
+  info.extra = peer;
+  return nullptr;
+}
+} // namespace
+
+extern "C" loom_status_t loom_isend(loom_mesh_t mesh, loom_dtype_t dtype,
+                                    int32_t to, const void *send,
+                                    int64_t count, int32_t tag,
+                                    const char *what, loom_request_t *out) {
+  CallInfo info;
+  if (loom_status_t s =
+          preparePeer(mesh, "isend", dtype, to, count, tag, what, out, info))
+    return s;
+  auto r = std::make_unique<loom_request_s>();
+  r->runtime = mesh->runtime;
+  if (loom_status_t s =
+          mesh->runtime->backend->isend(info, to, send, tag, r->request))
+    return s;
+  *out = r.release();
+  return nullptr;
+}
+
+extern "C" loom_status_t loom_irecv(loom_mesh_t mesh, loom_dtype_t dtype,
+                                    int32_t from, void *recv, int64_t count,
+                                    int32_t tag, const char *what,
+                                    loom_request_t *out) {
+  CallInfo info;
+  if (loom_status_t s =
+          preparePeer(mesh, "irecv", dtype, from, count, tag, what, out, info))
+    return s;
+  auto r = std::make_unique<loom_request_s>();
+  r->runtime = mesh->runtime;
+  if (loom_status_t s =
+          mesh->runtime->backend->irecv(info, from, recv, tag, r->request))
+    return s;
+  *out = r.release();
+  return nullptr;
+}
+
+extern "C" loom_status_t loom_request_wait(loom_request_t request) {
+  if (!request)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "loom_request_wait: no request");
+  std::unique_ptr<loom_request_s> owned(request);
+  return owned->runtime->backend->wait(*owned->request);
+}
+
 extern "C" void loom_runtime_trace_start(loom_runtime_t runtime) {
   runtime->events.clear();
   runtime->traceStart = std::chrono::steady_clock::now();

@@ -154,6 +154,19 @@ static cl::opt<std::string> dpAxis("dp-axis", cl::desc("Data-parallel mesh axis"
                                    cl::init("dp"), cl::cat(category));
 static cl::opt<std::string> tpAxis("tp-axis", cl::desc("Tensor-parallel mesh axis"),
                                    cl::init("tp"), cl::cat(category));
+static cl::opt<std::string> scheduleName("schedule",
+    cl::desc("Pipeline schedule with a pp mesh axis: gpipe, 1f1b (default), "
+             "interleaved or zb-h1"),
+    cl::init("1f1b"), cl::cat(category));
+static cl::opt<unsigned> virtualStages("virtual-stages",
+    cl::desc("Pipeline stages per pp rank (the interleaved schedule)"),
+    cl::init(1), cl::cat(category));
+static cl::list<std::string> stageBoundaries("stage-boundaries",
+    cl::CommaSeparated,
+    cl::desc("Names of the model's ops (ONNX node names) that start pipeline "
+             "stages 1, 2, ... (default: stages balanced by the cost of "
+             "their ops)"),
+    cl::cat(category));
 static cl::list<std::string> inputShapes("input-shape",
     cl::desc("ONNX: NAME=D0xD1x... binds an input's shape"), cl::cat(category));
 
@@ -207,6 +220,28 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,
   return module;
 }
 
+/// The size of the mesh's pp axis (1 without one).
+int64_t pipelineRanks() {
+  SmallVector<StringRef> axes;
+  StringRef(meshSpec).split(axes, ',', -1, false);
+  for (StringRef a : axes) {
+    auto [name, size] = a.split('=');
+    int64_t n = 0;
+    if (name.trim() == "pp" && !size.trim().getAsInteger(10, n))
+      return n;
+  }
+  return 1;
+}
+
+/// Whether the mesh has axes other than pp.
+bool meshBesidesPipeline() {
+  SmallVector<StringRef> axes;
+  StringRef(meshSpec).split(axes, ',', -1, false);
+  return llvm::any_of(axes, [](StringRef a) {
+    return a.split('=').first.trim() != "pp";
+  });
+}
+
 std::string checkFlags(double &beta1, double &beta2) {
   if (!train)
     return "only --train is implemented: say --train";
@@ -215,6 +250,16 @@ std::string checkFlags(double &beta1, double &beta2) {
   auto [b1, b2] = StringRef(betas).split(',');
   if (b1.trim().getAsDouble(beta1) || b2.trim().getAsDouble(beta2))
     return "--betas must be two numbers B1,B2, got '" + betas + "'";
+  if (pipelineRanks() > 1 && strategy == "auto")
+    return "--strategy auto does not search pipelines yet: give the other "
+           "axes' strategy (dp, tp, dp-tp, zero1-3) with a pp mesh axis";
+  if (virtualStages < 1)
+    return "--virtual-stages must be at least 1";
+  if ((virtualStages > 1 || !stageBoundaries.empty() ||
+       scheduleName.getNumOccurrences()) &&
+      pipelineRanks() <= 1)
+    return "--schedule, --virtual-stages and --stage-boundaries need "
+           "pipeline stages: give a pp mesh axis, e.g. --mesh pp=2,dp=2";
   if (planMeshAxes != 0 && planMeshAxes != 2 && planMeshAxes != 3)
     return "--plan-mesh-axes must be 2 or 3, not " +
            std::to_string(planMeshAxes);
@@ -241,6 +286,8 @@ void fillTrainingOptions(TrainingPipelineOptions &o, double beta1,
   o.lrSchedule = lrSchedule;
   o.warmupSteps = warmupSteps;
   o.totalSteps = totalSteps;
+  o.stages = static_cast<unsigned>(pipelineRanks()) * virtualStages;
+  o.stageBoundaries = stageBoundaries;
 }
 
 /// The strategy the flags ask for, with loomc's defaults: a shard file's,
@@ -257,8 +304,10 @@ std::string resolveStrategy(ModuleOp module, std::string &error) {
   if (chosen.empty())
     chosen = !shardFile.empty()                ? "file"
              : declared == 1 && meshSpec.empty() ? "annotated"
-             : hasMesh                          ? "dp"
-                                                : "none";
+             : hasMesh && !meshSpec.empty() && !meshBesidesPipeline()
+                 ? "replicated"
+             : hasMesh ? "dp"
+                       : "none";
   if (!shardFile.empty() && chosen != "file") {
     error = chosen == "auto"
                 ? "--shard and --strategy auto do not go together (put the "
@@ -292,6 +341,16 @@ void fillShardingOptions(ShardingPipelineOptions &o, ModuleOp module,
   o.planReportFile = reportFile.str();
   o.partition = !planOnly;
   o.bucketMb = bucketMb;
+  o.pipeline = pipelineRanks() > 1;
+  o.virtualStages = virtualStages;
+  o.schedule = scheduleName;
+  o.scheduleReport = o.pipeline && planReport != "json";
+  if (o.pipeline) {
+    llvm::sys::fs::create_directories(outDir);
+    SmallString<256> svg(outDir);
+    llvm::sys::path::append(svg, "schedule.svg");
+    o.scheduleSvg = std::string(svg);
+  }
 }
 
 bool writeText(StringRef dir, StringRef name, StringRef text,
@@ -420,7 +479,7 @@ int main(int argc, char **argv) {
     return fail(error);
 
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
-  if (step->hasAttr(LoomDialect::kPartitionedAttrName))
+  if (step && step->hasAttr(LoomDialect::kPartitionedAttrName))
     if (int status = writePlan(step, chosen, report))
       return status;
   int64_t numParams = 0, numElements = 0;

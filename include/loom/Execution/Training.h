@@ -88,6 +88,12 @@ void writeChromeTrace(llvm::ArrayRef<TraceEvent> events, llvm::raw_ostream &os);
 void printProfile(llvm::ArrayRef<TraceEvent> events, int ranks,
                   llvm::raw_ostream &os);
 
+/// Trains a pipelined artifact (module attribute loom.pipeline): each rank
+/// runs its pipeline rank's stage programs on the schedule.
+bool runPipelineTraining(ModuleOp module, llvm::StringRef dir,
+                         const TrainOptions &options, TrainResult &result,
+                         std::string &error);
+
 /// Trains with @train_step of `module` (from `dir`/train.mlir).
 bool runTraining(ModuleOp module, llvm::StringRef dir,
                  const TrainOptions &options, TrainResult &result,

@@ -94,6 +94,28 @@ struct ShardingPipelineOptions
       *this, "partition",
       llvm::cl::desc("Partition (false: stop with the shardings chosen)"),
       llvm::cl::init(true)};
+  // Pipeline stages (a step built from a model with loom.stage).
+  Option<bool> pipeline{
+      *this, "pipeline",
+      llvm::cl::desc("Split the step into per-stage programs and schedule "
+                     "them (loom-split-stages, loom-schedule-pipeline)"),
+      llvm::cl::init(false)};
+  Option<unsigned> virtualStages{
+      *this, "virtual-stages",
+      llvm::cl::desc("Stages per pipeline rank (interleaved)"),
+      llvm::cl::init(1)};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("gpipe, 1f1b, interleaved or zb-h1"),
+      llvm::cl::init("1f1b")};
+  Option<bool> scheduleReport{
+      *this, "schedule-report",
+      llvm::cl::desc("Print the schedule's timeline and bubble"),
+      llvm::cl::init(false)};
+  Option<std::string> scheduleSvg{
+      *this, "schedule-svg",
+      llvm::cl::desc("Draw the schedule's timeline into this SVG file"),
+      llvm::cl::init("")};
   Option<double> bucketMb{
       *this, "bucket-mb",
       llvm::cl::desc("Fuse all-reduces into buckets of this many MiB (0: off)"),

@@ -76,6 +76,14 @@ struct TrainingPipelineOptions
   Option<int64_t> totalSteps{*this, "total-steps",
                              llvm::cl::desc("warmup-cosine: steps to decay over"),
                              llvm::cl::init(0)};
+  Option<unsigned> stages{
+      *this, "stages",
+      llvm::cl::desc("Pipeline stages (times virtual stages): >1 assigns "
+                     "every forward op a stage (loom-assign-stages)"),
+      llvm::cl::init(1)};
+  ListOption<std::string> stageBoundaries{
+      *this, "stage-boundaries",
+      llvm::cl::desc("Names of the ops that start pipeline stages 1, 2, ...")};
   Option<bool> numberGradientRules{
       *this, "number-gradient-rules",
       llvm::cl::desc("Mark gradient rules' ops with their forward op "

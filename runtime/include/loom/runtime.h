@@ -243,6 +243,21 @@ loom_status_t loom_all_to_all(loom_mesh_t mesh, const int32_t *axes,
 loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,
                              int32_t to, const void *send, int32_t from,
                              void *recv, int64_t count);
+/* Point-to-point without blocking (pipeline stages). A request is
+ * completed by loom_request_wait, which frees it; until then the buffer
+ * must stay alive (and, for a receive, unread). Messages between two ranks
+ * match by `tag` (0 <= tag < loom_max_tag()), in order. Waiting is under
+ * the runtime's deadline: a peer that died or never sends is diagnosed and
+ * named, as for collectives. */
+typedef struct loom_request_s *loom_request_t;
+int32_t loom_max_tag(void);
+loom_status_t loom_isend(loom_mesh_t mesh, loom_dtype_t dtype, int32_t to,
+                         const void *send, int64_t count, int32_t tag,
+                         const char *what, loom_request_t *out_request);
+loom_status_t loom_irecv(loom_mesh_t mesh, loom_dtype_t dtype, int32_t from,
+                         void *recv, int64_t count, int32_t tag,
+                         const char *what, loom_request_t *out_request);
+loom_status_t loom_request_wait(loom_request_t request);
 /* Blocks until every rank of the group arrives. */
 loom_status_t loom_barrier(loom_mesh_t mesh, const int32_t *axes,
                            int32_t num_axes);

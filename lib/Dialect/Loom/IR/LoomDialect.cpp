@@ -1,5 +1,6 @@
 //===- LoomDialect.cpp - Loom dialect -------------------------------------===//
 
+#include "mlir/IR/BuiltinOps.h"
 #include "loom/Dialect/Loom/IR/LoomDialect.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 
@@ -87,6 +88,22 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
              << "' must be a non-negative integer (an op number) on an op";
     return success();
   }
+  if (attr.getName() == kStageAttrName) {
+    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
+    if (isa<FunctionOpInterface>(op) || !stage || stage.getInt() < 0)
+      return op->emitOpError("'loom.stage' must be a non-negative integer (a "
+                             "pipeline stage) on an op");
+    return success();
+  }
+  if (attr.getName() == kPhaseAttrName) {
+    auto phase = dyn_cast<StringAttr>(attr.getValue());
+    if (isa<FunctionOpInterface>(op) || !phase ||
+        !llvm::is_contained({"forward", "backward", "update"},
+                            phase.getValue()))
+      return op->emitOpError("'loom.phase' must be \"forward\", "
+                             "\"backward\" or \"update\" on an op");
+    return success();
+  }
   if (attr.getName() == kRematAttrName || attr.getName() == kRecomputedAttrName) {
     auto segment = dyn_cast<IntegerAttr>(attr.getValue());
     if (isa<FunctionOpInterface>(op) || !segment || segment.getInt() < 0)
@@ -117,6 +134,20 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
           }))
         return fail();
     }
+    return success();
+  }
+  if (attr.getName() == kPipelineAttrName) {
+    if (!isa<mlir::ModuleOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
+      return op->emitOpError("'loom.pipeline' must be a dictionary on a "
+                             "module");
+    return success();
+  }
+  if (attr.getName() == kProgramAttrName) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !dict ||
+        !dict.getAs<IntegerAttr>("stage") || !dict.getAs<StringAttr>("kind"))
+      return op->emitOpError("'loom.program' must be {stage = N, kind = "
+                             "\"...\"} on a function");
     return success();
   }
   return op->emitOpError("has unknown loom attribute '")
@@ -178,6 +209,19 @@ static LogicalResult verifyParamRef(Operation *op, Attribute attr, Type type,
   return success();
 }
 
+static LogicalResult verifyPipe(Operation *op, Attribute attr,
+                                const Twine &what) {
+  auto pipe = dyn_cast<StringAttr>(attr);
+  StringRef kind = pipe ? pipe.getValue().split(':').first : "";
+  if (!pipe || !llvm::is_contained({"recv", "send", "recv_grad", "send_grad",
+                                    "stash", "grad"},
+                                   kind))
+    return op->emitOpError("'loom.pipe' on ")
+           << what << " must be recv:N, send:N, recv_grad:N, send_grad:N, "
+           << "stash:N or grad, got " << attr;
+  return success();
+}
+
 LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
@@ -207,6 +251,8 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
              << what << " needs an integer tensor, got " << type;
     return success();
   }
+  if (attr.getName() == kPipeAttrName)
+    return verifyPipe(op, attr.getValue(), what);
   return op->emitOpError("has unknown loom argument attribute '")
          << attr.getName().getValue() << "'";
 }
@@ -228,6 +274,8 @@ LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
         globalTypeOf(op, fn.getResultTypes()[resultIndex],
                      fn.getResultAttr(resultIndex, kShardingAttrName)),
         what);
+  if (attr.getName() == kPipeAttrName)
+    return verifyPipe(op, attr.getValue(), what);
   return op->emitOpError("has unknown loom result attribute '")
          << attr.getName().getValue() << "'";
 }

@@ -5,7 +5,7 @@
                       [--steps 10] [--optimizer adamw|sgd] [--remat none|layers|full]
 
 The model comes from PyTorch through ONNX (the MLP and the bias-free-QKV GPT
-block of train_vs_pytorch.py, batch 8 and 4; `stack` is three such blocks,
+block of train_vs_pytorch.py, batch 8 and 4; `stack` is `--blocks` (3) such blocks,
 whose repeated layers the planner coarsens). loomc builds the training
 step twice, without a mesh and with `--mesh/--strategy`; loom-run trains the
 first alone and the second with `-np` ranks on the same data. Prints the
@@ -48,6 +48,9 @@ def main():
     p.add_argument("--cluster", default=None, help="--strategy auto: the cluster")
     p.add_argument("--remat", default=None, help="loomc --remat for the second program")
     p.add_argument("--memory-limit-gib", default=None, help="--strategy auto: the limit")
+    p.add_argument("--blocks", type=int, default=3, help="--model stack: its blocks")
+    p.add_argument("--schedule", default=None, help="loomc --schedule (pp meshes)")
+    p.add_argument("--virtual-stages", type=int, default=1, help="loomc --virtual-stages")
     a = p.parse_args()
 
     torch.manual_seed(0)
@@ -60,7 +63,7 @@ def main():
         loss = "cross_entropy"
     else:
         model = TrainBlock() if a.model == "block" else torch.nn.Sequential(
-            TrainBlock(), TrainBlock(), TrainBlock())
+            *[TrainBlock() for _ in range(a.blocks)])
         xs = rng.standard_normal((n, 4, 16, 64)).astype(np.float32)
         ys = rng.standard_normal((n, 4, 16, 64)).astype(np.float32)
         loss = "mse"
@@ -92,6 +95,10 @@ def main():
     extra = ["--cluster", a.cluster] if a.cluster else []
     if a.remat:
         extra += [f"--remat={a.remat}"]
+    if a.schedule:
+        extra += [f"--schedule={a.schedule}"]
+    if a.virtual_stages > 1:
+        extra += [f"--virtual-stages={a.virtual_stages}"]
     if a.memory_limit_gib:
         extra += ["--memory-limit-gib", a.memory_limit_gib]
     if a.mesh == "choose":
@@ -113,8 +120,13 @@ def main():
             sys.exit(1)
         return [float(l.split()[3]) for l in r.stdout.splitlines() if l.startswith("step ")]
 
-    one = train(single, [])
-    many = train(spmd, ["-np", str(ranks)] if ranks > 1 else [])
+    # The single-device step unrolls its micro-batches: LLVM's -O2 takes
+    # minutes on it, -O0 seconds. Both sides run at the same level: after
+    # 10 AdamW steps -O0 and -O2 differ by up to 1e-4 in a weight (LLVM
+    # contracts a * b + c into fused multiply-adds at -O2).
+    opt = ["-O", "0"] if a.micro_batches > 1 else []
+    one = train(single, opt)
+    many = train(spmd, opt + (["-np", str(ranks)] if ranks > 1 else []))
     ok = len(one) == len(many) == a.steps
     worst = 0.0
     for s, (x, y) in enumerate(zip(one, many)):

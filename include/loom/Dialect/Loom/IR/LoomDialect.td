@@ -90,6 +90,29 @@ def Loom_Dialect : Dialect {
     /// prices a backward pass.
     static constexpr ::llvm::StringLiteral kOpIdAttrName = "loom.op_id";
     static constexpr ::llvm::StringLiteral kVjpOfAttrName = "loom.vjp_of";
+    /// Op attribute (a non-negative integer): the pipeline stage (virtual
+    /// stage with interleaving) the op runs on. Set on forward ops by
+    /// loom-assign-stages or by the user; autodiff gives a gradient rule's
+    /// ops its op's stage, the training step an update its weight's stage.
+    static constexpr ::llvm::StringLiteral kStageAttrName = "loom.stage";
+    /// Op attribute of a pipelined training step: "forward", "backward" or
+    /// "update", the part of the step the op belongs to.
+    static constexpr ::llvm::StringLiteral kPhaseAttrName = "loom.phase";
+    /// Module attribute of a pipelined program (loom-split-stages): a
+    /// dictionary with the stage count, virtual stages, micro-batches, the
+    /// schedule's name and its per-rank action lists.
+    static constexpr ::llvm::StringLiteral kPipelineAttrName = "loom.pipeline";
+    /// Function attribute of a stage program: {stage = S, kind = K} with K
+    /// one of forward, backward_input, backward_weight, update.
+    static constexpr ::llvm::StringLiteral kProgramAttrName = "loom.program";
+    /// Argument/result attribute of a stage program: what the value is to
+    /// the pipeline's runtime. "recv:N" / "send:N": forward boundary value N
+    /// from the previous / to the next stage; "recv_grad:N" / "send_grad:N":
+    /// its gradient, from the next / to the previous stage; "stash:N": kept
+    /// per micro-batch from one program of the stage to a later one;
+    /// "grad": a weight's gradient (loom.param names it), summed over
+    /// micro-batches before the update.
+    static constexpr ::llvm::StringLiteral kPipeAttrName = "loom.pipe";
 
   private:
     void registerAttributes();

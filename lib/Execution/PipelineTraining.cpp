@@ -1,0 +1,698 @@
+//===- PipelineTraining.cpp - Running per-stage programs on a schedule ----===//
+//
+// A pipelined artifact (loom-split-stages, loom-schedule-pipeline) holds
+// per stage a forward, backward-input, backward-weight and update program
+// and, per pipeline rank, the schedule's action list. Each process finds
+// its pipeline rank (its coordinate on the mesh's pp axis) and its stages,
+// compiles their programs, and per step runs its list: receives are posted
+// when the step starts and waited for by RECV actions, sends are posted by
+// SEND actions and completed when the step ends, so no order of actions
+// that the schedule simulator accepts can deadlock. Stashes hold what a
+// stage's backward reads per micro-batch; weight gradients are summed over
+// micro-batches in micro-batch order (as the single-device step sums
+// them) and reduced across the stage's data-parallel ranks by the update
+// program, once per step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Execution/Training.h"
+
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Execution/Distributed.h"
+#include "loom/Execution/TensorIO.h"
+#include "loom/Stages/Schedule.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::stages;
+
+namespace {
+
+/// What an argument or result is to the pipeline.
+struct Port {
+  enum Kind { Param, Data, Recv, RecvGrad, Send, SendGrad, Stash, Grad, Loss,
+              Update, Other } kind = Other;
+  int index = 0;       // N of recv:N, ...
+  std::string name;    // parameter or data name
+};
+
+Port portOf(DictionaryAttr attrs) {
+  Port p;
+  auto pipe = attrs ? attrs.getAs<StringAttr>(LoomDialect::kPipeAttrName)
+                    : StringAttr();
+  auto param = attrs ? attrs.getAs<FlatSymbolRefAttr>(LoomDialect::kParamAttrName)
+                     : FlatSymbolRefAttr();
+  auto name = attrs ? attrs.getAs<StringAttr>(LoomDialect::kNameAttrName)
+                    : StringAttr();
+  if (pipe) {
+    auto [kind, index] = pipe.getValue().split(':');
+    (void)index.getAsInteger(10, p.index);
+    p.kind = llvm::StringSwitch<Port::Kind>(kind)
+                 .Case("recv", Port::Recv)
+                 .Case("recv_grad", Port::RecvGrad)
+                 .Case("send", Port::Send)
+                 .Case("send_grad", Port::SendGrad)
+                 .Case("stash", Port::Stash)
+                 .Case("grad", Port::Grad)
+                 .Default(Port::Other);
+    return p;
+  }
+  if (param) {
+    p.kind = Port::Param;
+    p.name = param.getValue().str();
+    return p;
+  }
+  if (name) {
+    p.kind = Port::Data;
+    p.name = name.getValue().str();
+  }
+  return p;
+}
+
+struct Program {
+  func::FuncOp fn;
+  std::unique_ptr<Executor> exec;
+  std::vector<Port> args, results;
+  SmallVector<ShardingAttr> argShardings;
+};
+
+struct Stage {
+  int index = 0;
+  // forward, backward_input, backward_weight, update (absent: nothing).
+  Program programs[4];
+};
+
+const char *kKinds[] = {"forward", "backward_input", "backward_weight",
+                        "update"};
+
+class PipelineTrainer {
+public:
+  PipelineTrainer(ModuleOp module, StringRef dir, const TrainOptions &options,
+                  TrainResult &result, std::string &error)
+      : module(module), dir(dir), options(options), result(result),
+        error(error) {}
+
+  bool run() {
+    return setUp() && compile() && warmGroups() && bindParameters() &&
+           openData() && runSteps() && save(options.paramsOut, true) &&
+           save(options.stateOut, false);
+  }
+
+private:
+  bool setUp();
+  bool compile();
+  bool warmGroups();
+  bool bindParameters();
+  bool openData();
+  bool runSteps();
+  bool runProgram(Stage &stage, int kind, int micro, int64_t step);
+  bool save(StringRef outDir, bool trainable);
+  bool check(loom_status_t s) {
+    if (!s)
+      return true;
+    error = loom_status_message(s);
+    loom_status_free(s);
+    return false;
+  }
+  /// The rank of the same sub-mesh position on pipeline rank `pp`.
+  int32_t peer(int stage) const {
+    SmallVector<int64_t> coords;
+    for (int32_t a = 0; a < loom_mesh_num_axes(mesh->getMesh()); ++a)
+      coords.push_back(a == ppAxis ? shape.rankOf(stage)
+                                   : loom_mesh_coordinate(mesh->getMesh(), a));
+    return loom_mesh_rank_at(mesh->getMesh(), coords.data());
+  }
+  int tag(int dir, int stage, int micro, int index) const {
+    return ((dir * shape.stages() + stage) * shape.microBatches + micro) *
+               maxPorts +
+           index;
+  }
+  bool isWriter() const {
+    for (int32_t a = 0; a < loom_mesh_num_axes(mesh->getMesh()); ++a)
+      if (a != ppAxis && loom_mesh_coordinate(mesh->getMesh(), a) != 0)
+        return false;
+    return true;
+  }
+
+  ModuleOp module;
+  StringRef dir;
+  const TrainOptions &options;
+  TrainResult &result;
+  std::string &error;
+
+  PipelineShape shape;
+  std::vector<Action> actions;
+  std::unique_ptr<DistributedContext> mesh;
+  int32_t ppAxis = -1;
+  int ppRank = 0;
+  std::map<int, Stage> stages;
+  int maxPorts = 1;
+  std::map<std::string, HostTensor> store;
+  std::map<std::string, ShardingAttr> storeSharding;
+  std::map<std::string, bool> storeTrainable;
+  /// Data inputs: the file (whole, global) and the per-entry global type.
+  struct Data {
+    RankedTensorType type;
+    ShardingAttr sharding;
+    std::optional<HostTensor> file;
+  };
+  std::map<std::string, Data> data;
+  /// Per step.
+  std::map<std::tuple<int, int, int>, HostTensor> recvBuf;  // dir,stage,m,(N)
+  std::map<std::tuple<int, int, int, int>, HostTensor> inbox, outbox;
+  std::map<std::tuple<int, int, int, int>, loom_request_t> pending;
+  std::vector<loom_request_t> sends;
+  std::map<std::tuple<int, int, int>, HostTensor> stash; // stage, m, N
+  std::map<std::pair<int, int>, HostTensor> grads;       // stage, N
+  std::map<std::pair<int, int>, HostTensor> microData;   // m -> name idx
+  std::map<std::string, HostTensor> updates;
+  float lossSum = 0;
+  bool haveLoss = false;
+};
+
+bool PipelineTrainer::setUp() {
+  auto pipe =
+      module->getAttrOfType<DictionaryAttr>(LoomDialect::kPipelineAttrName);
+  auto get = [&](StringRef k) {
+    auto a = pipe.getAs<IntegerAttr>(k);
+    return a ? int(a.getInt()) : -1;
+  };
+  shape = {get("ranks"), get("virtual_stages"), get("micro_batches")};
+  auto lists = pipe.getAs<ArrayAttr>("actions");
+  if (shape.ranks < 1 || shape.virtualStages < 1 || shape.microBatches < 1 ||
+      !lists || int(lists.size()) != shape.ranks) {
+    error = "the module's loom.pipeline has no schedule (build it with loomc "
+            "and a pp mesh axis, or run loom-split-stages and "
+            "loom-schedule-pipeline)";
+    return false;
+  }
+  func::FuncOp any;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr(LoomDialect::kProgramAttrName))
+      any = fn;
+  auto meshRef = any ? any->getAttrOfType<FlatSymbolRefAttr>(
+                           LoomDialect::kPartitionedAttrName)
+                     : FlatSymbolRefAttr();
+  if (!meshRef) {
+    error = "the pipeline's stage programs are not partitioned for a mesh "
+            "(loomc partitions them for the mesh with the pp axis)";
+    return false;
+  }
+  DistributedOptions dopts;
+  dopts.timeoutSeconds = options.timeoutSeconds;
+  mesh = DistributedContext::create(module, module.lookupSymbol<MeshOp>(meshRef),
+                                    dopts, error);
+  if (!mesh)
+    return false;
+  result.rank = mesh->rank();
+  for (int32_t a = 0; a < loom_mesh_num_axes(mesh->getMesh()); ++a)
+    if (StringRef(loom_mesh_axis_name(mesh->getMesh(), a)) == "pp")
+      ppAxis = a;
+  if (ppAxis < 0 ||
+      loom_mesh_axis_size(mesh->getMesh(), ppAxis) != shape.ranks) {
+    error = llvm::formatv("the pipeline has {0} ranks but the mesh has no pp "
+                          "axis of that size",
+                          shape.ranks)
+                .str();
+    return false;
+  }
+  ppRank = int(loom_mesh_coordinate(mesh->getMesh(), ppAxis));
+  for (Attribute a : cast<ArrayAttr>(lists[ppRank])) {
+    std::optional<Action> act = parseAction(cast<StringAttr>(a).getValue());
+    if (!act) {
+      error = "unreadable pipeline action " + cast<StringAttr>(a).str();
+      return false;
+    }
+    actions.push_back(*act);
+  }
+  // The schedule must be one that finishes (loom-schedule-pipeline checked
+  // it; an edited artifact is checked again).
+  Schedule all(shape.ranks);
+  for (int r = 0; r < shape.ranks; ++r)
+    for (Attribute a : cast<ArrayAttr>(lists[r]))
+      if (auto act = parseAction(cast<StringAttr>(a).getValue()))
+        all[r].push_back(*act);
+  if (!simulate(all, shape, Durations::uniform(shape.stages()), error)) {
+    error = "the artifact's pipeline schedule is invalid: " + error;
+    return false;
+  }
+  for (int v = 0; v < shape.virtualStages; ++v)
+    stages[ppRank + v * shape.ranks].index = ppRank + v * shape.ranks;
+  return true;
+}
+
+bool PipelineTrainer::compile() {
+  auto start = std::chrono::steady_clock::now();
+  for (auto &[s, stage] : stages)
+    for (int k = 0; k < 4; ++k) {
+      std::string name = llvm::formatv("stage{0}_{1}", s, kKinds[k]).str();
+      auto fn = module.lookupSymbol<func::FuncOp>(name);
+      if (!fn)
+        continue;
+      Program &p = stage.programs[k];
+      p.fn = fn;
+      p.exec = Executor::create(module, name, options.executor, error);
+      if (!p.exec)
+        return false;
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+        p.args.push_back(portOf(fn.getArgAttrDict(i)));
+        p.argShardings.push_back(
+            fn.getArgAttrOfType<ShardingAttr>(i, LoomDialect::kShardingAttrName));
+      }
+      for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+        Port port = portOf(fn.getResultAttrDict(i));
+        if (port.kind == Port::Data && port.name == "loss")
+          port.kind = Port::Loss;
+        else if (port.kind == Port::Param)
+          port.kind = Port::Update;
+        p.results.push_back(port);
+      }
+    }
+  // Tags number the boundary values of every stage alike on all ranks.
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (!fn->hasAttr(LoomDialect::kProgramAttrName))
+      continue;
+    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+      Port port = portOf(fn.getResultAttrDict(i));
+      if (port.kind == Port::Send || port.kind == Port::SendGrad)
+        maxPorts = std::max(maxPorts, port.index + 1);
+    }
+  }
+  if (tag(1, shape.stages() - 1, shape.microBatches - 1, maxPorts - 1) >=
+      loom_max_tag()) {
+    error = llvm::formatv("the pipeline has too many transfers per step ({0} "
+                          "stages x {1} micro-batches x {2} values) for the "
+                          "runtime's tags",
+                          shape.stages(), shape.microBatches, maxPorts)
+                .str();
+    return false;
+  }
+  result.compileSeconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+  return true;
+}
+
+/// Every communicator a stage program may use is created now, by every
+/// rank in the same order: creating one is a collective over all ranks,
+/// which ranks on different stages would otherwise reach at different
+/// times.
+bool PipelineTrainer::warmGroups() {
+  SmallVector<int32_t> others;
+  for (int32_t a = 0; a < loom_mesh_num_axes(mesh->getMesh()); ++a)
+    if (a != ppAxis)
+      others.push_back(a);
+  // Every ordered list of distinct non-pp axes.
+  std::vector<std::vector<int32_t>> lists;
+  std::function<void(std::vector<int32_t> &)> grow =
+      [&](std::vector<int32_t> &cur) {
+        for (int32_t a : others) {
+          if (llvm::is_contained(cur, a))
+            continue;
+          cur.push_back(a);
+          lists.push_back(cur);
+          grow(cur);
+          cur.pop_back();
+        }
+      };
+  std::vector<int32_t> cur;
+  grow(cur);
+  for (auto &l : lists)
+    if (!check(loom_barrier(mesh->getMesh(), l.data(), int32_t(l.size()))))
+      return false;
+  return true;
+}
+
+bool PipelineTrainer::bindParameters() {
+  for (auto &[s, stage] : stages)
+    for (Program &p : stage.programs) {
+      if (!p.exec)
+        continue;
+      ArrayRef<ValueInfo> infos = p.exec->getArguments();
+      for (auto [i, port] : llvm::enumerate(p.args)) {
+        if (port.kind != Port::Param || store.count(port.name))
+          continue;
+        RankedTensorType global =
+            mesh->globalType(infos[i].type, p.argShardings[i]);
+        std::optional<HostTensor> value = readInitialValue(
+            infos[i].initialValue, global, port.name, dir, error);
+        if (!value)
+          return false;
+        store[port.name] = mesh->localShard(*value, p.argShardings[i]);
+        storeSharding[port.name] = p.argShardings[i];
+        storeTrainable[port.name] = infos[i].trainable;
+      }
+    }
+  return true;
+}
+
+bool PipelineTrainer::openData() {
+  for (auto &[s, stage] : stages)
+    for (Program &p : stage.programs) {
+      if (!p.exec)
+        continue;
+      ArrayRef<ValueInfo> infos = p.exec->getArguments();
+      for (auto [i, port] : llvm::enumerate(p.args)) {
+        if (port.kind != Port::Data || data.count(port.name))
+          continue;
+        Data d;
+        d.sharding = p.argShardings[i];
+        d.type = mesh->globalType(infos[i].type, d.sharding);
+        if (options.data == "synthetic") {
+          error = "pipelined training reads its data from files (--data DIR); "
+                  "synthetic data is not supported yet";
+          return false;
+        }
+        SmallString<256> path(options.data);
+        llvm::sys::path::append(path, port.name + ".npy");
+        std::optional<HostTensor> t =
+            readTensorFile(path, module.getContext(), error);
+        if (!t)
+          return false;
+        ArrayRef<int64_t> entry = d.type.getShape();
+        int64_t needed = options.steps * shape.microBatches;
+        if (t->getShape().size() != entry.size() + 1 ||
+            t->getShape().drop_front() != entry || t->getShape()[0] < needed) {
+          error = llvm::formatv("{0} must hold [{1} x {2}] (steps x "
+                                "micro-batches entries of the input)",
+                                path, needed,
+                                llvm::make_range(entry.begin(), entry.end()))
+                      .str();
+          return false;
+        }
+        if (t->getElementType() != d.type.getElementType()) {
+          if (isa<FloatType>(d.type.getElementType()) &&
+              isa<FloatType>(t->getElementType())) {
+            *t = t->convertTo(d.type.getElementType());
+          } else {
+            HostTensor out(t->getType().clone(d.type.getElementType()));
+            for (int64_t k = 0; k < t->getNumElements(); ++k)
+              out.setFromDouble(k, double(t->getAsInt(k)));
+            *t = std::move(out);
+          }
+        }
+        d.file = std::move(*t);
+        data[port.name] = std::move(d);
+      }
+    }
+  return true;
+}
+
+void addInto(HostTensor &acc, const HostTensor &g) {
+  if (acc.getElementType().isF32()) {
+    float *a = reinterpret_cast<float *>(acc.data());
+    const float *b = reinterpret_cast<const float *>(g.data());
+    for (int64_t i = 0, e = acc.getNumElements(); i < e; ++i)
+      a[i] += b[i];
+    return;
+  }
+  for (int64_t i = 0, e = acc.getNumElements(); i < e; ++i)
+    acc.setFromDouble(i, acc.getAsDouble(i) + g.getAsDouble(i));
+}
+
+bool PipelineTrainer::runProgram(Stage &stage, int kind, int m,
+                                 int64_t step) {
+  Program &p = stage.programs[kind];
+  if (!p.exec)
+    return true;
+  int s = stage.index;
+  std::vector<HostTensor> owned(p.args.size());
+  std::vector<const HostTensor *> args;
+  for (auto [i, port] : llvm::enumerate(p.args)) {
+    const HostTensor *arg = nullptr;
+    switch (port.kind) {
+    case Port::Param:
+      arg = &store[port.name];
+      break;
+    case Port::Data: {
+      Data &d = data[port.name];
+      HostTensor t(d.type);
+      size_t bytes = t.byteSize();
+      std::memcpy(t.data(),
+                  d.file->data() + (step * shape.microBatches + m) * bytes,
+                  bytes);
+      owned[i] = mesh->localShard(t, d.sharding);
+      arg = &owned[i];
+      break;
+    }
+    case Port::Recv:
+      arg = &inbox[{0, s, m, port.index}];
+      break;
+    case Port::RecvGrad:
+      arg = &inbox[{1, s, m, port.index}];
+      break;
+    case Port::Stash:
+      arg = &stash[{s, m, port.index}];
+      break;
+    case Port::Grad:
+      arg = &grads[{s, port.index}];
+      break;
+    default:
+      error = llvm::formatv("argument #{0} of @{1} has no role in the "
+                            "pipeline",
+                            i, p.fn.getSymName())
+                  .str();
+      return false;
+    }
+    if (!*arg) {
+      error = llvm::formatv("argument #{0} of @{1} has no value (micro-batch "
+                            "{2}): the schedule runs it too early",
+                            i, p.fn.getSymName(), m)
+                  .str();
+      return false;
+    }
+    args.push_back(arg);
+  }
+  SmallVector<HostTensor> outs;
+  if (!p.exec->run(args, outs, error))
+    return false;
+  for (auto [i, port] : llvm::enumerate(p.results)) {
+    HostTensor &out = outs[i];
+    switch (port.kind) {
+    case Port::Send:
+      outbox[{0, s, m, port.index}] = std::move(out);
+      break;
+    case Port::SendGrad:
+      outbox[{1, s, m, port.index}] = std::move(out);
+      break;
+    case Port::Stash:
+      stash[{s, m, port.index}] = std::move(out);
+      break;
+    case Port::Grad: {
+      HostTensor &acc = grads[{s, port.index}];
+      if (!acc)
+        acc = std::move(out);
+      else
+        addInto(acc, out);
+      break;
+    }
+    case Port::Loss:
+      lossSum += float(out.getAsDouble(0));
+      haveLoss = true;
+      break;
+    case Port::Update:
+      updates[port.name] = std::move(out);
+      break;
+    default:
+      break;
+    }
+  }
+  return true;
+}
+
+bool PipelineTrainer::runSteps() {
+  auto start = std::chrono::steady_clock::now();
+  int last = shape.stages() - 1;
+  for (int64_t step = 0; step < options.steps; ++step) {
+    inbox.clear();
+    outbox.clear();
+    stash.clear();
+    grads.clear();
+    updates.clear();
+    lossSum = 0;
+    haveLoss = false;
+    // Post every receive of the step.
+    for (const Action &a : actions) {
+      if (a.kind != ActionKind::RecvForward &&
+          a.kind != ActionKind::RecvBackward)
+        continue;
+      int dir = a.kind == ActionKind::RecvForward ? 0 : 1;
+      Program &p = stages[a.stage].programs[dir == 0 ? 0 : 1];
+      if (!p.exec)
+        continue;
+      ArrayRef<ValueInfo> infos = p.exec->getArguments();
+      for (auto [i, port] : llvm::enumerate(p.args)) {
+        if (port.kind != (dir == 0 ? Port::Recv : Port::RecvGrad))
+          continue;
+        HostTensor &buf = inbox[{dir, a.stage, a.micro, port.index}];
+        buf = HostTensor(infos[i].type);
+        int from = dir == 0 ? a.stage - 1 : a.stage + 1;
+        std::string what = llvm::formatv("{0} {1} of stage {2}, micro-batch "
+                                         "{3}",
+                                         dir == 0 ? "activation" : "gradient",
+                                         port.index, from, a.micro)
+                               .str();
+        loom_request_t r;
+        if (!check(loom_irecv(mesh->getMesh(), runtimeType(buf.getElementType()),
+                              peer(from), buf.data(), buf.getNumElements(),
+                              tag(dir, from, a.micro, port.index),
+                              what.c_str(), &r)))
+          return false;
+        pending[{dir, a.stage, a.micro, port.index}] = r;
+      }
+    }
+    for (const Action &a : actions) {
+      Stage &stage = stages[a.stage];
+      switch (a.kind) {
+      case ActionKind::RecvForward:
+      case ActionKind::RecvBackward: {
+        int dir = a.kind == ActionKind::RecvForward ? 0 : 1;
+        for (auto it = pending.begin(); it != pending.end();) {
+          auto [d, s, m, n] = it->first;
+          if (d == dir && s == a.stage && m == a.micro) {
+            loom_request_t r = it->second;
+            it = pending.erase(it);
+            if (!check(loom_request_wait(r)))
+              return false;
+          } else {
+            ++it;
+          }
+        }
+        break;
+      }
+      case ActionKind::SendForward:
+      case ActionKind::SendBackward: {
+        int dir = a.kind == ActionKind::SendForward ? 0 : 1;
+        int to = dir == 0 ? a.stage + 1 : a.stage - 1;
+        for (auto &[key, buf] : outbox) {
+          auto [d, s, m, n] = key;
+          if (d != dir || s != a.stage || m != a.micro)
+            continue;
+          std::string what =
+              llvm::formatv("{0} {1} of stage {2}, micro-batch {3}",
+                            dir == 0 ? "activation" : "gradient", n, a.stage,
+                            a.micro)
+                  .str();
+          loom_request_t r;
+          if (!check(loom_isend(mesh->getMesh(),
+                                runtimeType(buf.getElementType()), peer(to),
+                                buf.data(), buf.getNumElements(),
+                                tag(dir, a.stage, a.micro, n), what.c_str(),
+                                &r)))
+            return false;
+          sends.push_back(r);
+        }
+        break;
+      }
+      case ActionKind::Forward:
+        if (!runProgram(stage, 0, a.micro, step))
+          return false;
+        break;
+      case ActionKind::Backward:
+        if (!runProgram(stage, 1, a.micro, step) ||
+            !runProgram(stage, 2, a.micro, step))
+          return false;
+        break;
+      case ActionKind::BackwardInput:
+        if (!runProgram(stage, 1, a.micro, step))
+          return false;
+        break;
+      case ActionKind::BackwardWeight:
+        if (!runProgram(stage, 2, a.micro, step))
+          return false;
+        // What the micro-batch's backward read is no longer needed.
+        for (auto it = stash.begin(); it != stash.end();)
+          it = std::get<0>(it->first) == a.stage &&
+                       std::get<1>(it->first) == a.micro
+                   ? stash.erase(it)
+                   : std::next(it);
+        break;
+      case ActionKind::Update:
+        if (!runProgram(stage, 3, 0, step))
+          return false;
+        break;
+      }
+    }
+    for (loom_request_t r : sends)
+      if (!check(loom_request_wait(r)))
+        return false;
+    sends.clear();
+    for (auto &[name, value] : updates)
+      store[name] = std::move(value);
+    // The loss: the last stage's sum of micro-batch losses times 1/M (the
+    // single-device step's order), to every rank.
+    double loss = 0;
+    if (haveLoss)
+      loss = double(lossSum * float(1.0 / double(shape.microBatches)));
+    int64_t bits;
+    std::memcpy(&bits, &loss, sizeof(bits));
+    std::optional<std::vector<int64_t>> all =
+        mesh->allGather({haveLoss ? 1 : 0, bits}, error);
+    if (!all)
+      return false;
+    for (size_t r = 0; r + 1 < all->size(); r += 2)
+      if ((*all)[r]) {
+        std::memcpy(&loss, &(*all)[r + 1], sizeof(loss));
+        break;
+      }
+    (void)last;
+    result.losses.push_back(loss);
+    if (options.onStep && result.rank == 0)
+      options.onStep(step, loss);
+    if (!std::isfinite(loss)) {
+      error = llvm::formatv("the loss is {0} at step {1}; stopping", loss, step)
+                  .str();
+      return false;
+    }
+  }
+  result.trainSeconds = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+  return true;
+}
+
+/// Each stage's first rank (all other coordinates 0) writes its stage's
+/// weights, gathered over the stage's sub-mesh.
+bool PipelineTrainer::save(StringRef outDir, bool trainable) {
+  if (outDir.empty())
+    return true;
+  if (std::error_code ec = llvm::sys::fs::create_directories(outDir)) {
+    error = "cannot create " + outDir.str() + ": " + ec.message();
+    return false;
+  }
+  for (auto &[name, value] : store) {
+    if (storeTrainable[name] != trainable)
+      continue;
+    std::optional<HostTensor> global =
+        mesh->gatherGlobal(value, storeSharding[name], error);
+    if (!global)
+      return false;
+    if (!isWriter())
+      continue;
+    // The step counter lives on every stage; the first writes it.
+    if (name == "optimizer.step" && ppRank != 0)
+      continue;
+    SmallString<256> path(outDir);
+    llvm::sys::path::append(path, name + ".npy");
+    if (!writeTensorFile(path, *global, error))
+      return false;
+  }
+  // Rank 0 returns when every stage has written.
+  return mesh->allGather({0}, error).has_value();
+}
+
+} // namespace
+
+bool mlir::loom::runPipelineTraining(ModuleOp module, StringRef dir,
+                                     const TrainOptions &options,
+                                     TrainResult &result, std::string &error) {
+  return PipelineTrainer(module, dir, options, result, error).run();
+}
