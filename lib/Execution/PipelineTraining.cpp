@@ -113,6 +113,7 @@ private:
   bool bindParameters();
   bool openData();
   bool runSteps();
+  bool postReceives();
   bool runProgram(Stage &stage, int kind, int micro, int64_t step);
   bool save(StringRef outDir, bool trainable);
   bool check(loom_status_t s) {
@@ -508,6 +509,40 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int m,
   return true;
 }
 
+/// Posts every receive of the step (its RECV actions wait for them).
+bool PipelineTrainer::postReceives() {
+  for (const Action &a : actions) {
+    if (a.kind != ActionKind::RecvForward &&
+        a.kind != ActionKind::RecvBackward)
+      continue;
+    int dir = a.kind == ActionKind::RecvForward ? 0 : 1;
+    Program &p = stages[a.stage].programs[dir == 0 ? 0 : 1];
+    if (!p.exec)
+      continue;
+    ArrayRef<ValueInfo> infos = p.exec->getArguments();
+    for (auto [i, port] : llvm::enumerate(p.args)) {
+      if (port.kind != (dir == 0 ? Port::Recv : Port::RecvGrad))
+        continue;
+      HostTensor &buf = inbox[{dir, a.stage, a.micro, port.index}];
+      buf = HostTensor(infos[i].type);
+      int from = dir == 0 ? a.stage - 1 : a.stage + 1;
+      std::string what = llvm::formatv("{0} {1} of stage {2}, micro-batch "
+                                       "{3}",
+                                       dir == 0 ? "activation" : "gradient",
+                                       port.index, from, a.micro)
+                             .str();
+      loom_request_t r;
+      if (!check(loom_irecv(mesh->getMesh(), runtimeType(buf.getElementType()),
+                            peer(from), buf.data(), buf.getNumElements(),
+                            tag(dir, from, a.micro, port.index),
+                            what.c_str(), &r)))
+        return false;
+      pending[{dir, a.stage, a.micro, port.index}] = r;
+    }
+  }
+  return true;
+}
+
 bool PipelineTrainer::runSteps() {
   auto start = std::chrono::steady_clock::now();
   int last = shape.stages() - 1;
@@ -519,36 +554,8 @@ bool PipelineTrainer::runSteps() {
     updates.clear();
     lossSum = 0;
     haveLoss = false;
-    // Post every receive of the step.
-    for (const Action &a : actions) {
-      if (a.kind != ActionKind::RecvForward &&
-          a.kind != ActionKind::RecvBackward)
-        continue;
-      int dir = a.kind == ActionKind::RecvForward ? 0 : 1;
-      Program &p = stages[a.stage].programs[dir == 0 ? 0 : 1];
-      if (!p.exec)
-        continue;
-      ArrayRef<ValueInfo> infos = p.exec->getArguments();
-      for (auto [i, port] : llvm::enumerate(p.args)) {
-        if (port.kind != (dir == 0 ? Port::Recv : Port::RecvGrad))
-          continue;
-        HostTensor &buf = inbox[{dir, a.stage, a.micro, port.index}];
-        buf = HostTensor(infos[i].type);
-        int from = dir == 0 ? a.stage - 1 : a.stage + 1;
-        std::string what = llvm::formatv("{0} {1} of stage {2}, micro-batch "
-                                         "{3}",
-                                         dir == 0 ? "activation" : "gradient",
-                                         port.index, from, a.micro)
-                               .str();
-        loom_request_t r;
-        if (!check(loom_irecv(mesh->getMesh(), runtimeType(buf.getElementType()),
-                              peer(from), buf.data(), buf.getNumElements(),
-                              tag(dir, from, a.micro, port.index),
-                              what.c_str(), &r)))
-          return false;
-        pending[{dir, a.stage, a.micro, port.index}] = r;
-      }
-    }
+    if (!postReceives())
+      return false;
     for (const Action &a : actions) {
       Stage &stage = stages[a.stage];
       switch (a.kind) {

@@ -50,6 +50,38 @@ double workOf(Operation *op) {
   return w;
 }
 
+/// Every value crosses at most one boundary.
+LogicalResult checkAdjacent(ArrayRef<Operation *> seq,
+                            const DenseMap<Operation *, int> &pos,
+                            ArrayRef<int> stageOf) {
+  int n = int(seq.size());
+  for (int i = 0; i < n; ++i)
+    for (Value r : seq[i]->getResults())
+      for (Operation *u : r.getUsers())
+        if (auto it = pos.find(u);
+            it != pos.end() && stageOf[it->second] > stageOf[i] + 1)
+          return u->emitError() << "loom-assign-stages: " << "this op on stage " << stageOf[it->second]
+                         << " uses a value made on stage " << stageOf[i]
+                         << " by '" << seq[i]->getName() << "' ('"
+                         << nameOf(seq[i])
+                         << "'): stage boundaries must cut only values "
+                            "used by the next stage";
+  return success();
+}
+
+/// Ops on weights alone follow their first staged user.
+void followFirstUser(ArrayRef<Operation *> floating) {
+  for (Operation *op : llvm::reverse(floating)) {
+    IntegerAttr stage;
+    for (Operation *u : op->getUsers())
+      if (auto s = u->getAttrOfType<IntegerAttr>(LoomDialect::kStageAttrName))
+        if (!stage || s.getInt() < stage.getInt())
+          stage = s;
+    if (stage)
+      op->setAttr(LoomDialect::kStageAttrName, stage);
+  }
+}
+
 struct AssignStagesPass : loom::impl::LoomAssignStagesBase<AssignStagesPass> {
   using LoomAssignStagesBase::LoomAssignStagesBase;
 
@@ -202,31 +234,12 @@ LogicalResult AssignStagesPass::assign(func::FuncOp fn) {
       j = i;
     }
   }
-  // Every value crosses at most one boundary.
-  for (int i = 0; i < n; ++i)
-    for (Value r : seq[i]->getResults())
-      for (Operation *u : r.getUsers())
-        if (auto it = pos.find(u);
-            it != pos.end() && stageOf[it->second] > stageOf[i] + 1)
-          return fail(u) << "this op on stage " << stageOf[it->second]
-                         << " uses a value made on stage " << stageOf[i]
-                         << " by '" << seq[i]->getName() << "' ('"
-                         << nameOf(seq[i])
-                         << "'): stage boundaries must cut only values "
-                            "used by the next stage";
+  if (failed(checkAdjacent(seq, pos, stageOf)))
+    return failure();
   Builder b(&getContext());
   for (int i = 0; i < n; ++i)
     seq[i]->setAttr(LoomDialect::kStageAttrName, b.getI64IntegerAttr(stageOf[i]));
-  // Ops on weights alone follow their first staged user.
-  for (Operation *op : llvm::reverse(floating)) {
-    IntegerAttr stage;
-    for (Operation *u : op->getUsers())
-      if (auto s = u->getAttrOfType<IntegerAttr>(LoomDialect::kStageAttrName))
-        if (!stage || s.getInt() < stage.getInt())
-          stage = s;
-    if (stage)
-      op->setAttr(LoomDialect::kStageAttrName, stage);
-  }
+  followFirstUser(floating);
   return success();
 }
 
