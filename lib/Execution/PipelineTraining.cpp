@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -110,6 +111,9 @@ private:
   bool setUp();
   bool compile();
   bool warmGroups();
+  bool forEachNamedArg(
+      Port::Kind kind,
+      llvm::function_ref<bool(Program &, unsigned, const ValueInfo &)> fn);
   bool bindParameters();
   bool openData();
   bool runSteps();
@@ -167,13 +171,11 @@ private:
   };
   std::map<std::string, Data> data;
   /// Per step.
-  std::map<std::tuple<int, int, int>, HostTensor> recvBuf;  // dir,stage,m,(N)
   std::map<std::tuple<int, int, int, int>, HostTensor> inbox, outbox;
   std::map<std::tuple<int, int, int, int>, loom_request_t> pending;
   std::vector<loom_request_t> sends;
   std::map<std::tuple<int, int, int>, HostTensor> stash; // stage, m, N
   std::map<std::pair<int, int>, HostTensor> grads;       // stage, N
-  std::map<std::pair<int, int>, HostTensor> microData;   // m -> name idx
   std::map<std::string, HostTensor> updates;
   float lossSum = 0;
   bool haveLoss = false;
@@ -332,41 +334,48 @@ bool PipelineTrainer::warmGroups() {
   return true;
 }
 
-bool PipelineTrainer::bindParameters() {
+/// Calls `fn(program, index, info)` for the arguments of `kind` of this
+/// rank's programs, once per name (a weight or input several programs read).
+bool PipelineTrainer::forEachNamedArg(
+    Port::Kind kind,
+    llvm::function_ref<bool(Program &, unsigned, const ValueInfo &)> fn) {
+  std::set<std::string> seen;
   for (auto &[s, stage] : stages)
     for (Program &p : stage.programs) {
       if (!p.exec)
         continue;
       ArrayRef<ValueInfo> infos = p.exec->getArguments();
-      for (auto [i, port] : llvm::enumerate(p.args)) {
-        if (port.kind != Port::Param || store.count(port.name))
-          continue;
-        RankedTensorType global =
-            mesh->globalType(infos[i].type, p.argShardings[i]);
-        std::optional<HostTensor> value = readInitialValue(
-            infos[i].initialValue, global, port.name, dir, error);
-        if (!value)
+      for (auto [i, port] : llvm::enumerate(p.args))
+        if (port.kind == kind && seen.insert(port.name).second &&
+            !fn(p, unsigned(i), infos[i]))
           return false;
-        store[port.name] = mesh->localShard(*value, p.argShardings[i]);
-        storeSharding[port.name] = p.argShardings[i];
-        storeTrainable[port.name] = infos[i].trainable;
-      }
     }
   return true;
 }
 
+bool PipelineTrainer::bindParameters() {
+  return forEachNamedArg(Port::Param, [&](Program &p, unsigned i,
+                                          const ValueInfo &info) {
+        const Port &port = p.args[i];
+        RankedTensorType global = mesh->globalType(info.type, p.argShardings[i]);
+        std::optional<HostTensor> value = readInitialValue(
+            info.initialValue, global, port.name, dir, error);
+        if (!value)
+          return false;
+        store[port.name] = mesh->localShard(*value, p.argShardings[i]);
+        storeSharding[port.name] = p.argShardings[i];
+        storeTrainable[port.name] = info.trainable;
+        return true;
+      });
+}
+
 bool PipelineTrainer::openData() {
-  for (auto &[s, stage] : stages)
-    for (Program &p : stage.programs) {
-      if (!p.exec)
-        continue;
-      ArrayRef<ValueInfo> infos = p.exec->getArguments();
-      for (auto [i, port] : llvm::enumerate(p.args)) {
-        if (port.kind != Port::Data || data.count(port.name))
-          continue;
+  return forEachNamedArg(Port::Data, [&](Program &p, unsigned i,
+                                         const ValueInfo &info) {
+        const Port &port = p.args[i];
         Data d;
         d.sharding = p.argShardings[i];
-        d.type = mesh->globalType(infos[i].type, d.sharding);
+        d.type = mesh->globalType(info.type, d.sharding);
         if (options.data == "synthetic") {
           error = "pipelined training reads its data from files (--data DIR); "
                   "synthetic data is not supported yet";
@@ -389,22 +398,14 @@ bool PipelineTrainer::openData() {
                       .str();
           return false;
         }
-        if (t->getElementType() != d.type.getElementType()) {
-          if (isa<FloatType>(d.type.getElementType()) &&
-              isa<FloatType>(t->getElementType())) {
-            *t = t->convertTo(d.type.getElementType());
-          } else {
-            HostTensor out(t->getType().clone(d.type.getElementType()));
-            for (int64_t k = 0; k < t->getNumElements(); ++k)
-              out.setFromDouble(k, double(t->getAsInt(k)));
-            *t = std::move(out);
-          }
-        }
-        d.file = std::move(*t);
+        std::optional<HostTensor> converted =
+            convertData(*t, d.type.getElementType(), path.str(), error);
+        if (!converted)
+          return false;
+        d.file = std::move(*converted);
         data[port.name] = std::move(d);
-      }
-    }
-  return true;
+        return true;
+      });
 }
 
 void addInto(HostTensor &acc, const HostTensor &g) {
@@ -545,7 +546,6 @@ bool PipelineTrainer::postReceives() {
 
 bool PipelineTrainer::runSteps() {
   auto start = std::chrono::steady_clock::now();
-  int last = shape.stages() - 1;
   for (int64_t step = 0; step < options.steps; ++step) {
     inbox.clear();
     outbox.clear();
@@ -650,7 +650,6 @@ bool PipelineTrainer::runSteps() {
         std::memcpy(&loss, &(*all)[r + 1], sizeof(loss));
         break;
       }
-    (void)last;
     result.losses.push_back(loss);
     if (options.onStep && result.rank == 0)
       options.onStep(step, loss);

@@ -57,9 +57,9 @@ static HostTensor syntheticTensor(RankedTensorType type, int64_t bound,
 
 /// Converts a file's tensor to `element` where that loses nothing
 /// meaningful (float64 -> float32 data, int32 <-> int64 labels).
-static std::optional<HostTensor> convertData(const HostTensor &t, Type element,
-                                             StringRef what,
-                                             std::string &error) {
+std::optional<HostTensor> mlir::loom::convertData(const HostTensor &t,
+                                                  Type element, StringRef what,
+                                                  std::string &error) {
   if (t.getElementType() == element)
     return t;
   bool fromFloat = isa<FloatType>(t.getElementType());

@@ -274,8 +274,9 @@ mlir::loom::stages::simulate(const Schedule &schedule,
                                 .str());
         if (a.kind != ActionKind::Update && (a.micro < 0 || a.micro >= m))
           return fail(a, r, "no such micro-batch");
-        int &state = a.kind == ActionKind::Update ? holding[r]
-                                                   : done[a.stage][a.micro];
+        int unused = 0;
+        int &state =
+            a.kind == ActionKind::Update ? unused : done[a.stage][a.micro];
         double dur = 0;
         switch (a.kind) {
         case ActionKind::RecvForward:

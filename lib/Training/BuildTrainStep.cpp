@@ -213,7 +213,6 @@ LogicalResult StepBuilder::checkPipeline() {
     return failure();
   for (unsigned i : params) {
     IntegerAttr stage;
-    Operation *first = nullptr;
     for (Operation *user : fn.getArgument(i).getUsers()) {
       auto s = user->getAttrOfType<IntegerAttr>(LoomDialect::kStageAttrName);
       if (!s)
@@ -225,11 +224,8 @@ LogicalResult StepBuilder::checkPipeline() {
                << s.getInt()
                << "; a weight lives on one stage (tied weights across "
                   "stages are not supported): move the stage boundary";
-      if (!stage)
-        first = user;
       stage = s;
     }
-    (void)first;
     paramStages.push_back(stage);
   }
   return success();

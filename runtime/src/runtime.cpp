@@ -495,38 +495,45 @@ loom_status_t preparePeer(loom_mesh_t mesh, const char *op, loom_dtype_t dtype,
 }
 } // namespace
 
+namespace {
+/// Validates a point-to-point call and posts it with `post(info, request)`.
+template <typename Post>
+loom_status_t postPeer(loom_mesh_t mesh, const char *op, loom_dtype_t dtype,
+                       int32_t peer, int64_t count, int32_t tag,
+                       const char *what, loom_request_t *out, Post post) {
+  CallInfo info;
+  if (loom_status_t s =
+          preparePeer(mesh, op, dtype, peer, count, tag, what, out, info))
+    return s;
+  auto r = std::make_unique<loom_request_s>();
+  r->runtime = mesh->runtime;
+  if (loom_status_t s = post(info, r->request))
+    return s;
+  *out = r.release();
+  return nullptr;
+}
+} // namespace
+
 extern "C" loom_status_t loom_isend(loom_mesh_t mesh, loom_dtype_t dtype,
                                     int32_t to, const void *send,
                                     int64_t count, int32_t tag,
                                     const char *what, loom_request_t *out) {
-  CallInfo info;
-  if (loom_status_t s =
-          preparePeer(mesh, "isend", dtype, to, count, tag, what, out, info))
-    return s;
-  auto r = std::make_unique<loom_request_s>();
-  r->runtime = mesh->runtime;
-  if (loom_status_t s =
-          mesh->runtime->backend->isend(info, to, send, tag, r->request))
-    return s;
-  *out = r.release();
-  return nullptr;
+  return postPeer(mesh, "isend", dtype, to, count, tag, what, out,
+                  [&](const CallInfo &info, std::unique_ptr<Request> &r) {
+                    return mesh->runtime->backend->isend(info, to, send, tag,
+                                                         r);
+                  });
 }
 
 extern "C" loom_status_t loom_irecv(loom_mesh_t mesh, loom_dtype_t dtype,
                                     int32_t from, void *recv, int64_t count,
                                     int32_t tag, const char *what,
                                     loom_request_t *out) {
-  CallInfo info;
-  if (loom_status_t s =
-          preparePeer(mesh, "irecv", dtype, from, count, tag, what, out, info))
-    return s;
-  auto r = std::make_unique<loom_request_s>();
-  r->runtime = mesh->runtime;
-  if (loom_status_t s =
-          mesh->runtime->backend->irecv(info, from, recv, tag, r->request))
-    return s;
-  *out = r.release();
-  return nullptr;
+  return postPeer(mesh, "irecv", dtype, from, count, tag, what, out,
+                  [&](const CallInfo &info, std::unique_ptr<Request> &r) {
+                    return mesh->runtime->backend->irecv(info, from, recv,
+                                                         tag, r);
+                  });
 }
 
 extern "C" loom_status_t loom_request_wait(loom_request_t request) {

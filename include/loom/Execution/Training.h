@@ -63,6 +63,12 @@ struct TraceEvent {
   double start = 0, duration = 0;
 };
 
+/// A data file's tensor as `element` where that loses nothing meaningful
+/// (float64 -> float32 data, int32 <-> int64 labels); else an error naming
+/// `what`.
+std::optional<HostTensor> convertData(const HostTensor &t, Type element,
+                                      llvm::StringRef what, std::string &error);
+
 /// Parses RANK:STEP:kill|stop|exit into `options`' fault fields; returns an
 /// error message or "".
 std::string parseFault(llvm::StringRef spec, TrainOptions &options);
