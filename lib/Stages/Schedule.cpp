@@ -286,7 +286,9 @@ mlir::loom::stages::simulate(const Schedule &schedule,
           auto it = sent.find({dir, from, a.micro});
           if (it == sent.end())
             goto blocked;
-          now[r] = std::max(now[r], it->second + d.transfer);
+          double transfer =
+              d.transfers.empty() ? d.transfer : d.transfers[from];
+          now[r] = std::max(now[r], it->second + transfer);
           break;
         }
         case ActionKind::SendForward:
@@ -336,7 +338,7 @@ mlir::loom::stages::simulate(const Schedule &schedule,
                                         "its backward",
                                         i)
                               .str());
-          now[r] += d.update;
+          now[r] += d.updates.empty() ? d.update : d.updates[a.stage];
           break;
         }
         if (dur > 0) {
@@ -377,6 +379,7 @@ mlir::loom::stages::simulate(const Schedule &schedule,
       t.makespan = std::max(t.makespan, s.end);
     }
   t.bubble = t.makespan > 0 ? 1.0 - busy / (p * t.makespan) : 0;
+  t.end = *std::max_element(now.begin(), now.end());
   return t;
 }
 

@@ -77,6 +77,10 @@ struct Durations {
   std::vector<double> forward, backwardInput, backwardWeight;
   double transfer = 0;  // from a send's start to its receive's data
   double update = 0;
+  /// Per stage, when given: the transfer of what the stage sends (its
+  /// activations forward, the gradient of its input back) and its update;
+  /// they replace `transfer` and `update`.
+  std::vector<double> transfers, updates;
   static Durations uniform(int stages, double f = 1, double b = 2);
 };
 
@@ -88,6 +92,8 @@ struct Span {
 struct Timeline {
   std::vector<std::vector<Span>> ranks; // compute spans per rank
   double makespan = 0;
+  /// When the last rank finishes (updates included): the step's time.
+  double end = 0;
   /// Idle share of the ranks' time up to the makespan (the update and the
   /// transfers excluded): the pipeline bubble.
   double bubble = 0;
