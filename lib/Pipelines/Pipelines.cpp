@@ -45,6 +45,9 @@ void addStrategy(OpPassManager &pm, const ShardingPipelineOptions &options) {
     plan.report = options.planReport;
     plan.reportFile = options.planReportFile;
     plan.remat = options.remat == "auto" ? "search" : options.remat.getValue();
+    plan.pipelineStages = options.planStages;
+    plan.microBatches = options.planMicroBatches;
+    plan.schedule = options.planSchedule;
     if (preset) {
       // loom-mark-remat marked the layers (and with full the ops around
       // them); the preset is priced with every layer recomputed.

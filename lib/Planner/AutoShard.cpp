@@ -18,6 +18,7 @@
 #include "loom/Planner/Candidates.h"
 #include "loom/Planner/CostTable.h"
 #include "loom/Planner/Megatron.h"
+#include "loom/Planner/PipelineSearch.h"
 #include "loom/Sharding/Strategies.h"
 #include "loom/Support/Debug.h"
 
@@ -501,13 +502,16 @@ std::string Search::explainInfeasible(func::FuncOp fn, bool fixed) {
   return s;
 }
 
+} // namespace
+
 /// Names a chosen mesh's axes by role — "tp" when contractions read weights
 /// split over it (directly or through a relayout), else "dp" when it splits
 /// the batch (of an input, as stored or as its consumers read it), else
 /// "sp" (something else) or "rep" (nothing) — and returns the axes to keep
 /// (size-1 axes split nothing).
-SmallVector<int> nameAxes(MeshShape &mesh, const Graph &g, ArrayRef<int> choice,
-                          bool fixed) {
+SmallVector<int> mlir::loom::planner::nameAxes(MeshShape &mesh, const Graph &g,
+                                               ArrayRef<int> choice,
+                                               bool fixed) {
   SmallVector<int> keep;
   for (int a = 0; a < mesh.rank(); ++a)
     if (mesh.sizes[a] > 1 || fixed)
@@ -551,6 +555,8 @@ SmallVector<int> nameAxes(MeshShape &mesh, const Graph &g, ArrayRef<int> choice,
   }
   return keep;
 }
+
+namespace {
 
 /// The plan's summary fields for `best` on `mesh` (named).
 void summarize(Plan &plan, const Candidate &best, const MeshShape &mesh,
@@ -683,6 +689,18 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
   for (int v = 0; v < int(base.nodes.size()); ++v)
     plan.distinctNodes += base.nodes[v].rep == v;
 
+  if (options.pipelineStages != 1) {
+    if (fixed) {
+      error = "the pipeline search chooses the mesh: leave out --mesh (and "
+              "the model's own mesh and shardings)";
+      return failure();
+    }
+    if (failed(planPipeline(module, base, *cluster, options, limit, plan,
+                            error)))
+      return failure();
+    plan.planningSeconds = now() - t0;
+    return plan;
+  }
   if (!options.preset.empty())
     return planPreset(module, base, *cluster, shapes->front(), fixed, options,
                       limit, plan, t0, error);

@@ -63,6 +63,9 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
     options.preset = preset;
     options.dpAxis = dpAxis;
     options.tpAxis = tpAxis;
+    options.pipelineStages = pipelineStages;
+    options.microBatches = microBatches;
+    options.schedule = schedule;
     std::string error;
     FailureOr<planner::Plan> plan =
         planner::autoShard(module, *fn, options, error);

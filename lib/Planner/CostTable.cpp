@@ -108,6 +108,11 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
     double local = e.bytes() / costs.mesh.n(src.usedMask() | extra);
     c.gradients = local;
     c.optimizer = g.nStates * local;
+    // Mixed precision as Megatron-LM and DeepSpeed hold it: an fp32 master
+    // copy of a 16-bit weight and fp32 optimizer state (Adam: 2 + 2 + 4 +
+    // 4 + 4 = 16 bytes per parameter).
+    if (g.masterWeights && e.half())
+      c.optimizer = (g.nStates + 1) * 2 * local;
     double elems = local / std::max(1.0, element);
     c.update = costs.compute(10 * elems, (3 + 2 * g.nStates) * local, e.half());
     if (costs.device.newUpdateBuffers)
@@ -156,22 +161,21 @@ std::vector<int> mlir::loom::planner::layoutKey(const AxisSharding &s) {
   return key;
 }
 
-double ValueReshards::price(const Graph &g, const Edge &e, const Strategy &a,
-                            const Strategy &b, Costs &costs) {
-  double time = 0;
+void ValueReshards::priceParts(const Graph &g, const Edge &e,
+                               const Strategy &a, const Strategy &b,
+                               Costs &costs, double &fwd, double &bwd) {
   if (forward.insert({e.u, e.res, layoutKey(b.operands[e.operand])}).second) {
-    time += forwardReshard(e, a, b, costs);
+    fwd += forwardReshard(e, a, b, costs);
     if (recomputedReshard(g, e) && remat > 0) {
       double weight = costs.weight;
       costs.weight *= remat;
-      time += remat * forwardReshard(e, a, b, costs);
+      bwd += remat * forwardReshard(e, a, b, costs);
       costs.weight = weight;
     }
   }
   if (summedGradient(g, e) &&
       backward.insert({e.u, e.res, layoutKey(gradientLayout(e, b))}).second)
-    time += backwardReshard(e, a, b, costs);
-  return time;
+    bwd += backwardReshard(e, a, b, costs);
 }
 
 Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,

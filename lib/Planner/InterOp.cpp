@@ -128,12 +128,18 @@ StageSplit mlir::loom::planner::splitStages(const StageProblem &pb) {
   Sums sums(pb.layers);
   Stage st{pb, sums};
   int n = pb.layers.size(), p = pb.stages, m = pb.microBatches;
+  // Without a cap: whether any split fits, and a first plan whose price
+  // bounds the caps worth trying.
+  std::vector<int> first0;
+  if (minSum(st, n, p, kInf, first0) == kInf)
+    return none;
+  StageSplit start = priceSplit(pb, first0);
+  if (m == 1)
+    return start;
   // Every stage time a split can have is a candidate cap on the slowest
-  // stage; with one micro-batch the slowest does not count.
+  // stage.
   std::vector<double> caps;
-  if (m == 1) {
-    caps.push_back(kInf);
-  } else {
+  {
     for (int s = 0; s < p; ++s)
       for (int i = s; i < n; ++i)
         for (int j = i + 1; j <= n; ++j)
@@ -147,25 +153,23 @@ StageSplit mlir::loom::planner::splitStages(const StageProblem &pb) {
   }
   // Whatever the split, sum_i t_i is at least the layers' own time.
   double work = sums.time[n];
-  double bestT = kInf;
-  std::vector<int> bestFirst;
+  double bestT = start.objective;
+  std::vector<int> bestFirst = first0;
   for (double cap : caps) {
-    if (m > 1 && work + (m - 1) * cap >= bestT * (1 + kTol))
+    if (work + (m - 1) * cap >= bestT * (1 + kTol))
       break;
-    if (m > 1 && cap * p < work * (1 - kTol))
+    if (cap * p < work * (1 - kTol))
       continue; // the slowest stage is at least the mean
     std::vector<int> first;
     double sum = minSum(st, n, p, cap, first);
     if (sum == kInf)
       continue;
-    double t = sum + (m > 1 ? (m - 1) * cap : 0);
+    double t = sum + (m - 1) * cap;
     if (t < bestT) {
       bestT = t;
       bestFirst = std::move(first);
     }
   }
-  if (bestFirst.empty())
-    return none;
   // Priced again: the split's own slowest stage may be under the cap.
   return priceSplit(pb, bestFirst);
 }

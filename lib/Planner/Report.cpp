@@ -144,6 +144,34 @@ void mlir::loom::planner::describeChoice(Plan &plan, const Graph &g,
 
 namespace {
 
+/// The pipeline of a plan the pipeline search chose.
+void printPipeline(const Plan &p, llvm::raw_ostream &os) {
+  const PipelineInfo &pi = p.pipeline;
+  if (pi.stages <= 1) {
+    os << llvm::formatv("pipeline: none (of {0} configurations priced); {1} "
+                        "micro-batches accumulated\n",
+                        p.pipelineConfigs, pi.microBatches);
+    return;
+  }
+  os << llvm::formatv("pipeline: {0} stages, {1} micro-batches, schedule {2}, "
+                      "bubble {3:f1}% (of {4} configurations priced)\n",
+                      pi.stages, pi.microBatches, pi.schedule,
+                      pi.bubble * 100, p.pipelineConfigs);
+  for (int s = 0; s < pi.stages; ++s) {
+    int end = s + 1 < pi.stages ? pi.firstLayer[s + 1] : p.layers;
+    os << llvm::formatv("  stage {0}: layers {1}-{2}{3}, {4} per "
+                        "micro-batch, {5} ({6} in flight)\n",
+                        s, pi.firstLayer[s], end - 1,
+                        s == 0                ? " and what precedes them"
+                        : s + 1 == pi.stages ? " and what follows them"
+                                              : "",
+                        formatSeconds(pi.stageTime[s]),
+                        formatMemory(pi.stageMemory[s]), pi.inFlight[s]);
+  }
+  if (!pi.boundaries.empty())
+    os << "  --stage-boundaries=" << pi.boundaries << "\n";
+}
+
 void printSummary(const Plan &p, llvm::raw_ostream &os) {
   if (p.preset.empty())
     os << "auto-sharding plan: mesh ";
@@ -153,13 +181,20 @@ void printSummary(const Plan &p, llvm::raw_ostream &os) {
   for (size_t a = 0; a < p.axisNames.size(); ++a)
     os << "  axis " << p.axisNames[a] << "=" << p.axisSizes[a] << ": "
        << p.axisLinks[a] << "\n";
-  os << llvm::formatv("predicted step time {0} (compute {1}, communication "
-                      "{2}), rematerialized layers {3:f0}%\n",
-                      formatSeconds(p.stepTime), formatSeconds(p.computeTime),
-                      formatSeconds(p.commTime), p.remat * 100);
+  if (p.pipelineConfigs > 0)
+    os << llvm::formatv("predicted step time {0} (the schedule simulated with "
+                        "the priced stages), rematerialized layers {1:f0}%\n",
+                        formatSeconds(p.stepTime), p.remat * 100);
+  else
+    os << llvm::formatv("predicted step time {0} (compute {1}, communication "
+                        "{2}), rematerialized layers {3:f0}%\n",
+                        formatSeconds(p.stepTime), formatSeconds(p.computeTime),
+                        formatSeconds(p.commTime), p.remat * 100);
   os << "memory per device " << formatMemory(p.memory.total()) << " of "
      << formatMemory(p.memoryLimit) << ": " << formatBreakdown(p.memory)
      << "\n";
+  if (p.pipelineConfigs > 0)
+    printPipeline(p, os);
   os << "graph: " << p.nodes << " nodes, " << p.distinctNodes << " distinct";
   if (p.layers >= 2)
     os << " (" << p.layers << " repeated layers of " << p.opsPerLayer
@@ -168,6 +203,15 @@ void printSummary(const Plan &p, llvm::raw_ostream &os) {
     os << llvm::formatv("; the preset's plan, not searched (priced in {0:f2} "
                         "s)\n",
                         p.planningSeconds);
+    return;
+  }
+  if (p.pipelineConfigs > 0) {
+    os << llvm::formatv("; {0} ILPs, one per sub-mesh (largest {1} variables), "
+                        "{2} of them stopped at the pipeline search's limit "
+                        "per ILP (their best plan used); planned in {3:f2} s "
+                        "(ILPs {4:f2} s)\n",
+                        p.ilps, p.variables, p.ilpsStopped, p.planningSeconds,
+                        p.ilpSeconds);
     return;
   }
   os << "; " << p.ilps << " ILPs (largest " << p.variables << " variables, "
@@ -200,6 +244,21 @@ void printSummary(const Plan &p, llvm::raw_ostream &os) {
 }
 
 void printAlternatives(const Plan &p, llvm::raw_ostream &os) {
+  if (p.pipelineConfigs > 0 && !p.megatron.empty()) {
+    os << "\nMegatron-style 3-D plans (tp <= 8 in a node, layers split "
+          "evenly, 1F1B, ZeRO-1; same cost model)\n";
+    for (const Alternative &a : p.megatron)
+      os << "  " << a.mesh << ": "
+         << (a.feasible
+                 ? llvm::formatv("{0}, {1}, remat {2:f0}%, {3:f3}x Loom's",
+                                 formatSeconds(a.seconds),
+                                 formatMemory(a.memory), a.remat * 100,
+                                 a.seconds / p.stepTime)
+                       .str()
+                 : "does not fit (" + formatMemory(a.memory) + ")")
+         << "\n";
+    return;
+  }
   if (!p.runnersUp.empty()) {
     os << "\nrunners-up\n";
     for (const Alternative &a : p.runnersUp)
@@ -276,7 +335,9 @@ void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
                               {"remat", a.remat},
                               {"feasible", a.feasible},
                               {"step_s", a.seconds},
-                              {"memory_bytes", a.memory}};
+                              {"memory_bytes", a.memory},
+                              {"micro_batches", a.microBatches},
+                              {"schedule", a.schedule}};
   };
   for (const Alternative &a : p.runnersUp)
     runners.push_back(alt(a));
@@ -323,5 +384,20 @@ void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
                        {"megatron", std::move(megatron)}};
   if (p.bruteForceTime >= 0)
     o["brute_force_s"] = p.bruteForceTime;
+  if (p.pipelineConfigs > 0) {
+    const PipelineInfo &pi = p.pipeline;
+    o["pipeline"] = llvm::json::Object{
+        {"stages", pi.stages},
+        {"micro_batches", pi.microBatches},
+        {"schedule", pi.schedule},
+        {"first_layer", llvm::json::Array(pi.firstLayer)},
+        {"stage_s", llvm::json::Array(pi.stageTime)},
+        {"stage_memory_bytes", llvm::json::Array(pi.stageMemory)},
+        {"in_flight", llvm::json::Array(pi.inFlight)},
+        {"bubble", pi.bubble},
+        {"objective_s", pi.objective},
+        {"boundaries", pi.boundaries},
+        {"configs_priced", p.pipelineConfigs}};
+  }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << "\n";
 }

@@ -167,6 +167,13 @@ static cl::list<std::string> stageBoundaries("stage-boundaries",
              "stages 1, 2, ... (default: stages balanced by the cost of "
              "their ops)"),
     cl::cat(category));
+static cl::opt<int> planStages("plan-stages",
+    cl::desc("With --strategy auto --plan-only: search pipeline stages too "
+             "(0: every stage count that divides the devices; N: exactly N) "
+             "for --micro-batches per step, the model's batch being one "
+             "micro-batch; the report names the stages, sub-mesh and "
+             "schedule"),
+    cl::init(1), cl::cat(category));
 static cl::list<std::string> inputShapes("input-shape",
     cl::desc("ONNX: NAME=D0xD1x... binds an input's shape"), cl::cat(category));
 
@@ -255,8 +262,18 @@ std::string checkFlags(double &beta1, double &beta2) {
            "axes' strategy (dp, tp, dp-tp, zero1-3) with a pp mesh axis";
   if (virtualStages < 1)
     return "--virtual-stages must be at least 1";
+  if (planStages != 1) {
+    if (planStages < 0)
+      return "--plan-stages must be 0 (search) or a stage count";
+    if (strategy != "auto" || !planOnly || !meshSpec.empty())
+      return "--plan-stages is a search of the planner: give --strategy auto "
+             "--plan-only and no --mesh (compile the plan it reports with "
+             "--mesh pp=P,... --stage-boundaries=...)";
+    if (scheduleName.getNumOccurrences() && scheduleName == "interleaved")
+      return "--plan-stages prices gpipe, 1f1b and zb-h1, not interleaved";
+  }
   if ((virtualStages > 1 || !stageBoundaries.empty() ||
-       scheduleName.getNumOccurrences()) &&
+       (scheduleName.getNumOccurrences() && planStages == 1)) &&
       pipelineRanks() <= 1)
     return "--schedule, --virtual-stages and --stage-boundaries need "
            "pipeline stages: give a pp mesh axis, e.g. --mesh pp=2,dp=2";
@@ -282,7 +299,8 @@ void fillTrainingOptions(TrainingPipelineOptions &o, double beta1,
   o.beta2 = beta2;
   o.eps = eps;
   o.gradClip = gradClip;
-  o.microBatches = microBatches;
+  // A pipeline search plans one micro-batch's step (the model's batch).
+  o.microBatches = planStages != 1 ? 1 : microBatches;
   o.lrSchedule = lrSchedule;
   o.warmupSteps = warmupSteps;
   o.totalSteps = totalSteps;
@@ -345,6 +363,10 @@ void fillShardingOptions(ShardingPipelineOptions &o, ModuleOp module,
   o.virtualStages = virtualStages;
   o.schedule = scheduleName;
   o.scheduleReport = o.pipeline && planReport != "json";
+  o.planStages = planStages;
+  o.planMicroBatches = microBatches;
+  if (scheduleName.getNumOccurrences())
+    o.planSchedule = scheduleName;
   if (o.pipeline) {
     llvm::sys::fs::create_directories(outDir);
     SmallString<256> svg(outDir);

@@ -108,6 +108,21 @@ struct ShardingPipelineOptions
       *this, "schedule",
       llvm::cl::desc("gpipe, 1f1b, interleaved or zb-h1"),
       llvm::cl::init("1f1b")};
+  // The planner's pipeline search (loom-auto-shard pipeline-stages).
+  Option<int> planStages{
+      *this, "plan-stages",
+      llvm::cl::desc("With strategy=auto: 1 no pipeline search; 0 every stage "
+                     "count; N exactly N (reported, not written)"),
+      llvm::cl::init(1)};
+  Option<int> planMicroBatches{
+      *this, "plan-micro-batches",
+      llvm::cl::desc("With plan-stages: micro-batches per step"),
+      llvm::cl::init(1)};
+  Option<std::string> planSchedule{
+      *this, "plan-schedule",
+      llvm::cl::desc("With plan-stages: the schedule to price (default: "
+                     "gpipe, 1f1b and zb-h1)"),
+      llvm::cl::init("")};
   Option<bool> scheduleReport{
       *this, "schedule-report",
       llvm::cl::desc("Print the schedule's timeline and bubble"),

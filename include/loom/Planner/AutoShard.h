@@ -68,7 +68,22 @@ struct PlannerOptions {
   /// axis names. `remat` is then the fraction of layers already marked.
   std::string preset;
   std::string dpAxis = "dp", tpAxis = "tp";
+  /// Pipeline search (PipelineSearch.h): 1 searches no pipeline; 0 every
+  /// stage count that divides the devices and is at most the layers; N > 1
+  /// exactly N stages. The model's batch is one micro-batch; a step runs
+  /// `microBatches` of them.
+  int pipelineStages = 1;
+  int microBatches = 1;
+  /// The schedule to price (gpipe, 1f1b, zb-h1); empty: each of them.
+  std::string schedule;
+  /// Seconds each sub-mesh's ILP may take in the pipeline search.
+  double pipelineTimeLimit = 1;
 };
+
+/// Names a chosen mesh's axes by role (tp, dp, sp, rep) and returns the
+/// axes to keep (size-1 axes split nothing, unless the mesh is `fixed`).
+SmallVector<int> nameAxes(MeshShape &mesh, const Graph &g, ArrayRef<int> choice,
+                          bool fixed);
 
 /// Plans `fn` (in `module`) and writes the shardings into the IR
 /// (ApplyPlan.h). On failure (nothing fits, bad cluster) returns a message

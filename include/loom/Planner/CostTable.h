@@ -99,7 +99,15 @@ class ValueReshards {
 public:
   explicit ValueReshards(double remat = 0) : remat(remat) {}
   double price(const Graph &g, const Edge &e, const Strategy &a,
-               const Strategy &b, Costs &costs);
+               const Strategy &b, Costs &costs) {
+    double fwd = 0, bwd = 0;
+    priceParts(g, e, a, b, costs, fwd, bwd);
+    return fwd + bwd;
+  }
+  /// The same, as the forward pass's part and the backward pass's (the
+  /// gradient's, and a rematerialized layer's forward again).
+  void priceParts(const Graph &g, const Edge &e, const Strategy &a,
+                  const Strategy &b, Costs &costs, double &fwd, double &bwd);
 
 private:
   double remat;

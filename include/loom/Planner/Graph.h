@@ -110,6 +110,9 @@ struct Graph {
   /// the axes its optimizer state is split over beyond the weight's own,
   /// and the dimension.
   DenseMap<int, std::pair<Mask, int>> stateSplit;
+  /// 16-bit trainable weights have an fp32 master copy and fp32 optimizer
+  /// state (mixed precision), counted as optimizer memory.
+  bool masterWeights = true;
 };
 
 /// Forward ops, parameters and inputs of `fn`. `defaultStates`: optimizer

@@ -63,6 +63,14 @@ def LoomAutoShard : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
            "With preset: the data-parallel mesh axis">,
     Option<"tpAxis", "tp-axis", "std::string", /*default=*/"\"tp\"",
            "With preset: the tensor-parallel mesh axis">,
+    Option<"pipelineStages", "pipeline-stages", "int", /*default=*/"1",
+           "Pipeline search: 1 none; 0 every stage count; N exactly N stages "
+           "(the plan is reported, not written into the IR)">,
+    Option<"microBatches", "micro-batches", "int", /*default=*/"1",
+           "With a pipeline search: micro-batches per step (the model's batch "
+           "is one)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
+           "With a pipeline search: gpipe, 1f1b or zb-h1 (default: each)">,
   ];
 }
 

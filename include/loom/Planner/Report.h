@@ -34,6 +34,27 @@ struct Alternative {
   bool feasible = false;
   double seconds = 0;
   double memory = 0;
+  /// Pipelined plans: micro-batches and schedule (empty otherwise).
+  int microBatches = 0;
+  std::string schedule;
+};
+
+/// A pipelined plan (PipelineSearch.h): stages of consecutive layers, each
+/// on its own sub-mesh, running `schedule` over `microBatches`.
+struct PipelineInfo {
+  int stages = 1, microBatches = 1;
+  std::string schedule;
+  /// Per stage: its first repeated layer (the first stage also holds what
+  /// comes before the layers, the last what comes after).
+  std::vector<int> firstLayer;
+  /// Per stage: forward+backward of one micro-batch with its transfers,
+  /// and the memory held (weights and in-flight activations).
+  std::vector<double> stageTime, stageMemory;
+  std::vector<int> inFlight;
+  /// Idle share of the simulated schedule, and the DP's objective.
+  double bubble = 0, objective = 0;
+  /// Stage boundaries as loomc takes them (--stage-boundaries).
+  std::string boundaries;
 };
 
 struct Plan {
@@ -77,6 +98,12 @@ struct Plan {
   /// With bruteForce: the exhaustive search's best step time (-1: too big).
   double bruteForceTime = -1;
   double bruteForceCombinations = 0;
+  /// With a pipeline search: the chosen pipeline (stages == 1: none).
+  PipelineInfo pipeline;
+  /// Plans the search priced: every (stages, sub-mesh, micro-batch) config.
+  int pipelineConfigs = 0;
+  /// The pipeline search's own time (ILPs included).
+  double pipelineSeconds = 0;
 };
 
 /// Fills `plan.ops` and `plan.collectives` for `choice` on `mesh` (whose

@@ -1,0 +1,490 @@
+//===- PipelineSearch.cpp - Stages, sub-meshes and schedules --------------===//
+
+#include "loom/Planner/PipelineSearch.h"
+
+#include "loom/Planner/Candidates.h"
+#include "loom/Planner/CostTable.h"
+#include "loom/Planner/Megatron.h"
+#include "loom/Stages/Schedule.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include "llvm/Support/Debug.h"
+
+#include <chrono>
+#include <cmath>
+
+#define DEBUG_TYPE "loom-pipeline-search"
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::planner;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The layer each node is counted with: its own for ops of the repeated
+/// layers, the first for ops before them, the last for ops after them;
+/// parameters and inputs with their first user.
+std::vector<int> layerOfNodes(const Graph &g) {
+  int last = std::max(1, g.layers) - 1;
+  std::vector<int> seg(g.nodes.size(), -1);
+  bool seen = false;
+  for (auto [v, n] : llvm::enumerate(g.nodes)) {
+    if (n.kind != NodeKind::Op)
+      continue;
+    if (n.layer >= 0 && g.layers > 0) {
+      seg[v] = n.layer;
+      seen = true;
+    } else {
+      seg[v] = seen ? last : 0;
+    }
+  }
+  for (const Edge &e : g.edges)
+    if (g.nodes[e.u].kind != NodeKind::Op && seg[e.v] >= 0)
+      seg[e.u] = seg[e.u] < 0 ? seg[e.v] : std::min(seg[e.u], seg[e.v]);
+  for (int &s : seg)
+    s = std::max(s, 0);
+  return seg;
+}
+
+} // namespace
+
+std::vector<LayerCost>
+mlir::loom::planner::layerCosts(const Graph &g, ArrayRef<int> choice,
+                                double remat, Costs &costs, const Link &p2p,
+                                std::vector<MemoryBreakdown> *breakdown) {
+  int layers = std::max(1, g.layers);
+  std::vector<LayerCost> out(layers);
+  std::vector<MemoryBreakdown> mem(layers);
+  std::vector<int> seg = layerOfNodes(g);
+  const MeshShape &mesh = costs.mesh;
+  for (auto [v, n] : llvm::enumerate(g.nodes)) {
+    const Strategy &s = n.strategies[choice[v]];
+    NodeCost c = nodeCost(n, s, remat, g.layers, mesh);
+    LayerCost &l = out[seg[v]];
+    if (n.kind == NodeKind::Op) {
+      double fwd = s.fwd + s.fwdComm;
+      l.fwd += fwd;
+      l.bwd += c.compute + c.comm - fwd;
+      l.activations += c.memory;
+      mem[seg[v]].activations += c.memory;
+    } else if (n.kind == NodeKind::Param) {
+      l.weights += c.memory;
+      mem[seg[v]].parameters += c.memory;
+    } else {
+      l.activations += c.memory;
+      mem[seg[v]].inputs += c.memory;
+    }
+    // What the next layer reads crosses a stage boundary after it.
+    if (n.kind == NodeKind::Op && n.crossLayerProducer && n.layer >= 0 &&
+        n.layer + 1 < g.layers) {
+      double bytes = bytesOf(n.op->getResult(0).getType()) /
+                     mesh.n(s.results[0].usedMask());
+      l.transfer = p2p.latency + (p2p.bandwidth > 0 ? bytes / p2p.bandwidth
+                                                    : 0);
+    }
+  }
+  ValueReshards reshards(remat);
+  for (const Edge &e : g.edges) {
+    const Strategy &a = g.nodes[e.u].strategies[choice[e.u]];
+    const Strategy &b = g.nodes[e.v].strategies[choice[e.v]];
+    double fwd = 0, bwd = 0;
+    reshards.priceParts(g, e, a, b, costs, fwd, bwd);
+    out[seg[e.v]].fwd += fwd;
+    out[seg[e.v]].bwd += bwd;
+    // A weight's gradient reduction and update run once per step, on the
+    // stage that holds the weight.
+    EdgeCost c = edgeCost(g, e, a, b, costs);
+    LayerCost &w = out[seg[e.u]];
+    w.step += c.time + c.update;
+    w.weights += c.gradients + c.optimizer + c.updates;
+    mem[seg[e.u]].gradients += c.gradients;
+    mem[seg[e.u]].optimizer += c.optimizer;
+    mem[seg[e.u]].updates += c.updates;
+  }
+  if (breakdown)
+    *breakdown = std::move(mem);
+  return out;
+}
+
+namespace {
+
+/// One priced pipeline configuration.
+struct Config {
+  bool feasible = false;
+  int pp = 1;
+  size_t shape = 0;
+  bool megatron = false;
+  double remat = 0;
+  std::string schedule;
+  StageSplit split;
+  std::vector<int> inFlight;
+  double time = kInf, bubble = 0;
+  /// The most memory any stage holds.
+  double memory = 0;
+};
+
+class PipelineSearch {
+public:
+  PipelineSearch(ModuleOp module, const Graph &base, const Cluster &cluster,
+                 const PlannerOptions &options, double limit, Plan &plan)
+      : module(module), base(base), cluster(cluster), options(options),
+        limit(limit), plan(plan) {}
+
+  LogicalResult run(std::string &error);
+
+private:
+  struct Shape {
+    int pp;
+    MeshShape mesh;
+    Link p2p;
+    Graph graph;
+    SmallVector<int> ilp, megatron;
+  };
+
+  LogicalResult planShape(Shape &sh, std::string &error);
+  /// The candidates of `g` that shard as `megatronShardings` do (empty
+  /// when one is missing).
+  SmallVector<int> sameStrategies(const Graph &g) const {
+    SmallVector<int> choice;
+    if (megatronShardings.size() != g.nodes.size())
+      return {};
+    for (auto [v, n] : llvm::enumerate(g.nodes)) {
+      auto it = llvm::find_if(n.strategies, [&](const Strategy &s) {
+        return s.sameOutside(megatronShardings[v]);
+      });
+      if (it == n.strategies.end())
+        return {};
+      choice.push_back(it - n.strategies.begin());
+    }
+    return choice;
+  }
+  /// Prices `costs` (per layer) for `pp` stages under `schedule`: the DP's
+  /// split, or Megatron's even one.
+  Config price(const std::vector<LayerCost> &costs, int pp,
+               StringRef schedule, bool evenSplit);
+  void describe(const Config &best);
+
+  ModuleOp module;
+  const Graph &base;
+  const Cluster &cluster;
+  const PlannerOptions &options;
+  double limit;
+  Plan &plan;
+  std::vector<Shape> shapes;
+  /// The Megatron plan's strategy per node, on the first shape it applied.
+  std::vector<Strategy> megatronShardings;
+  SmallVector<double> rematLevels;
+  Config best;
+  /// The configuration needing the least memory (for the error).
+  double leastMemory = kInf;
+  std::string leastMemoryMesh;
+  bool allOptimal = true;
+  double ilpSeconds = 0;
+
+public:
+  double ilpTime() const { return ilpSeconds; }
+};
+
+Config PipelineSearch::price(const std::vector<LayerCost> &costs, int pp,
+                             StringRef schedule, bool evenSplit) {
+  Config c;
+  c.pp = pp;
+  c.schedule = schedule.str();
+  int m = options.microBatches, layers = costs.size();
+  stages::PipelineShape ps{pp, 1, m};
+  std::string err;
+  std::optional<stages::Schedule> sched =
+      stages::buildSchedule(schedule, ps, err);
+  if (!sched)
+    return c;
+  std::optional<stages::Timeline> order = stages::simulate(
+      *sched, ps, stages::Durations::uniform(pp), err);
+  if (!order)
+    return c;
+  StageProblem pb;
+  pb.layers = costs;
+  pb.stages = pp;
+  pb.microBatches = m;
+  pb.inFlight = order->inFlight;
+  pb.memoryLimit = limit;
+  if (evenSplit) {
+    std::vector<int> first;
+    for (int s = 0; s < pp; ++s)
+      first.push_back(s * layers / pp);
+    c.split = priceSplit(pb, first);
+  } else {
+    c.split = splitStages(pb);
+    if (!c.split.feasible) {
+      // Nothing fits: the DP's split without a limit, for the error.
+      pb.memoryLimit = 0;
+      c.split = splitStages(pb);
+      c.split.feasible = false;
+    }
+  }
+  if (c.split.first.empty())
+    return c;
+  c.inFlight = pb.inFlight;
+  c.memory = *llvm::max_element(c.split.memory);
+  stages::Durations d;
+  for (int s = 0; s < pp; ++s) {
+    int i = c.split.first[s], j = s + 1 < pp ? c.split.first[s + 1] : layers;
+    double f = 0, b = 0, u = 0;
+    for (int k = i; k < j; ++k) {
+      f += costs[k].fwd;
+      b += costs[k].bwd;
+      u += costs[k].step;
+    }
+    d.forward.push_back(f);
+    // Input and weight gradients: half each (as for a contraction).
+    d.backwardInput.push_back(b / 2);
+    d.backwardWeight.push_back(b / 2);
+    d.transfers.push_back(costs[j - 1].transfer);
+    d.updates.push_back(u);
+  }
+  std::optional<stages::Timeline> t = stages::simulate(*sched, ps, d, err);
+  if (!t)
+    return c;
+  c.time = t->end;
+  c.bubble = t->bubble;
+  c.feasible = c.split.feasible;
+  return c;
+}
+
+LogicalResult PipelineSearch::planShape(Shape &sh, std::string &error) {
+  Costs costs(cluster.device, sh.mesh);
+  if (failed(enumerateCandidates(sh.graph, costs, error)))
+    return failure();
+  // The Megatron plan of the shape (outer axis dp, inner tp): a baseline
+  // and the ILP's start. ZeRO-1 (Megatron's distributed optimizer) is how
+  // the planner prices optimizer state anyway: split over the axes the
+  // gradient is reduced over.
+  // The preset is applied and propagated once (seconds on a 96-layer
+  // model); other shapes find the same shardings among their candidates.
+  sh.megatron = sameStrategies(sh.graph);
+  if (sh.megatron.empty()) {
+    FailureOr<SmallVector<int>> mc = megatronChoice(module, sh.graph, costs);
+    if (succeeded(mc)) {
+      sh.megatron = *mc;
+      if (megatronShardings.empty())
+        for (auto [v, n] : llvm::enumerate(sh.graph.nodes))
+          megatronShardings.push_back(n.strategies[sh.megatron[v]]);
+    }
+  }
+  sh.graph.shardState = true;
+  sh.graph.stateSplit.clear();
+  CostTable table = buildCostTable(sh.graph, costs, 0);
+  // Many sub-meshes, each an ILP: each gets a short limit (the Megatron
+  // start is a plan from the first second; the report says when one
+  // stopped before it proved optimality).
+  table.request.timeLimit =
+      std::min(options.timeLimit, options.pipelineTimeLimit);
+  if (!sh.megatron.empty())
+    table.request.start = table.startOf(sh.megatron);
+  double t0 = now();
+  SolverResult r = solve(table.request);
+  LLVM_DEBUG(llvm::dbgs() << llvm::formatv(
+                 "pp {0} shape {1}: {2} variables, {3:f2} s, optimal {4}\n",
+                 sh.pp, sh.mesh.shape(), r.variables, now() - t0, r.optimal));
+  ++plan.ilps;
+  allOptimal &= r.optimal;
+  plan.ilpsStopped += !r.optimal;
+  ilpSeconds += now() - t0;
+  plan.variables = std::max(plan.variables, r.variables);
+  plan.constraints = std::max(plan.constraints, r.constraints);
+  if (r.feasible)
+    sh.ilp = table.choiceOf(r.choice);
+  return success();
+}
+
+LogicalResult PipelineSearch::run(std::string &error) {
+  int64_t devices = cluster.numDevices();
+  int layers = std::max(1, base.layers);
+  rematLevels = {0};
+  if (options.remat < 0 && base.layers >= 2)
+    rematLevels = {0, std::round(0.5 * base.layers) / base.layers, 1};
+  else if (options.remat > 0 && base.layers >= 1)
+    rematLevels = {options.remat};
+  SmallVector<StringRef> schedules = {"1f1b", "zb-h1", "gpipe"};
+  if (!options.schedule.empty())
+    schedules = {options.schedule};
+  int fixed = options.pipelineStages;
+  if (fixed > 1 && (devices % fixed || fixed > layers)) {
+    error = llvm::formatv("{0} pipeline stages do not fit: the cluster has {1} "
+                          "devices and the model {2} layers (stages must "
+                          "divide the devices and be at most the layers)",
+                          fixed, devices, base.layers);
+    return failure();
+  }
+  int64_t nodeSize = cluster.levels.empty() ? devices : cluster.levels[0].size;
+  for (int pp = 1; pp <= std::min<int64_t>(devices, layers); ++pp) {
+    if (devices % pp || (fixed > 1 && pp != fixed))
+      continue;
+    int64_t n = devices / pp;
+    Link p2p = pp > 1 ? cluster.link(n, 2) : Link{};
+    for (int64_t inner = 1; inner <= n; ++inner) {
+      if (n % inner)
+        continue;
+      Shape sh{pp, MeshShape(), p2p, base, {}, {}};
+      sh.mesh.names = {"x", "y"};
+      sh.mesh.sizes = {n / inner, inner};
+      sh.mesh.links = {cluster.link(inner, n / inner), cluster.link(1, inner)};
+      if (failed(planShape(sh, error)))
+        return failure();
+      shapes.push_back(std::move(sh));
+    }
+  }
+  for (auto [si, sh] : llvm::enumerate(shapes)) {
+    Costs costs(cluster.device, sh.mesh);
+    Alternative meg;
+    int64_t tp = sh.mesh.sizes[1];
+    bool megatronShape = !sh.megatron.empty() && tp <= 8 && tp <= nodeSize &&
+                         layers % sh.pp == 0;
+    for (double remat : rematLevels) {
+      for (int which = 0; which < 2; ++which) {
+        ArrayRef<int> choice = which == 0 ? ArrayRef<int>(sh.ilp)
+                                          : ArrayRef<int>(sh.megatron);
+        if (choice.empty())
+          continue;
+        std::vector<LayerCost> lc =
+            layerCosts(sh.graph, choice, remat, costs, sh.p2p);
+        for (StringRef schedule : schedules) {
+          Config c = price(lc, sh.pp, schedule, /*evenSplit=*/false);
+          ++plan.pipelineConfigs;
+          c.shape = si;
+          c.megatron = which == 1;
+          c.remat = remat;
+          if (!c.split.first.empty() && c.memory < leastMemory) {
+            leastMemory = c.memory;
+            leastMemoryMesh = llvm::formatv("pp={0},{1}x{2} {3}", sh.pp,
+                                            sh.mesh.sizes[0], tp, schedule);
+          }
+          if (c.feasible && c.time < best.time)
+            best = c;
+        }
+        // Megatron-LM's 3-D plan: its shardings, layers split evenly,
+        // 1F1B; the best rematerialization level.
+        if (which == 1 && megatronShape && options.compareMegatron) {
+          Config c = price(lc, sh.pp, "1f1b", /*evenSplit=*/true);
+          bool better = c.feasible ? (!meg.feasible || c.time < meg.seconds)
+                                   : (!meg.feasible && !c.split.first.empty() &&
+                                      (meg.memory == 0 || c.memory < meg.memory));
+          if (better) {
+            meg.feasible = c.feasible;
+            meg.seconds = c.time;
+            meg.memory = c.memory;
+            meg.remat = remat;
+          }
+        }
+      }
+    }
+    if (megatronShape && options.compareMegatron && meg.memory > 0) {
+      meg.mesh = llvm::formatv("pp={0},dp={1},tp={2}", sh.pp,
+                               sh.mesh.sizes[0], tp);
+      meg.microBatches = options.microBatches;
+      meg.schedule = "1f1b";
+      plan.megatron.push_back(meg);
+    }
+  }
+  if (!best.feasible) {
+    error = llvm::formatv("no pipelined plan fits in {0} per device (the "
+                          "least any needs is {1}, {2}); use more devices, "
+                          "more micro-batches or a larger limit",
+                          formatMemory(limit), formatMemory(leastMemory),
+                          leastMemoryMesh);
+    return failure();
+  }
+  describe(best);
+  return success();
+}
+
+void PipelineSearch::describe(const Config &c) {
+  Shape &sh = shapes[c.shape];
+  ArrayRef<int> choice = c.megatron ? sh.megatron : sh.ilp;
+  MeshShape mesh = sh.mesh;
+  SmallVector<int> keep = nameAxes(mesh, sh.graph, choice, false);
+  plan.mesh = "pp=" + std::to_string(c.pp);
+  plan.axisNames = {"pp"};
+  plan.axisSizes = {c.pp};
+  plan.axisLinks = {llvm::formatv("{0} {1:f0} GB/s {2:f1} us", sh.p2p.level,
+                                  sh.p2p.bandwidth / 1e9,
+                                  sh.p2p.latency * 1e6)
+                        .str()};
+  for (int a : keep) {
+    plan.mesh += "," + mesh.names[a] + "=" + std::to_string(mesh.sizes[a]);
+    plan.axisNames.push_back(mesh.names[a]);
+    plan.axisSizes.push_back(mesh.sizes[a]);
+    plan.axisLinks.push_back(
+        llvm::formatv("{0} {1:f0} GB/s {2:f1} us", mesh.links[a].level,
+                      mesh.links[a].bandwidth / 1e9,
+                      mesh.links[a].latency * 1e6)
+            .str());
+  }
+  plan.stepTime = c.time;
+  plan.remat = c.remat;
+  plan.solverStatus = allOptimal ? "optimal" : "time limit";
+  // The memory of the stage that holds the most, by kind.
+  Costs costs(cluster.device, sh.mesh);
+  std::vector<MemoryBreakdown> mem;
+  std::vector<LayerCost> lc =
+      layerCosts(sh.graph, choice, c.remat, costs, sh.p2p, &mem);
+  int worst = llvm::max_element(c.split.memory) - c.split.memory.begin();
+  int layers = lc.size();
+  int i = c.split.first[worst],
+      j = worst + 1 < c.pp ? c.split.first[worst + 1] : layers;
+  plan.memory = MemoryBreakdown();
+  for (int k = i; k < j; ++k) {
+    MemoryBreakdown &m = mem[k];
+    plan.memory.parameters += m.parameters;
+    plan.memory.gradients += m.gradients;
+    plan.memory.optimizer += m.optimizer;
+    plan.memory.updates += m.updates;
+    plan.memory.activations += c.inFlight[worst] * m.activations;
+    plan.memory.inputs += c.inFlight[worst] * m.inputs;
+  }
+  PipelineInfo &pi = plan.pipeline;
+  pi.stages = c.pp;
+  pi.microBatches = options.microBatches;
+  pi.schedule = c.schedule;
+  pi.firstLayer = c.split.first;
+  pi.stageTime = c.split.stageTime;
+  pi.stageMemory = c.split.memory;
+  pi.inFlight = c.inFlight;
+  pi.bubble = c.bubble;
+  pi.objective = c.split.objective;
+  // Boundaries by the name of each later stage's first op.
+  for (int s = 1; s < c.pp; ++s)
+    for (const Node &n : sh.graph.nodes)
+      if (n.kind == NodeKind::Op && n.layer == c.split.first[s]) {
+        pi.boundaries += (pi.boundaries.empty() ? "" : ",") + n.name;
+        break;
+      }
+  describeChoice(plan, sh.graph, choice, c.remat, cluster.device, sh.mesh);
+}
+
+} // namespace
+
+LogicalResult mlir::loom::planner::planPipeline(
+    ModuleOp module, const Graph &base, const Cluster &cluster,
+    const PlannerOptions &options, double limit, Plan &plan,
+    std::string &error) {
+  if (options.microBatches < 1) {
+    error = "micro-batches must be at least 1";
+    return failure();
+  }
+  double t0 = now();
+  PipelineSearch search(module, base, cluster, options, limit, plan);
+  if (failed(search.run(error)))
+    return failure();
+  plan.ilpSeconds = search.ilpTime();
+  plan.pipelineSeconds = now() - t0;
+  return success();
+}
