@@ -137,13 +137,21 @@ StageSplit mlir::loom::planner::splitStages(const StageProblem &pb) {
   if (m == 1)
     return start;
   // Every stage time a split can have is a candidate cap on the slowest
-  // stage.
+  // stage: those between the mean (the slowest is at least that) and the
+  // most that can still beat the start (sum_i t_i is at least the layers'
+  // own time).
+  double work = sums.time[n];
+  double low = work / p * (1 - kTol),
+         high = (start.objective - work) / (m - 1) * (1 + kTol);
   std::vector<double> caps;
   {
     for (int s = 0; s < p; ++s)
       for (int i = s; i < n; ++i)
-        for (int j = i + 1; j <= n; ++j)
-          caps.push_back(st.time(i, j, s));
+        for (int j = i + 1; j <= n; ++j) {
+          double t = st.time(i, j, s);
+          if (t >= low && t <= high)
+            caps.push_back(t);
+        }
     std::sort(caps.begin(), caps.end());
     caps.erase(std::unique(caps.begin(), caps.end(),
                            [](double a, double b) {
@@ -151,15 +159,11 @@ StageSplit mlir::loom::planner::splitStages(const StageProblem &pb) {
                            }),
                caps.end());
   }
-  // Whatever the split, sum_i t_i is at least the layers' own time.
-  double work = sums.time[n];
   double bestT = start.objective;
   std::vector<int> bestFirst = first0;
   for (double cap : caps) {
     if (work + (m - 1) * cap >= bestT * (1 + kTol))
       break;
-    if (cap * p < work * (1 - kTol))
-      continue; // the slowest stage is at least the mean
     std::vector<int> first;
     double sum = minSum(st, n, p, cap, first);
     if (sum == kInf)

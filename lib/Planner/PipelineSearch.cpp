@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 
 #define DEBUG_TYPE "loom-pipeline-search"
 
@@ -151,15 +152,16 @@ private:
   };
 
   LogicalResult planShape(Shape &sh, std::string &error);
-  /// The candidates of `g` that shard as `megatronShardings` do (empty
-  /// when one is missing).
-  SmallVector<int> sameStrategies(const Graph &g) const {
+  /// The candidates of `g` that shard as `want` does (empty when one is
+  /// missing).
+  static SmallVector<int> sameStrategies(const Graph &g,
+                                         const std::vector<Strategy> &want) {
     SmallVector<int> choice;
-    if (megatronShardings.size() != g.nodes.size())
+    if (want.size() != g.nodes.size())
       return {};
     for (auto [v, n] : llvm::enumerate(g.nodes)) {
       auto it = llvm::find_if(n.strategies, [&](const Strategy &s) {
-        return s.sameOutside(megatronShardings[v]);
+        return s.sameOutside(want[v]);
       });
       if (it == n.strategies.end())
         return {};
@@ -180,8 +182,14 @@ private:
   double limit;
   Plan &plan;
   std::vector<Shape> shapes;
-  /// The Megatron plan's strategy per node, on the first shape it applied.
-  std::vector<Strategy> megatronShardings;
+  /// The Megatron plan's strategy per node, per (tp, 0 when dp divides
+  /// the batch, else dp).
+  std::map<std::pair<int64_t, int64_t>, std::vector<Strategy>>
+      megatronShardings;
+  /// The batch: the first dimension of the first input.
+  int64_t batch = 1;
+  /// Devices of the innermost link level.
+  int64_t nodeSize = 1;
   SmallVector<double> rematLevels;
   Config best;
   /// The configuration needing the least memory (for the error).
@@ -267,16 +275,27 @@ LogicalResult PipelineSearch::planShape(Shape &sh, std::string &error) {
   // and the ILP's start. ZeRO-1 (Megatron's distributed optimizer) is how
   // the planner prices optimizer state anyway: split over the axes the
   // gradient is reduced over.
-  // The preset is applied and propagated once (seconds on a 96-layer
-  // model); other shapes find the same shardings among their candidates.
-  sh.megatron = sameStrategies(sh.graph);
-  if (sh.megatron.empty()) {
+  // The preset is applied and propagated once per kind of shape (seconds
+  // on a 96-layer model): what it splits depends on the tp size and on
+  // whether dp divides the batch; shapes alike find the same shardings
+  // among their candidates (else the preset is applied again).
+  int64_t dp = sh.mesh.sizes[0], tp = sh.mesh.sizes[1];
+  std::pair<int64_t, int64_t> kind = {tp, batch % dp == 0 ? 0 : dp};
+  // Megatron keeps tensor parallelism inside a node (tp <= 8); wider
+  // shapes are searched without it.
+  auto known = megatronShardings.find(kind);
+  if (known != megatronShardings.end() && !known->second.empty())
+    sh.megatron = sameStrategies(sh.graph, known->second);
+  bool megatronShape = tp <= 8 && tp <= nodeSize;
+  if (sh.megatron.empty() && megatronShape &&
+      (known == megatronShardings.end() || !known->second.empty())) {
     FailureOr<SmallVector<int>> mc = megatronChoice(module, sh.graph, costs);
+    std::vector<Strategy> &t = megatronShardings[kind];
+    t.clear(); // empty: the preset does not apply to shapes of this kind
     if (succeeded(mc)) {
       sh.megatron = *mc;
-      if (megatronShardings.empty())
-        for (auto [v, n] : llvm::enumerate(sh.graph.nodes))
-          megatronShardings.push_back(n.strategies[sh.megatron[v]]);
+      for (auto [v, n] : llvm::enumerate(sh.graph.nodes))
+        t.push_back(n.strategies[sh.megatron[v]]);
     }
   }
   sh.graph.shardState = true;
@@ -308,6 +327,11 @@ LogicalResult PipelineSearch::planShape(Shape &sh, std::string &error) {
 LogicalResult PipelineSearch::run(std::string &error) {
   int64_t devices = cluster.numDevices();
   int layers = std::max(1, base.layers);
+  for (const Node &n : base.nodes)
+    if (n.kind == NodeKind::Data && n.type && n.type.getRank() > 0) {
+      batch = n.type.getDimSize(0);
+      break;
+    }
   rematLevels = {0};
   if (options.remat < 0 && base.layers >= 2)
     rematLevels = {0, std::round(0.5 * base.layers) / base.layers, 1};
@@ -324,7 +348,7 @@ LogicalResult PipelineSearch::run(std::string &error) {
                           fixed, devices, base.layers);
     return failure();
   }
-  int64_t nodeSize = cluster.levels.empty() ? devices : cluster.levels[0].size;
+  nodeSize = cluster.levels.empty() ? devices : cluster.levels[0].size;
   for (int pp = 1; pp <= std::min<int64_t>(devices, layers); ++pp) {
     if (devices % pp || (fixed > 1 && pp != fixed))
       continue;
@@ -346,8 +370,7 @@ LogicalResult PipelineSearch::run(std::string &error) {
     Costs costs(cluster.device, sh.mesh);
     Alternative meg;
     int64_t tp = sh.mesh.sizes[1];
-    bool megatronShape = !sh.megatron.empty() && tp <= 8 && tp <= nodeSize &&
-                         layers % sh.pp == 0;
+    bool megatronShape = !sh.megatron.empty() && layers % sh.pp == 0;
     for (double remat : rematLevels) {
       for (int which = 0; which < 2; ++which) {
         ArrayRef<int> choice = which == 0 ? ArrayRef<int>(sh.ilp)
@@ -396,8 +419,9 @@ LogicalResult PipelineSearch::run(std::string &error) {
   }
   if (!best.feasible) {
     error = llvm::formatv("no pipelined plan fits in {0} per device (the "
-                          "least any needs is {1}, {2}); use more devices, "
-                          "more micro-batches or a larger limit",
+                          "least any needs is {1}, {2}); use a smaller "
+                          "micro-batch (the model's batch), more devices or a "
+                          "larger limit",
                           formatMemory(limit), formatMemory(leastMemory),
                           leastMemoryMesh);
     return failure();
