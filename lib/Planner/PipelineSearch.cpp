@@ -281,12 +281,12 @@ LogicalResult PipelineSearch::planShape(Shape &sh, std::string &error) {
   // among their candidates (else the preset is applied again).
   int64_t dp = sh.mesh.sizes[0], tp = sh.mesh.sizes[1];
   std::pair<int64_t, int64_t> kind = {tp, batch % dp == 0 ? 0 : dp};
-  // Megatron keeps tensor parallelism inside a node (tp <= 8); wider
-  // shapes are searched without it.
+  // Megatron keeps tensor parallelism inside a node (tp <= 8) and splits
+  // the batch over dp; other shapes are searched without it.
   auto known = megatronShardings.find(kind);
   if (known != megatronShardings.end() && !known->second.empty())
     sh.megatron = sameStrategies(sh.graph, known->second);
-  bool megatronShape = tp <= 8 && tp <= nodeSize;
+  bool megatronShape = tp <= 8 && tp <= nodeSize && batch % dp == 0;
   if (sh.megatron.empty() && megatronShape &&
       (known == megatronShardings.end() || !known->second.empty())) {
     FailureOr<SmallVector<int>> mc = megatronChoice(module, sh.graph, costs);
