@@ -244,21 +244,6 @@ void printSummary(const Plan &p, llvm::raw_ostream &os) {
 }
 
 void printAlternatives(const Plan &p, llvm::raw_ostream &os) {
-  if (p.pipelineConfigs > 0 && !p.megatron.empty()) {
-    os << "\nMegatron-style 3-D plans (tp <= 8 in a node, layers split "
-          "evenly, 1F1B, ZeRO-1; same cost model)\n";
-    for (const Alternative &a : p.megatron)
-      os << "  " << a.mesh << ": "
-         << (a.feasible
-                 ? llvm::formatv("{0}, {1}, remat {2:f0}%, {3:f3}x Loom's",
-                                 formatSeconds(a.seconds),
-                                 formatMemory(a.memory), a.remat * 100,
-                                 a.seconds / p.stepTime)
-                       .str()
-                 : "does not fit (" + formatMemory(a.memory) + ")")
-         << "\n";
-    return;
-  }
   if (!p.runnersUp.empty()) {
     os << "\nrunners-up\n";
     for (const Alternative &a : p.runnersUp)
@@ -269,7 +254,10 @@ void printAlternatives(const Plan &p, llvm::raw_ostream &os) {
          << "\n";
   }
   if (!p.megatron.empty()) {
-    os << "\nMegatron-style DP x TP plans (same cost model)\n";
+    os << (p.pipelineConfigs > 0
+               ? "\nMegatron-style 3-D plans (tp <= 8 in a node, layers split "
+                 "evenly, 1F1B, ZeRO-1; same cost model)\n"
+               : "\nMegatron-style DP x TP plans (same cost model)\n");
     for (const Alternative &a : p.megatron)
       os << "  " << a.mesh << ": "
          << (a.feasible
