@@ -51,6 +51,7 @@ def main():
     p.add_argument("--blocks", type=int, default=3, help="--model stack: its blocks")
     p.add_argument("--schedule", default=None, help="loomc --schedule (pp meshes)")
     p.add_argument("--virtual-stages", type=int, default=1, help="loomc --virtual-stages")
+    p.add_argument("--eps", default=None, help="loomc --eps (Adam's epsilon) on both sides")
     a = p.parse_args()
 
     torch.manual_seed(0)
@@ -88,6 +89,8 @@ def main():
               "--lr=1e-3"]
     if a.optimizer == "sgd":
         common += ["--momentum=0.9"]
+    if a.eps:
+        common += [f"--eps={a.eps}"]
     if a.micro_batches > 1:
         common += [f"--micro-batches={a.micro_batches}"]
     single, spmd = os.path.join(a.work, "single"), os.path.join(a.work, "spmd")
