@@ -103,8 +103,10 @@ public:
 
   bool run() {
     return setUp() && compile() && warmGroups() && bindParameters() &&
-           openData() && runSteps() && save(options.paramsOut, true) &&
-           save(options.stateOut, false);
+           openData() && runSteps() &&
+           (!options.trace ||
+            (gatherTrace(*mesh, result.trace, error) && predictBubble())) &&
+           save(options.paramsOut, true) && save(options.stateOut, false);
   }
 
 private:
@@ -119,6 +121,19 @@ private:
   bool runSteps();
   bool postReceives();
   bool runProgram(Stage &stage, int kind, int micro, int64_t step);
+  bool runAction(const Action &a, int64_t step);
+  /// With TrainOptions::trace: starts the trace (ranks agree on its time 0
+  /// to a barrier), records spans, and moves the runtime's collectives of
+  /// `step` into the result.
+  bool startTrace();
+  /// On rank 0 after gatherTrace: the schedule simulated with each
+  /// stage's mean measured action times (TrainResult::simulatedBubble).
+  bool predictBubble();
+  void traceSpan(const Action &a, int64_t step, double start);
+  void traceCollectives(int64_t step);
+  double now() const {
+    return options.trace ? loom_runtime_trace_now_us(mesh->getRuntime()) : 0;
+  }
   bool save(StringRef outDir, bool trainable);
   bool check(loom_status_t s) {
     if (!s)
@@ -154,7 +169,8 @@ private:
   std::string &error;
 
   PipelineShape shape;
-  std::vector<Action> actions;
+  Schedule schedule;           // every pipeline rank's actions
+  std::vector<Action> actions; // this rank's
   std::unique_ptr<DistributedContext> mesh;
   int32_t ppAxis = -1;
   int ppRank = 0;
@@ -179,6 +195,7 @@ private:
   std::map<std::string, HostTensor> updates;
   float lossSum = 0;
   bool haveLoss = false;
+  int64_t traced = 0;
 };
 
 bool PipelineTrainer::setUp() {
@@ -238,15 +255,18 @@ bool PipelineTrainer::setUp() {
   }
   // The schedule must be one that finishes (loom-schedule-pipeline checked
   // it; an edited artifact is checked again).
-  Schedule all(shape.ranks);
+  schedule.assign(shape.ranks, {});
   for (int r = 0; r < shape.ranks; ++r)
     for (Attribute a : cast<ArrayAttr>(lists[r]))
       if (auto act = parseAction(cast<StringAttr>(a).getValue()))
-        all[r].push_back(*act);
-  if (!simulate(all, shape, Durations::uniform(shape.stages()), error)) {
+        schedule[r].push_back(*act);
+  std::optional<Timeline> unit =
+      simulate(schedule, shape, Durations::uniform(shape.stages()), error);
+  if (!unit) {
     error = "the artifact's pipeline schedule is invalid: " + error;
     return false;
   }
+  result.unitBubble = unit->bubble;
   for (int v = 0; v < shape.virtualStages; ++v)
     stages[ppRank + v * shape.ranks].index = ppRank + v * shape.ranks;
   return true;
@@ -544,8 +564,150 @@ bool PipelineTrainer::postReceives() {
   return true;
 }
 
+bool PipelineTrainer::runAction(const Action &a, int64_t step) {
+  Stage &stage = stages[a.stage];
+  switch (a.kind) {
+  case ActionKind::RecvForward:
+  case ActionKind::RecvBackward: {
+    int dir = a.kind == ActionKind::RecvForward ? 0 : 1;
+    for (auto it = pending.begin(); it != pending.end();) {
+      auto [d, s, m, n] = it->first;
+      if (d == dir && s == a.stage && m == a.micro) {
+        loom_request_t r = it->second;
+        it = pending.erase(it);
+        if (!check(loom_request_wait(r)))
+          return false;
+      } else {
+        ++it;
+      }
+    }
+    break;
+  }
+  case ActionKind::SendForward:
+  case ActionKind::SendBackward: {
+    int dir = a.kind == ActionKind::SendForward ? 0 : 1;
+    int to = dir == 0 ? a.stage + 1 : a.stage - 1;
+    for (auto &[key, buf] : outbox) {
+      auto [d, s, m, n] = key;
+      if (d != dir || s != a.stage || m != a.micro)
+        continue;
+      std::string what =
+          llvm::formatv("{0} {1} of stage {2}, micro-batch {3}",
+                        dir == 0 ? "activation" : "gradient", n, a.stage,
+                        a.micro)
+              .str();
+      loom_request_t r;
+      if (!check(loom_isend(mesh->getMesh(),
+                            runtimeType(buf.getElementType()), peer(to),
+                            buf.data(), buf.getNumElements(),
+                            tag(dir, a.stage, a.micro, n), what.c_str(),
+                            &r)))
+        return false;
+      sends.push_back(r);
+    }
+    break;
+  }
+  case ActionKind::Forward:
+    if (!runProgram(stage, 0, a.micro, step))
+      return false;
+    break;
+  case ActionKind::Backward:
+    if (!runProgram(stage, 1, a.micro, step) ||
+        !runProgram(stage, 2, a.micro, step))
+      return false;
+    break;
+  case ActionKind::BackwardInput:
+    if (!runProgram(stage, 1, a.micro, step))
+      return false;
+    break;
+  case ActionKind::BackwardWeight:
+    if (!runProgram(stage, 2, a.micro, step))
+      return false;
+    // What the micro-batch's backward read is no longer needed.
+    for (auto it = stash.begin(); it != stash.end();)
+      it = std::get<0>(it->first) == a.stage &&
+                   std::get<1>(it->first) == a.micro
+               ? stash.erase(it)
+               : std::next(it);
+    break;
+  case ActionKind::Update:
+    if (!runProgram(stage, 3, 0, step))
+      return false;
+    break;
+  }
+  return true;
+}
+
+bool PipelineTrainer::startTrace() {
+  if (!options.trace)
+    return true;
+  if (!mesh->allGather({0}, error))
+    return false;
+  loom_runtime_trace_start(mesh->getRuntime());
+  return true;
+}
+
+void PipelineTrainer::traceSpan(const Action &a, int64_t step, double start) {
+  static const std::map<ActionKind, const char *> names = {
+      {ActionKind::Forward, "F"},       {ActionKind::Backward, "B"},
+      {ActionKind::BackwardInput, "I"}, {ActionKind::BackwardWeight, "W"},
+      {ActionKind::Update, "U"},        {ActionKind::RecvForward, "wait"},
+      {ActionKind::RecvBackward, "wait"}};
+  auto it = names.find(a.kind);
+  if (!options.trace || it == names.end())
+    return;
+  result.trace.push_back({result.rank, step, it->second, "", 0, 0, start,
+                          now() - start, a.stage, a.micro});
+}
+
+void PipelineTrainer::traceCollectives(int64_t step) {
+  loom_runtime_t runtime = mesh->getRuntime();
+  for (int64_t e = loom_runtime_trace_count(runtime); traced < e; ++traced) {
+    loom_trace_event_t ev;
+    loom_runtime_trace_event(runtime, traced, &ev);
+    result.trace.push_back({result.rank, step, ev.op, "", ev.axes, ev.bytes,
+                            ev.start_us, ev.duration_us});
+  }
+}
+
+bool PipelineTrainer::predictBubble() {
+  if (result.rank != 0)
+    return true;
+  // Means over ranks and steps after the first (which runs cold).
+  int stages = shape.stages();
+  std::map<std::pair<std::string, int>, std::pair<double, int>> sums;
+  for (const TraceEvent &e : result.trace)
+    if (e.isPipelineAction() && (e.step > 0 || options.steps == 1)) {
+      auto &[total, n] = sums[{e.op, e.stage}];
+      total += e.duration;
+      ++n;
+    }
+  auto mean = [&](StringRef op, int s) {
+    auto it = sums.find({op.str(), s});
+    return it == sums.end() ? 0.0 : it->second.first / it->second.second;
+  };
+  Durations d;
+  for (int s = 0; s < stages; ++s) {
+    double f = mean("F", s), i = mean("I", s), w = mean("W", s);
+    if (i == 0 && w == 0) // B unsplit: its halves are not measured apart
+      i = mean("B", s);
+    d.forward.push_back(f);
+    d.backwardInput.push_back(i);
+    d.backwardWeight.push_back(w);
+    d.updates.push_back(mean("U", s));
+    d.transfers.push_back(0);
+  }
+  std::optional<Timeline> t = simulate(schedule, shape, d, error);
+  if (!t)
+    return false;
+  result.simulatedBubble = t->bubble;
+  return true;
+}
+
 bool PipelineTrainer::runSteps() {
   auto start = std::chrono::steady_clock::now();
+  if (!startTrace())
+    return false;
   for (int64_t step = 0; step < options.steps; ++step) {
     inbox.clear();
     outbox.clear();
@@ -556,77 +718,12 @@ bool PipelineTrainer::runSteps() {
     haveLoss = false;
     if (!postReceives())
       return false;
+    double stepStart = now();
     for (const Action &a : actions) {
-      Stage &stage = stages[a.stage];
-      switch (a.kind) {
-      case ActionKind::RecvForward:
-      case ActionKind::RecvBackward: {
-        int dir = a.kind == ActionKind::RecvForward ? 0 : 1;
-        for (auto it = pending.begin(); it != pending.end();) {
-          auto [d, s, m, n] = it->first;
-          if (d == dir && s == a.stage && m == a.micro) {
-            loom_request_t r = it->second;
-            it = pending.erase(it);
-            if (!check(loom_request_wait(r)))
-              return false;
-          } else {
-            ++it;
-          }
-        }
-        break;
-      }
-      case ActionKind::SendForward:
-      case ActionKind::SendBackward: {
-        int dir = a.kind == ActionKind::SendForward ? 0 : 1;
-        int to = dir == 0 ? a.stage + 1 : a.stage - 1;
-        for (auto &[key, buf] : outbox) {
-          auto [d, s, m, n] = key;
-          if (d != dir || s != a.stage || m != a.micro)
-            continue;
-          std::string what =
-              llvm::formatv("{0} {1} of stage {2}, micro-batch {3}",
-                            dir == 0 ? "activation" : "gradient", n, a.stage,
-                            a.micro)
-                  .str();
-          loom_request_t r;
-          if (!check(loom_isend(mesh->getMesh(),
-                                runtimeType(buf.getElementType()), peer(to),
-                                buf.data(), buf.getNumElements(),
-                                tag(dir, a.stage, a.micro, n), what.c_str(),
-                                &r)))
-            return false;
-          sends.push_back(r);
-        }
-        break;
-      }
-      case ActionKind::Forward:
-        if (!runProgram(stage, 0, a.micro, step))
-          return false;
-        break;
-      case ActionKind::Backward:
-        if (!runProgram(stage, 1, a.micro, step) ||
-            !runProgram(stage, 2, a.micro, step))
-          return false;
-        break;
-      case ActionKind::BackwardInput:
-        if (!runProgram(stage, 1, a.micro, step))
-          return false;
-        break;
-      case ActionKind::BackwardWeight:
-        if (!runProgram(stage, 2, a.micro, step))
-          return false;
-        // What the micro-batch's backward read is no longer needed.
-        for (auto it = stash.begin(); it != stash.end();)
-          it = std::get<0>(it->first) == a.stage &&
-                       std::get<1>(it->first) == a.micro
-                   ? stash.erase(it)
-                   : std::next(it);
-        break;
-      case ActionKind::Update:
-        if (!runProgram(stage, 3, 0, step))
-          return false;
-        break;
-      }
+      double start = now();
+      if (!runAction(a, step))
+        return false;
+      traceSpan(a, step, start);
     }
     for (loom_request_t r : sends)
       if (!check(loom_request_wait(r)))
@@ -650,6 +747,11 @@ bool PipelineTrainer::runSteps() {
         std::memcpy(&loss, &(*all)[r + 1], sizeof(loss));
         break;
       }
+    if (options.trace) {
+      result.trace.push_back(
+          {result.rank, step, "", "", 0, 0, stepStart, now() - stepStart});
+      traceCollectives(step);
+    }
     result.losses.push_back(loss);
     if (options.onStep && result.rank == 0)
       options.onStep(step, loss);
@@ -662,6 +764,8 @@ bool PipelineTrainer::runSteps() {
   result.trainSeconds = std::chrono::duration<double>(
                             std::chrono::steady_clock::now() - start)
                             .count();
+  if (options.trace)
+    loom_runtime_trace_stop(mesh->getRuntime());
   return true;
 }
 

@@ -394,52 +394,8 @@ bool Trainer::runSteps() {
   return true;
 }
 
-/// Rank 0 learns every rank's trace: events as fixed-size records (kind,
-/// axes, bytes, step, start and duration in nanoseconds), padded to the
-/// longest rank's count.
 bool Trainer::gatherTrace() {
-  if (!mesh || !options.trace)
-    return true;
-  static const char *const kinds[] = {"", "all_reduce", "all_gather",
-                                      "reduce_scatter", "all_to_all",
-                                      "send_recv", "barrier"};
-  constexpr int kFields = 6;
-  std::optional<std::vector<int64_t>> counts =
-      mesh->allGather({int64_t(result.trace.size())}, error);
-  if (!counts)
-    return false;
-  int64_t most = *std::max_element(counts->begin(), counts->end());
-  std::vector<int64_t> mine(most * kFields, -1);
-  for (auto [i, e] : llvm::enumerate(result.trace)) {
-    int64_t kind = 0;
-    for (int k = 1; k < 7; ++k)
-      if (e.op == kinds[k])
-        kind = k;
-    int64_t *r = &mine[i * kFields];
-    r[0] = kind;
-    r[1] = static_cast<int64_t>(e.mask);
-    r[2] = e.bytes;
-    r[3] = e.step;
-    r[4] = int64_t(e.start * 1e3);
-    r[5] = int64_t(e.duration * 1e3);
-  }
-  std::optional<std::vector<int64_t>> all = mesh->allGather(mine, error);
-  if (!all)
-    return false;
-  if (mesh->rank() != 0)
-    return true;
-  result.trace.clear();
-  for (int rank = 0; rank < mesh->size(); ++rank)
-    for (int64_t i = 0; i < most; ++i) {
-      const int64_t *r = &(*all)[(rank * most + i) * kFields];
-      if (r[0] < 0)
-        continue;
-      result.trace.push_back(
-          {rank, r[3], kinds[r[0]],
-           r[0] > 0 ? axesNamed(mesh->getMeshOp(), r[1]) : std::string(),
-           uint64_t(r[1]), r[2], r[4] * 1e-3, r[5] * 1e-3});
-    }
-  return true;
+  return !mesh || !options.trace || loom::gatherTrace(*mesh, result.trace, error);
 }
 
 /// Rank 0 learns every rank's memory.
@@ -493,6 +449,58 @@ bool Trainer::save(StringRef outDir, bool trainable) {
 
 } // namespace
 
+/// Events travel as fixed-size records (kind, axes, bytes, step, start and
+/// duration in nanoseconds, stage, micro-batch), padded to the longest
+/// rank's count.
+bool mlir::loom::gatherTrace(const DistributedContext &mesh,
+                             std::vector<TraceEvent> &events,
+                             std::string &error) {
+  static const char *const kinds[] = {
+      "",  "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+      "send_recv", "barrier", "F", "B", "I", "W", "U", "wait"};
+  constexpr int kKinds = std::size(kinds), kFields = 8;
+  std::optional<std::vector<int64_t>> counts =
+      mesh.allGather({int64_t(events.size())}, error);
+  if (!counts)
+    return false;
+  int64_t most = *std::max_element(counts->begin(), counts->end());
+  std::vector<int64_t> mine(most * kFields, -1);
+  for (auto [i, e] : llvm::enumerate(events)) {
+    int64_t kind = 0;
+    for (int k = 1; k < kKinds; ++k)
+      if (e.op == kinds[k])
+        kind = k;
+    int64_t *r = &mine[i * kFields];
+    r[0] = kind;
+    r[1] = static_cast<int64_t>(e.mask);
+    r[2] = e.bytes;
+    r[3] = e.step;
+    r[4] = int64_t(e.start * 1e3);
+    r[5] = int64_t(e.duration * 1e3);
+    r[6] = e.stage;
+    r[7] = e.micro;
+  }
+  std::optional<std::vector<int64_t>> all = mesh.allGather(mine, error);
+  if (!all)
+    return false;
+  if (mesh.rank() != 0)
+    return true;
+  events.clear();
+  for (int rank = 0; rank < mesh.size(); ++rank)
+    for (int64_t i = 0; i < most; ++i) {
+      const int64_t *r = &(*all)[(rank * most + i) * kFields];
+      if (r[0] < 0)
+        continue;
+      bool collective = r[0] > 0 && r[6] < 0;
+      events.push_back(
+          {rank, r[3], kinds[r[0]],
+           collective ? axesNamed(mesh.getMeshOp(), r[1]) : std::string(),
+           uint64_t(r[1]), r[2], r[4] * 1e-3, r[5] * 1e-3, int(r[6]),
+           int(r[7])});
+    }
+  return true;
+}
+
 void mlir::loom::writeChromeTrace(ArrayRef<TraceEvent> events,
                                   raw_ostream &os) {
   llvm::json::Array out;
@@ -509,18 +517,28 @@ void mlir::loom::writeChromeTrace(ArrayRef<TraceEvent> events,
     out.push_back(llvm::json::Object{
         {"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 1},
         {"args", llvm::json::Object{{"name", "collectives"}}}});
+    out.push_back(llvm::json::Object{
+        {"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 2},
+        {"args", llvm::json::Object{{"name", "pipeline"}}}});
   }
   for (const TraceEvent &e : events) {
-    bool step = e.op.empty();
+    bool step = e.op.empty(), action = e.isPipelineAction();
     llvm::json::Object args{{"step", e.step}};
-    if (!step)
+    std::string name = step ? "step " + std::to_string(e.step)
+                            : e.op + " " + e.axes;
+    if (action) {
+      args["stage"] = e.stage;
+      args["micro_batch"] = e.micro;
+      name = llvm::formatv("{0} s{1} m{2}", e.op, e.stage, e.micro).str();
+    } else if (!step) {
       args["bytes"] = e.bytes;
+    }
     out.push_back(llvm::json::Object{
-        {"name", step ? "step " + std::to_string(e.step) : e.op + " " + e.axes},
-        {"cat", step ? "step" : "collective"},
+        {"name", name},
+        {"cat", step ? "step" : action ? "pipeline" : "collective"},
         {"ph", "X"},
         {"pid", e.rank},
-        {"tid", step ? 0 : 1},
+        {"tid", step ? 0 : action ? 2 : 1},
         {"ts", e.start},
         {"dur", e.duration},
         {"args", std::move(args)}});
@@ -537,9 +555,15 @@ void mlir::loom::printProfile(ArrayRef<TraceEvent> events, int ranks,
   std::map<int64_t, std::map<int, std::pair<double, double>>> steps;
   std::map<int64_t, std::map<int, int>> calls;
   std::map<std::string, std::tuple<double, int64_t, double>> kinds;
+  std::map<std::pair<int, std::string>, double> actions;
   for (const TraceEvent &e : events) {
     if (e.op.empty()) {
       steps[e.step][e.rank].first = e.duration;
+      continue;
+    }
+    if (e.isPipelineAction()) {
+      if (e.op != "U")
+        actions[{e.rank, e.op}] += e.duration;
       continue;
     }
     if (e.step >= 0) {
@@ -574,13 +598,59 @@ void mlir::loom::printProfile(ArrayRef<TraceEvent> events, int ranks,
                         "collectives\n",
                         total / steps.size() * 1e-3,
                         comm / steps.size() * 1e-3);
-  if (kinds.empty())
+  if (!kinds.empty()) {
+    os << "  collectives, all ranks and steps (calls, buffer bytes, time):\n";
+    for (auto &[name, k] : kinds)
+      os << llvm::formatv("    {0,-36} {1,6:f0} calls {2,12} B {3,10:f3} ms\n",
+                          name, std::get<0>(k), std::get<1>(k),
+                          std::get<2>(k) * 1e-3);
+  }
+  if (actions.empty())
     return;
-  os << "  collectives, all ranks and steps (calls, buffer bytes, time):\n";
-  for (auto &[name, k] : kinds)
-    os << llvm::formatv("    {0,-36} {1,6:f0} calls {2,12} B {3,10:f3} ms\n",
-                        name, std::get<0>(k), std::get<1>(k),
-                        std::get<2>(k) * 1e-3);
+  os << "  pipeline actions, all steps (F forward, B backward, I/W its "
+        "input/weight halves, wait: receives):\n";
+  int rank = -1;
+  for (auto &[key, time] : actions) {
+    if (key.first != rank) {
+      os << llvm::formatv("{0}    rank {1}:", rank < 0 ? "" : "\n",
+                          key.first);
+      rank = key.first;
+    }
+    os << llvm::formatv(" {0} {1:f3} ms", key.second, time * 1e-3);
+  }
+  os << "\n";
+  double bubble = pipelineBubble(events, steps.size() > 1 ? 1 : 0);
+  os << llvm::formatv("  measured bubble fraction {0:f3} (steps {1}..{2})\n",
+                      bubble, steps.size() > 1 ? 1 : 0,
+                      int64_t(steps.size()) - 1);
+}
+
+double mlir::loom::pipelineBubble(ArrayRef<TraceEvent> events,
+                                  int64_t skip) {
+  // Per step: the span of every rank's actions, each rank's busy time.
+  std::map<int64_t, std::pair<double, double>> span;
+  std::map<int64_t, std::map<int, double>> busy;
+  for (const TraceEvent &e : events) {
+    if (!e.isPipelineAction() || e.step < skip || e.op == "wait" ||
+        e.op == "U")
+      continue;
+    auto [it, fresh] = span.try_emplace(e.step, e.start, e.start + e.duration);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, e.start);
+      it->second.second = std::max(it->second.second, e.start + e.duration);
+    }
+    busy[e.step][e.rank] += e.duration;
+  }
+  double sum = 0;
+  int n = 0;
+  for (auto &[step, perRank] : busy) {
+    double length = span[step].second - span[step].first;
+    for (auto &[rank, time] : perRank) {
+      sum += length > 0 ? 1 - time / length : 0;
+      ++n;
+    }
+  }
+  return n ? sum / n : -1;
 }
 
 bool mlir::loom::runTraining(ModuleOp module, StringRef dir,

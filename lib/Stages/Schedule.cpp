@@ -7,8 +7,11 @@
 // 2021: forwards of micro-batch groups of P cycle through the rank's
 // stages, warm-up (P - r - 1) * 2 + (V - 1) * P); ZB-H1 (Qi et al. 2023)
 // is 1F1B with the backward split into its input half, which the previous
-// stage waits for, and its weight half, of which rank r defers P - r - 1
-// into the cool-down, where it fills the time spent waiting.
+// stage waits for, and its weight half, of which rank r defers r into the
+// cool-down: the gradients then travel back at the pace of the input
+// halves alone, and every rank holds at most P micro-batches (1F1B's peak,
+// on its first rank). With unit F, I and W its bubble is the paper's
+// (P - 1) / (3M + P - 1) against 1F1B's 3(P - 1) / (3M + 3(P - 1)).
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,8 +124,9 @@ std::vector<Action> oneFOneB(const PipelineShape &shape, int r, bool split) {
   std::vector<Action> c;
   for (int i = 0; i < warm; ++i)
     c.push_back({ActionKind::Forward, r, i});
-  // ZB-H1: rank r defers this many weight halves into the cool-down.
-  int defer = split ? std::min(p - r - 1, m) : 0;
+  // ZB-H1: rank r defers this many weight halves into the cool-down (the
+  // last rank the most: its input halves pace the whole cool-down).
+  int defer = split ? std::min(r, m) : 0;
   int nextW = 0;
   auto backward = [&](int i) {
     if (!split) {

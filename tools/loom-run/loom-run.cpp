@@ -235,9 +235,17 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
         "state {3:f3} + inputs {4:f3} + results {5:f3} + temporaries {6:f3}\n",
         rank, mib(m.peak()), mib(m.parameters), mib(m.optimizerState),
         mib(m.inputs), mib(m.results), mib(m.temporaries));
-  if (profile)
-    printProfile(result.trace, std::max<int>(1, result.memory.size()),
-                 llvm::outs());
+  if (profile) {
+    int ranks = std::max<int>(1, result.memory.size());
+    for (const TraceEvent &e : result.trace)
+      ranks = std::max(ranks, e.rank + 1);
+    printProfile(result.trace, ranks, llvm::outs());
+    if (result.simulatedBubble >= 0)
+      llvm::outs() << llvm::formatv(
+          "  the schedule's bubble fraction in simulation: {0:f3} with each "
+          "stage's measured action times, {1:f3} with unit times (F 1, B 2)\n",
+          result.simulatedBubble, result.unitBubble);
+  }
   if (!traceOut.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream os(traceOut, ec);

@@ -27,6 +27,8 @@
 
 namespace mlir::loom {
 
+class DistributedContext;
+
 struct TrainOptions {
   int64_t steps = 1;
   /// A data directory, or "synthetic".
@@ -51,9 +53,11 @@ struct TrainOptions {
   bool trace = false;
 };
 
-/// A span of a rank's time: a step (`op` empty, `step` its index) or a
+/// A span of a rank's time: a step (`op` empty, `step` its index), a
 /// collective (`op`, the mesh axes `axes` of its group, `bytes` of its
-/// buffer), in microseconds since the first step began.
+/// buffer) or, in a pipelined step, a pipeline action (`stage` >= 0: `op`
+/// F, B, I, W or U, the schedule's letters, of micro-batch `micro`, or
+/// `wait` for a receive), in microseconds since the first step began.
 struct TraceEvent {
   int rank = 0;
   int64_t step = -1;
@@ -61,7 +65,15 @@ struct TraceEvent {
   uint64_t mask = 0;
   int64_t bytes = 0;
   double start = 0, duration = 0;
+  int stage = -1, micro = -1;
+
+  bool isPipelineAction() const { return stage >= 0; }
 };
+
+/// Rank 0 learns every rank's `events` (a collective: every rank calls
+/// it), in rank and time order; other ranks keep their own.
+bool gatherTrace(const DistributedContext &mesh,
+                 std::vector<TraceEvent> &events, std::string &error);
 
 /// A data file's tensor as `element` where that loses nothing meaningful
 /// (float64 -> float32 data, int32 <-> int64 labels); else an error naming
@@ -84,15 +96,30 @@ struct TrainResult {
   /// With TrainOptions::trace: rank 0 holds every rank's events, in rank
   /// and time order; other ranks their own.
   std::vector<TraceEvent> trace;
+  /// A pipelined artifact's bubble fraction in simulation of its schedule:
+  /// with unit action times (F 1, B 2, I and W 1; what loomc prints), and,
+  /// with TrainOptions::trace on rank 0, with each stage's mean measured
+  /// action times and no transfer time. -1 where not known.
+  double unitBubble = -1, simulatedBubble = -1;
 };
 
 /// Chrome trace format (chrome://tracing, Perfetto): a process per rank,
-/// steps on one track and collectives on another.
+/// steps on one track, collectives on another, pipeline actions on a
+/// third.
 void writeChromeTrace(llvm::ArrayRef<TraceEvent> events, llvm::raw_ostream &os);
 /// Per step: the slowest rank's step time, its time in collectives and
-/// their count; then totals per collective kind and axes.
+/// their count; then totals per collective kind and axes; for a pipelined
+/// step, each rank's time in pipeline actions and the measured bubble
+/// (pipelineBubble).
 void printProfile(llvm::ArrayRef<TraceEvent> events, int ranks,
                   llvm::raw_ostream &os);
+
+/// The measured bubble fraction of pipelined steps: per step, the time
+/// from the first action's start to the last's end on any rank, less the
+/// rank's time in F/B/I/W actions, over that span, averaged over ranks and
+/// steps (steps before `skip` left out: the first runs cold). -1 without
+/// pipeline actions.
+double pipelineBubble(llvm::ArrayRef<TraceEvent> events, int64_t skip = 1);
 
 /// Trains a pipelined artifact (module attribute loom.pipeline): each rank
 /// runs its pipeline rank's stage programs on the schedule.
