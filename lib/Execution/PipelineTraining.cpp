@@ -183,7 +183,8 @@ private:
   struct Data {
     RankedTensorType type;
     ShardingAttr sharding;
-    std::optional<HostTensor> file;
+    int64_t indexBound = 0;
+    std::optional<HostTensor> file; // none: synthetic
   };
   std::map<std::string, Data> data;
   /// Per step.
@@ -396,10 +397,10 @@ bool PipelineTrainer::openData() {
         Data d;
         d.sharding = p.argShardings[i];
         d.type = mesh->globalType(info.type, d.sharding);
+        d.indexBound = info.indexBound;
         if (options.data == "synthetic") {
-          error = "pipelined training reads its data from files (--data DIR); "
-                  "synthetic data is not supported yet";
-          return false;
+          data[port.name] = std::move(d);
+          return true;
         }
         SmallString<256> path(options.data);
         llvm::sys::path::append(path, port.name + ".npy");
@@ -458,9 +459,22 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int m,
       Data &d = data[port.name];
       HostTensor t(d.type);
       size_t bytes = t.byteSize();
-      std::memcpy(t.data(),
-                  d.file->data() + (step * shape.microBatches + m) * bytes,
-                  bytes);
+      if (d.file) {
+        std::memcpy(t.data(),
+                    d.file->data() + (step * shape.microBatches + m) * bytes,
+                    bytes);
+      } else {
+        // Synthetic: drawn per (seed, step, micro-batch, input), so every
+        // rank of the stage's sub-mesh draws the same whole tensor.
+        // (FNV-1a of the name: the same in every process.)
+        uint64_t name = 1469598103934665603ull;
+        for (char c : port.name)
+          name = (name ^ uint8_t(c)) * 1099511628211ull;
+        std::seed_seq seq{uint64_t(options.seed), uint64_t(step), uint64_t(m),
+                          name, name >> 32};
+        std::mt19937_64 gen(seq);
+        t = syntheticTensor(d.type, d.indexBound, gen);
+      }
       owned[i] = mesh->localShard(t, d.sharding);
       arg = &owned[i];
       break;

@@ -44,8 +44,8 @@ struct DataSource {
 };
 } // namespace
 
-static HostTensor syntheticTensor(RankedTensorType type, int64_t bound,
-                                  std::mt19937_64 &gen) {
+HostTensor mlir::loom::syntheticTensor(RankedTensorType type, int64_t bound,
+                                      std::mt19937_64 &gen) {
   HostTensor t(type);
   std::uniform_real_distribution<double> real(-1.0, 1.0);
   std::uniform_int_distribution<int64_t> ints(0, std::max<int64_t>(bound, 1) - 1);

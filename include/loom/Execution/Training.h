@@ -23,6 +23,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 #include <functional>
+#include <random>
 #include <string>
 
 namespace mlir::loom {
@@ -74,6 +75,11 @@ struct TraceEvent {
 /// it), in rank and time order; other ranks keep their own.
 bool gatherTrace(const DistributedContext &mesh,
                  std::vector<TraceEvent> &events, std::string &error);
+
+/// Synthetic data: floats uniform in [-1, 1), integers uniform in
+/// [0, bound).
+HostTensor syntheticTensor(RankedTensorType type, int64_t bound,
+                           std::mt19937_64 &gen);
 
 /// A data file's tensor as `element` where that loses nothing meaningful
 /// (float64 -> float32 data, int32 <-> int64 labels); else an error naming
