@@ -5,12 +5,17 @@
 // RUN: not loom-opt %S/Inputs/mlp3.mlir --loom-training-pipeline="loss=none optimizer=sgd lr=0.1 micro-batches=3 stages=4" --loom-sharding-pipeline="mesh=pp=2 strategy=replicated pipeline=true virtual-stages=2 schedule=interleaved" 2>&1 | FileCheck %s --check-prefix=INTERLEAVED
 // RUN: not loom-opt %S/Inputs/mlp3.mlir --loom-training-pipeline="loss=none optimizer=sgd lr=0.1 stages=2 grad-clip=1.0" 2>&1 | FileCheck %s --check-prefix=CLIP
 // RUN: not loom-opt %S/Inputs/mlp3.mlir --loom-training-pipeline="loss=none optimizer=sgd lr=0.1 stages=2" --loom-sharding-pipeline="mesh=pp=3 strategy=replicated pipeline=true" 2>&1 | FileCheck %s --check-prefix=RANKS
+// Loom's micro-batch is the model's batch (--micro-batches M accumulates M
+// of them per step), so M always divides the step's batch; what can fail
+// is the micro-batch's split over the data-parallel axis inside a stage.
+// RUN: not loom-opt %S/Inputs/mlp3.mlir --loom-training-pipeline="loss=none optimizer=sgd lr=0.1 stages=2 micro-batches=2" --loom-sharding-pipeline="mesh=pp=2,dp=8 strategy=dp pipeline=true" 2>&1 | FileCheck %s --check-prefix=DPBATCH
 
 // MANY: error: loom-assign-stages: cannot cut the model into 9 pipeline stages: it has 8 ops that read activations
 // COUNT: error: loom-assign-stages: 1 stage boundaries make 2 stages, the pipeline has 3
 // NAME: error: loom-assign-stages: stage boundary 'nosuchop' names no op of the model that reads activations
 // INTERLEAVED: error: loom-schedule-pipeline: the interleaved schedule runs micro-batches in groups of the 2 pipeline ranks; 3 micro-batches are not a multiple of 2
 // CLIP: error: loom-build-train-step: gradient clipping needs the norm over every stage's gradients; it is not supported with pipeline stages yet
+// DPBATCH: error: data-parallel over "dp" (8 devices) needs a batch divisible by 8, but input 'x' has 4
 // RANKS: error: loom-split-stages: the step has 2 pipeline stages, but the mesh has 3 pipeline ranks (axis pp) x 1 virtual stages
 
 // A residual connection from stage 0 into stage 2 skips stage 1.
