@@ -30,6 +30,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -197,7 +198,17 @@ private:
   float lossSum = 0;
   bool haveLoss = false;
   int64_t traced = 0;
+  /// Microseconds from rank 0's trace time 0 to this rank's.
+  double clockShift = 0;
 };
+
+/// FNV-1a: a string's hash, the same in every process.
+static uint64_t fnv1a(StringRef s) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : s)
+    h = (h ^ uint8_t(c)) * 1099511628211ull;
+  return h;
+}
 
 bool PipelineTrainer::setUp() {
   auto pipe =
@@ -466,10 +477,8 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int m,
       } else {
         // Synthetic: drawn per (seed, step, micro-batch, input), so every
         // rank of the stage's sub-mesh draws the same whole tensor.
-        // (FNV-1a of the name: the same in every process.)
-        uint64_t name = 1469598103934665603ull;
-        for (char c : port.name)
-          name = (name ^ uint8_t(c)) * 1099511628211ull;
+        // (A hash of the name that is the same in every process.)
+        uint64_t name = fnv1a(port.name);
         std::seed_seq seq{uint64_t(options.seed), uint64_t(step), uint64_t(m),
                           name, name >> 32};
         std::mt19937_64 gen(seq);
@@ -657,7 +666,27 @@ bool PipelineTrainer::startTrace() {
     return true;
   if (!mesh->allGather({0}, error))
     return false;
-  loom_runtime_trace_start(mesh->getRuntime());
+  loom_runtime_t runtime = mesh->getRuntime();
+  loom_runtime_trace_start(runtime);
+  // Ranks leave the barrier up to a scheduler's time slice apart. On one
+  // host the monotonic clock is shared: express every rank's times from
+  // rank 0's time 0 (across hosts the barrier's alignment stays).
+  double zero = std::chrono::duration<double, std::micro>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count() -
+                loom_runtime_trace_now_us(runtime);
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  int64_t hash = int64_t(fnv1a(host) >> 1);
+  std::optional<std::vector<int64_t>> all =
+      mesh->allGather({hash, int64_t(zero * 1e3)}, error);
+  if (!all)
+    return false;
+  bool oneHost = true;
+  for (size_t r = 0; r < all->size(); r += 2)
+    oneHost &= (*all)[r] == (*all)[0];
+  if (oneHost)
+    clockShift = double((*all)[2 * result.rank + 1] - (*all)[1]) * 1e-3;
   return true;
 }
 
@@ -670,8 +699,8 @@ void PipelineTrainer::traceSpan(const Action &a, int64_t step, double start) {
   auto it = names.find(a.kind);
   if (!options.trace || it == names.end())
     return;
-  result.trace.push_back({result.rank, step, it->second, "", 0, 0, start,
-                          now() - start, a.stage, a.micro});
+  result.trace.push_back({result.rank, step, it->second, "", 0, 0,
+                          start + clockShift, now() - start, a.stage, a.micro});
 }
 
 void PipelineTrainer::traceCollectives(int64_t step) {
@@ -680,7 +709,7 @@ void PipelineTrainer::traceCollectives(int64_t step) {
     loom_trace_event_t ev;
     loom_runtime_trace_event(runtime, traced, &ev);
     result.trace.push_back({result.rank, step, ev.op, "", ev.axes, ev.bytes,
-                            ev.start_us, ev.duration_us});
+                            ev.start_us + clockShift, ev.duration_us});
   }
 }
 
@@ -762,8 +791,8 @@ bool PipelineTrainer::runSteps() {
         break;
       }
     if (options.trace) {
-      result.trace.push_back(
-          {result.rank, step, "", "", 0, 0, stepStart, now() - stepStart});
+      result.trace.push_back({result.rank, step, "", "", 0, 0,
+                              stepStart + clockShift, now() - stepStart});
       traceCollectives(step);
     }
     result.losses.push_back(loss);
