@@ -35,12 +35,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-
-
-def cluster(devices):
-    if devices <= 8:
-        return "h100-8x" if devices == 8 else f"h100-cluster:1x{devices}"
-    return f"h100-cluster:{devices // 8}x8"
+sys.path.insert(0, HERE)
+from run import cluster  # noqa: E402  (the same cluster names as the DP x TP benchmark)
 
 
 def plan_one(loomc, work, layers, devices, b, global_batch, a):

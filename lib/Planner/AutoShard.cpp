@@ -23,8 +23,8 @@
 #include "loom/Support/Debug.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Timer.h"
 
-#include <chrono>
 #include <cmath>
 
 #define DEBUG_TYPE "loom-auto-shard"
@@ -37,11 +37,8 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+/// Wall-clock seconds (LLVM's timer clock).
+double now() { return llvm::TimeRecord::getCurrentTime().getWallTime(); }
 
 /// A solved plan for one mesh shape and rematerialization level.
 struct Candidate {

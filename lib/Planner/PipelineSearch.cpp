@@ -8,10 +8,10 @@
 #include "loom/Stages/Schedule.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Timer.h"
 
 #include "llvm/Support/Debug.h"
 
-#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -25,11 +25,8 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+/// Wall-clock seconds (LLVM's timer clock).
+double now() { return llvm::TimeRecord::getCurrentTime().getWallTime(); }
 
 /// The layer each node is counted with: its own for ops of the repeated
 /// layers, the first for ops before them, the last for ops after them;
@@ -160,9 +157,9 @@ private:
     if (want.size() != g.nodes.size())
       return {};
     for (auto [v, n] : llvm::enumerate(g.nodes)) {
-      auto it = llvm::find_if(n.strategies, [&](const Strategy &s) {
-        return s.sameOutside(want[v]);
-      });
+      const Strategy &w = want[v];
+      auto it = llvm::find_if(
+          n.strategies, [&](const Strategy &s) { return s.sameOutside(w); });
       if (it == n.strategies.end())
         return {};
       choice.push_back(it - n.strategies.begin());
