@@ -698,6 +698,15 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
     plan.planningSeconds = now() - t0;
     return plan;
   }
+  // A pp axis on the module's mesh: stages over the other axes.
+  if (fixed && options.preset.empty())
+    if (MeshAxisAttr pp = fixed.getAxis("pp"); pp && pp.getSize() > 1) {
+      if (failed(planFixedPipeline(module, base, *cluster, options, limit,
+                                   fixed, plan, error)))
+        return failure();
+      plan.planningSeconds = now() - t0;
+      return plan;
+    }
   if (!options.preset.empty())
     return planPreset(module, base, *cluster, shapes->front(), fixed, options,
                       limit, plan, t0, error);

@@ -251,7 +251,8 @@ private:
     node.strategies.push_back(opStrategy(node, rule, factors, -1, costs));
     if (!partial || node.op->getNumResults() != 1)
       return;
-    const AxisSharding &base = node.strategies.back().results[0];
+    // A copy: the push_backs below may move the strategies.
+    AxisSharding base = node.strategies.back().results[0];
     auto type = cast<RankedTensorType>(node.op->getResult(0).getType());
     for (int64_t d = 0; d < type.getRank(); ++d)
       if (type.getDimSize(d) %

@@ -37,7 +37,8 @@ llvm::hash_code signature(Operation *op) {
     if (a.getName() != LoomDialect::kShardingAttrName &&
         a.getName() != LoomDialect::kOpIdAttrName &&
         a.getName() != LoomDialect::kVjpOfAttrName &&
-        a.getName() != LoomDialect::kRematAttrName)
+        a.getName() != LoomDialect::kRematAttrName &&
+        a.getName() != LoomDialect::kStageAttrName)
       h = llvm::hash_combine(h, a.getName(), a.getValue());
   for (Type t : op->getOperandTypes())
     h = llvm::hash_combine(h, t.getAsOpaquePointer());

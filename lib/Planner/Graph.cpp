@@ -95,6 +95,7 @@ Graph mlir::loom::planner::buildGraph(func::FuncOp fn, int defaultStates) {
     ParameterOp p = boundParameter(fn, i);
     Node n;
     n.trainable = p && p.getTrainable();
+    n.buffer = p && !n.trainable;
     n.kind = n.trainable ? NodeKind::Param : NodeKind::Data;
     n.argIndex = i;
     n.type = type;

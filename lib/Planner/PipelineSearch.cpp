@@ -4,7 +4,9 @@
 
 #include "loom/Planner/Candidates.h"
 #include "loom/Planner/CostTable.h"
+#include "loom/Planner/ApplyPlan.h"
 #include "loom/Planner/Megatron.h"
+#include "loom/Dialect/Loom/Utils/Utils.h"
 #include "loom/Stages/Schedule.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -53,6 +55,89 @@ std::vector<int> layerOfNodes(const Graph &g) {
   return seg;
 }
 
+/// Where loom-assign-stages cuts before `layer`: the name of its first op
+/// (in program order) that reads activations; "?" when it has no name.
+std::string boundaryName(const Graph &g, int layer) {
+  DenseMap<Operation *, int> layerOf;
+  for (const Node &n : g.nodes)
+    if (n.kind == NodeKind::Op)
+      layerOf[n.op] = n.layer;
+  func::FuncOp fn = g.fn;
+  Block &body = fn.getBody().front();
+  llvm::DenseSet<Value> varying;
+  for (BlockArgument a : body.getArguments())
+    if (!fn.getArgAttr(a.getArgNumber(), LoomDialect::kParamAttrName))
+      varying.insert(a);
+  for (Operation &op : body.without_terminator()) {
+    if (llvm::none_of(op.getOperands(),
+                      [&](Value v) { return varying.contains(v); }))
+      continue;
+    varying.insert(op.getResults().begin(), op.getResults().end());
+    auto it = layerOf.find(&op);
+    if (it != layerOf.end() && it->second == layer) {
+      std::string name = opName(&op);
+      return name.empty() ? "?" : name;
+    }
+  }
+  return "?";
+}
+
+/// The program's stages (loom.stage on the forward ops) as each stage's
+/// first layer; empty when the ops carry none. Stages must be whole
+/// repeated layers: what precedes the layers on the first stage, what
+/// follows them on the last.
+FailureOr<std::vector<int>> programSplit(const Graph &g, int pp,
+                                         std::string &error) {
+  int layers = std::max(1, g.layers);
+  std::vector<int> stageOf(layers, -1);
+  bool seen = false, any = false;
+  for (const Node &n : g.nodes) {
+    if (n.kind != NodeKind::Op)
+      continue;
+    auto attr = n.op->getAttrOfType<IntegerAttr>(LoomDialect::kStageAttrName);
+    if (!attr)
+      continue;
+    any = true;
+    int s = int(attr.getInt());
+    std::string where = "'" + opName(n.op) + "' (" +
+                        n.op->getName().getStringRef().str() + ")";
+    if (n.layer >= 0 && g.layers > 0) {
+      seen = true;
+      if (stageOf[n.layer] >= 0 && stageOf[n.layer] != s) {
+        error = llvm::formatv(
+            "the stage boundary at {0} cuts repeated layer {1} (stages {2} "
+            "and {3}): the planner prices stages of whole layers; put the "
+            "boundary at a layer's first op (--plan-only names them)",
+            where, n.layer, stageOf[n.layer], s);
+        return failure();
+      }
+      stageOf[n.layer] = s;
+    } else if (s != (seen ? pp - 1 : 0)) {
+      error = llvm::formatv(
+          "{0} is outside the repeated layers and on stage {1}: the planner "
+          "prices what precedes the layers on the first stage and what "
+          "follows them on the last (stages of whole layers)",
+          where, s);
+      return failure();
+    }
+  }
+  if (!any)
+    return std::vector<int>();
+  std::vector<int> first(pp, -1);
+  for (int k = layers - 1; k >= 0; --k)
+    if (stageOf[k] >= 0 && stageOf[k] < pp)
+      first[stageOf[k]] = k;
+  for (int s = 0; s < pp; ++s)
+    if (first[s] < 0 || (s > 0 && first[s] <= first[s - 1])) {
+      error = llvm::formatv("pipeline stage {0} holds none of the model's {1} "
+                            "repeated layers: the planner prices stages of "
+                            "whole layers",
+                            s, layers);
+      return failure();
+    }
+  return first;
+}
+
 } // namespace
 
 std::vector<LayerCost>
@@ -74,7 +159,7 @@ mlir::loom::planner::layerCosts(const Graph &g, ArrayRef<int> choice,
       l.bwd += c.compute + c.comm - fwd;
       l.activations += c.memory;
       mem[seg[v]].activations += c.memory;
-    } else if (n.kind == NodeKind::Param) {
+    } else if (n.kind == NodeKind::Param || n.buffer) {
       l.weights += c.memory;
       mem[seg[v]].parameters += c.memory;
     } else {
@@ -88,6 +173,7 @@ mlir::loom::planner::layerCosts(const Graph &g, ArrayRef<int> choice,
                      mesh.n(s.results[0].usedMask());
       l.transfer = p2p.latency + (p2p.bandwidth > 0 ? bytes / p2p.bandwidth
                                                     : 0);
+      l.transferBytes = bytes;
     }
   }
   ValueReshards reshards(remat);
@@ -98,6 +184,16 @@ mlir::loom::planner::layerCosts(const Graph &g, ArrayRef<int> choice,
     reshards.priceParts(g, e, a, b, costs, fwd, bwd);
     out[seg[e.v]].fwd += fwd;
     out[seg[e.v]].bwd += bwd;
+    // A weight (or buffer) resharded for a user whose gradient rule saves
+    // it (FSDP's gathered weight) is held again per micro-batch in flight.
+    const Node &u = g.nodes[e.u];
+    if (u.kind != NodeKind::Op && e.res < int(u.saved.size()) &&
+        u.saved[e.res] && e.operand < int(b.operands.size()) &&
+        !(b.operands[e.operand] == a.results[e.res])) {
+      double copy = e.bytes() / mesh.n(b.operands[e.operand].usedMask());
+      out[seg[e.v]].activations += copy;
+      mem[seg[e.v]].activations += copy;
+    }
     // A weight's gradient reduction and update run once per step, on the
     // stage that holds the weight.
     EdgeCost c = edgeCost(g, e, a, b, costs);
@@ -125,7 +221,7 @@ struct Config {
   std::string schedule;
   StageSplit split;
   std::vector<int> inFlight;
-  double time = kInf, bubble = 0;
+  double time = kInf, bubble = 0, unitBubble = 0;
   /// The most memory any stage holds.
   double memory = 0;
 };
@@ -138,6 +234,11 @@ public:
         limit(limit), plan(plan) {}
 
   LogicalResult run(std::string &error);
+  /// The module's mesh with a pp axis: one sub-mesh (the other axes), the
+  /// program's stages (loom.stage on the forward ops) or else the DP's.
+  LogicalResult runFixed(MeshOp mesh, std::string &error);
+  /// Writes the chosen plan's shardings into the IR on `mesh`.
+  void apply(MeshOp mesh);
 
 private:
   struct Shape {
@@ -169,8 +270,13 @@ private:
   /// Prices `costs` (per layer) for `pp` stages under `schedule`: the DP's
   /// split, or Megatron's even one.
   Config price(const std::vector<LayerCost> &costs, int pp,
-               StringRef schedule, bool evenSplit);
-  void describe(const Config &best);
+               StringRef schedule, const std::vector<int> *split);
+  /// Prices the ILP's and the Megatron plan of `shapes[si]` under every
+  /// schedule (the DP's split, or `split`); keeps the best.
+  void priceShape(size_t si, const std::vector<int> *split);
+  /// The batch, the node size and the rematerialization levels.
+  void setUp();
+  void describe(const Config &best, bool fixedNames);
 
   ModuleOp module;
   const Graph &base;
@@ -200,7 +306,8 @@ public:
 };
 
 Config PipelineSearch::price(const std::vector<LayerCost> &costs, int pp,
-                             StringRef schedule, bool evenSplit) {
+                             StringRef schedule,
+                             const std::vector<int> *split) {
   Config c;
   c.pp = pp;
   c.schedule = schedule.str();
@@ -221,11 +328,9 @@ Config PipelineSearch::price(const std::vector<LayerCost> &costs, int pp,
   pb.microBatches = m;
   pb.inFlight = order->inFlight;
   pb.memoryLimit = limit;
-  if (evenSplit) {
-    std::vector<int> first;
-    for (int s = 0; s < pp; ++s)
-      first.push_back(s * layers / pp);
-    c.split = priceSplit(pb, first);
+  c.unitBubble = order->bubble;
+  if (split) {
+    c.split = priceSplit(pb, *split);
   } else {
     c.split = splitStages(pb);
     if (!c.split.feasible) {
@@ -321,9 +426,7 @@ LogicalResult PipelineSearch::planShape(Shape &sh, std::string &error) {
   return success();
 }
 
-LogicalResult PipelineSearch::run(std::string &error) {
-  int64_t devices = cluster.numDevices();
-  int layers = std::max(1, base.layers);
+void PipelineSearch::setUp() {
   for (const Node &n : base.nodes)
     if (n.kind == NodeKind::Data && n.type && n.type.getRank() > 0) {
       batch = n.type.getDimSize(0);
@@ -334,9 +437,74 @@ LogicalResult PipelineSearch::run(std::string &error) {
     rematLevels = {0, std::round(0.5 * base.layers) / base.layers, 1};
   else if (options.remat > 0 && base.layers >= 1)
     rematLevels = {options.remat};
+  int64_t devices = cluster.numDevices();
+  nodeSize = cluster.levels.empty() ? devices : cluster.levels[0].size;
+}
+
+void PipelineSearch::priceShape(size_t si, const std::vector<int> *split) {
+  Shape &sh = shapes[si];
   SmallVector<StringRef> schedules = {"1f1b", "zb-h1", "gpipe"};
   if (!options.schedule.empty())
     schedules = {options.schedule};
+  int layers = std::max(1, base.layers);
+  Costs costs(cluster.device, sh.mesh);
+  Alternative meg;
+  int64_t tp = sh.mesh.sizes[1];
+  bool megatronShape = !sh.megatron.empty() && layers % sh.pp == 0;
+  std::vector<int> even;
+  for (int s = 0; s < sh.pp; ++s)
+    even.push_back(s * layers / sh.pp);
+  for (double remat : rematLevels) {
+    for (int which = 0; which < 2; ++which) {
+      ArrayRef<int> choice = which == 0 ? ArrayRef<int>(sh.ilp)
+                                        : ArrayRef<int>(sh.megatron);
+      if (choice.empty())
+        continue;
+      std::vector<LayerCost> lc =
+          layerCosts(sh.graph, choice, remat, costs, sh.p2p);
+      for (StringRef schedule : schedules) {
+        Config c = price(lc, sh.pp, schedule, split);
+        ++plan.pipelineConfigs;
+        c.shape = si;
+        c.megatron = which == 1;
+        c.remat = remat;
+        if (!c.split.first.empty() && c.memory < leastMemory) {
+          leastMemory = c.memory;
+          leastMemoryMesh = llvm::formatv("pp={0},{1}x{2} {3}", sh.pp,
+                                          sh.mesh.sizes[0], tp, schedule);
+        }
+        if (c.feasible && c.time < best.time)
+          best = c;
+      }
+      // Megatron-LM's 3-D plan: its shardings, layers split evenly,
+      // 1F1B; the best rematerialization level.
+      if (which == 1 && megatronShape && options.compareMegatron) {
+        Config c = price(lc, sh.pp, "1f1b", &even);
+        bool better = c.feasible ? (!meg.feasible || c.time < meg.seconds)
+                                 : (!meg.feasible && !c.split.first.empty() &&
+                                    (meg.memory == 0 || c.memory < meg.memory));
+        if (better) {
+          meg.feasible = c.feasible;
+          meg.seconds = c.time;
+          meg.memory = c.memory;
+          meg.remat = remat;
+        }
+      }
+    }
+  }
+  if (megatronShape && options.compareMegatron && meg.memory > 0) {
+    meg.mesh = llvm::formatv("pp={0},dp={1},tp={2}", sh.pp, sh.mesh.sizes[0],
+                             tp);
+    meg.microBatches = options.microBatches;
+    meg.schedule = "1f1b";
+    plan.megatron.push_back(meg);
+  }
+}
+
+LogicalResult PipelineSearch::run(std::string &error) {
+  int64_t devices = cluster.numDevices();
+  int layers = std::max(1, base.layers);
+  setUp();
   int fixed = options.pipelineStages;
   if (fixed > 1 && (devices % fixed || fixed > layers)) {
     error = llvm::formatv("{0} pipeline stages do not fit: the cluster has {1} "
@@ -345,7 +513,6 @@ LogicalResult PipelineSearch::run(std::string &error) {
                           fixed, devices, base.layers);
     return failure();
   }
-  nodeSize = cluster.levels.empty() ? devices : cluster.levels[0].size;
   for (int pp = 1; pp <= std::min<int64_t>(devices, layers); ++pp) {
     if (devices % pp || (fixed > 1 && pp != fixed))
       continue;
@@ -363,57 +530,8 @@ LogicalResult PipelineSearch::run(std::string &error) {
       shapes.push_back(std::move(sh));
     }
   }
-  for (auto [si, sh] : llvm::enumerate(shapes)) {
-    Costs costs(cluster.device, sh.mesh);
-    Alternative meg;
-    int64_t tp = sh.mesh.sizes[1];
-    bool megatronShape = !sh.megatron.empty() && layers % sh.pp == 0;
-    for (double remat : rematLevels) {
-      for (int which = 0; which < 2; ++which) {
-        ArrayRef<int> choice = which == 0 ? ArrayRef<int>(sh.ilp)
-                                          : ArrayRef<int>(sh.megatron);
-        if (choice.empty())
-          continue;
-        std::vector<LayerCost> lc =
-            layerCosts(sh.graph, choice, remat, costs, sh.p2p);
-        for (StringRef schedule : schedules) {
-          Config c = price(lc, sh.pp, schedule, /*evenSplit=*/false);
-          ++plan.pipelineConfigs;
-          c.shape = si;
-          c.megatron = which == 1;
-          c.remat = remat;
-          if (!c.split.first.empty() && c.memory < leastMemory) {
-            leastMemory = c.memory;
-            leastMemoryMesh = llvm::formatv("pp={0},{1}x{2} {3}", sh.pp,
-                                            sh.mesh.sizes[0], tp, schedule);
-          }
-          if (c.feasible && c.time < best.time)
-            best = c;
-        }
-        // Megatron-LM's 3-D plan: its shardings, layers split evenly,
-        // 1F1B; the best rematerialization level.
-        if (which == 1 && megatronShape && options.compareMegatron) {
-          Config c = price(lc, sh.pp, "1f1b", /*evenSplit=*/true);
-          bool better = c.feasible ? (!meg.feasible || c.time < meg.seconds)
-                                   : (!meg.feasible && !c.split.first.empty() &&
-                                      (meg.memory == 0 || c.memory < meg.memory));
-          if (better) {
-            meg.feasible = c.feasible;
-            meg.seconds = c.time;
-            meg.memory = c.memory;
-            meg.remat = remat;
-          }
-        }
-      }
-    }
-    if (megatronShape && options.compareMegatron && meg.memory > 0) {
-      meg.mesh = llvm::formatv("pp={0},dp={1},tp={2}", sh.pp,
-                               sh.mesh.sizes[0], tp);
-      meg.microBatches = options.microBatches;
-      meg.schedule = "1f1b";
-      plan.megatron.push_back(meg);
-    }
-  }
+  for (size_t si = 0; si < shapes.size(); ++si)
+    priceShape(si, nullptr);
   if (!best.feasible) {
     error = llvm::formatv("no pipelined plan fits in {0} per device (the "
                           "least any needs is {1}, {2}); use a smaller "
@@ -423,15 +541,99 @@ LogicalResult PipelineSearch::run(std::string &error) {
                           leastMemoryMesh);
     return failure();
   }
-  describe(best);
+  describe(best, /*fixedNames=*/false);
   return success();
 }
 
-void PipelineSearch::describe(const Config &c) {
+LogicalResult PipelineSearch::runFixed(MeshOp meshOp, std::string &error) {
+  auto axes = meshOp.getAxes();
+  SmallVector<int64_t> strides(axes.size());
+  int64_t stride = 1;
+  for (int a = int(axes.size()) - 1; a >= 0; --a) {
+    strides[a] = stride;
+    stride *= cast<MeshAxisAttr>(axes[a]).getSize();
+  }
+  Shape sh{1, MeshShape(), Link{}, base, {}, {}};
+  for (size_t a = 0; a < axes.size(); ++a) {
+    auto axis = cast<MeshAxisAttr>(axes[a]);
+    Link l = cluster.link(strides[a], axis.getSize());
+    if (axis.getBandwidth())
+      l.bandwidth = axis.getBandwidth().getValueAsDouble();
+    if (axis.getLatency())
+      l.latency = axis.getLatency().getValueAsDouble();
+    if (axis.getName() == "pp") {
+      sh.pp = int(axis.getSize());
+      sh.p2p = l;
+      continue;
+    }
+    sh.mesh.names.push_back(axis.getName().str());
+    sh.mesh.sizes.push_back(axis.getSize());
+    sh.mesh.links.push_back(l);
+  }
+  if (sh.mesh.rank() > 2) {
+    error = "the planner plans a pipeline stage's sub-mesh of at most 2 axes "
+            "besides pp; mesh @" + meshOp.getSymName().str() + " has " +
+            std::to_string(sh.mesh.rank());
+    return failure();
+  }
+  // As the search's shapes: two axes, the missing one of size 1.
+  while (sh.mesh.rank() < 2) {
+    sh.mesh.names.push_back("_" + std::to_string(sh.mesh.rank()));
+    sh.mesh.sizes.push_back(1);
+    sh.mesh.links.push_back(cluster.link(1, 1));
+  }
+  if (base.layers < sh.pp) {
+    error = llvm::formatv(
+        "pp={0} stages, but @{1} has {2} repeated layers: the planner "
+        "prices stages of whole layers (use at most {2} stages, or a "
+        "preset strategy with --stage-boundaries)",
+        sh.pp, func::FuncOp(base.fn).getSymName(), std::max(0, base.layers));
+    return failure();
+  }
+  FailureOr<std::vector<int>> first = programSplit(base, sh.pp, error);
+  if (failed(first))
+    return failure();
+  setUp();
+  // The program recomputes no layer of a pipeline the planner chose.
+  rematLevels = {0};
+  if (failed(planShape(sh, error)))
+    return failure();
+  shapes.push_back(std::move(sh));
+  bool given = !first->empty();
+  priceShape(0, given ? &*first : nullptr);
+  if (!best.feasible) {
+    error = llvm::formatv(
+        "{0} on {1} (pp={2} with {3} micro-batches) needs {4} on its "
+        "fullest stage, more than the {5} limit per device; use more "
+        "stages, a smaller micro-batch (the model's batch) or a larger limit",
+        given ? "the program's stages" : "no split into stages fits",
+        meshOp.getSymName(), shapes[0].pp, options.microBatches,
+        formatMemory(leastMemory), formatMemory(limit));
+    return failure();
+  }
+  describe(best, /*fixedNames=*/true);
+  plan.pipeline.stagesFromProgram = given;
+  return success();
+}
+
+void PipelineSearch::apply(MeshOp mesh) {
+  Shape &sh = shapes[best.shape];
+  ArrayRef<int> choice = best.megatron ? sh.megatron : sh.ilp;
+  applyPlan(module, sh.graph, choice, sh.mesh, mesh, {});
+}
+
+void PipelineSearch::describe(const Config &c, bool fixedNames) {
   Shape &sh = shapes[c.shape];
   ArrayRef<int> choice = c.megatron ? sh.megatron : sh.ilp;
-  MeshShape mesh = sh.mesh;
-  SmallVector<int> keep = nameAxes(mesh, sh.graph, choice, false);
+  MeshShape &mesh = sh.mesh;
+  SmallVector<int> keep;
+  if (fixedNames) {
+    for (int a = 0; a < mesh.rank(); ++a)
+      if (mesh.sizes[a] > 1)
+        keep.push_back(a);
+  } else {
+    keep = nameAxes(mesh, sh.graph, choice, false);
+  }
   plan.mesh = "pp=" + std::to_string(c.pp);
   plan.axisNames = {"pp"};
   plan.axisSizes = {c.pp};
@@ -461,17 +663,29 @@ void PipelineSearch::describe(const Config &c) {
   int layers = lc.size();
   int i = c.split.first[worst],
       j = worst + 1 < c.pp ? c.split.first[worst + 1] : layers;
-  plan.memory = MemoryBreakdown();
-  for (int k = i; k < j; ++k) {
-    MemoryBreakdown &m = mem[k];
-    plan.memory.parameters += m.parameters;
-    plan.memory.gradients += m.gradients;
-    plan.memory.optimizer += m.optimizer;
-    plan.memory.updates += m.updates;
-    plan.memory.activations += c.inFlight[worst] * m.activations;
-    plan.memory.inputs += c.inFlight[worst] * m.inputs;
-  }
   PipelineInfo &pi = plan.pipeline;
+  for (int s = 0; s < c.pp; ++s) {
+    int from = c.split.first[s], to = s + 1 < c.pp ? c.split.first[s + 1]
+                                                    : layers;
+    MemoryBreakdown held;
+    double acts = 0;
+    for (int k = from; k < to; ++k) {
+      held.parameters += mem[k].parameters;
+      held.gradients += mem[k].gradients;
+      held.optimizer += mem[k].optimizer;
+      held.updates += mem[k].updates;
+      acts += mem[k].activations + mem[k].inputs;
+    }
+    pi.stageHeld.push_back(held);
+    pi.stageActivations.push_back(acts);
+    if (s + 1 < c.pp)
+      pi.transferBytes.push_back(lc[to - 1].transferBytes);
+  }
+  plan.memory = pi.stageHeld[worst];
+  for (int k = i; k < j; ++k) {
+    plan.memory.activations += c.inFlight[worst] * mem[k].activations;
+    plan.memory.inputs += c.inFlight[worst] * mem[k].inputs;
+  }
   pi.stages = c.pp;
   pi.microBatches = options.microBatches;
   pi.schedule = c.schedule;
@@ -480,14 +694,12 @@ void PipelineSearch::describe(const Config &c) {
   pi.stageMemory = c.split.memory;
   pi.inFlight = c.inFlight;
   pi.bubble = c.bubble;
+  pi.unitBubble = c.unitBubble;
   pi.objective = c.split.objective;
   // Boundaries by the name of each later stage's first op.
   for (int s = 1; s < c.pp; ++s)
-    for (const Node &n : sh.graph.nodes)
-      if (n.kind == NodeKind::Op && n.layer == c.split.first[s]) {
-        pi.boundaries += (pi.boundaries.empty() ? "" : ",") + n.name;
-        break;
-      }
+    pi.boundaries += (s > 1 ? "," : "") + boundaryName(sh.graph,
+                                                       c.split.first[s]);
   describeChoice(plan, sh.graph, choice, c.remat, cluster.device, sh.mesh);
 }
 
@@ -505,6 +717,24 @@ LogicalResult mlir::loom::planner::planPipeline(
   PipelineSearch search(module, base, cluster, options, limit, plan);
   if (failed(search.run(error)))
     return failure();
+  plan.ilpSeconds = search.ilpTime();
+  plan.pipelineSeconds = now() - t0;
+  return success();
+}
+
+LogicalResult mlir::loom::planner::planFixedPipeline(
+    ModuleOp module, const Graph &base, const Cluster &cluster,
+    const PlannerOptions &options, double limit, MeshOp mesh, Plan &plan,
+    std::string &error) {
+  if (options.microBatches < 1) {
+    error = "micro-batches must be at least 1";
+    return failure();
+  }
+  double t0 = now();
+  PipelineSearch search(module, base, cluster, options, limit, plan);
+  if (failed(search.runFixed(mesh, error)))
+    return failure();
+  search.apply(mesh);
   plan.ilpSeconds = search.ilpTime();
   plan.pipelineSeconds = now() - t0;
   return success();

@@ -167,7 +167,26 @@ void printPipeline(const Plan &p, llvm::raw_ostream &os) {
                                               : "",
                         formatSeconds(pi.stageTime[s]),
                         formatMemory(pi.stageMemory[s]), pi.inFlight[s]);
+    if (size_t(s) < pi.stageHeld.size()) {
+      const MemoryBreakdown &h = pi.stageHeld[s];
+      os << llvm::formatv("    holds parameters {0}, gradients {1}, "
+                          "optimizer state {2}; activations {3} per "
+                          "micro-batch",
+                          formatMemory(h.parameters),
+                          formatMemory(h.gradients),
+                          formatMemory(h.optimizer),
+                          formatMemory(pi.stageActivations[s]));
+      if (size_t(s) < pi.transferBytes.size())
+        os << "; sends " << formatMemory(pi.transferBytes[s])
+           << " per micro-batch";
+      os << "\n";
+    }
   }
+  os << llvm::formatv("  stages from {0}; bubble with unit durations "
+                      "(forward 1, backward 2): {1:f3}\n",
+                      pi.stagesFromProgram ? "the program (loom.stage)"
+                                           : "the planner's split",
+                      pi.unitBubble);
   if (!pi.boundaries.empty())
     os << "  --stage-boundaries=" << pi.boundaries << "\n";
 }
@@ -385,7 +404,20 @@ void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
         {"bubble", pi.bubble},
         {"objective_s", pi.objective},
         {"boundaries", pi.boundaries},
+        {"unit_bubble", pi.unitBubble},
+        {"stages_from_program", pi.stagesFromProgram},
         {"configs_priced", p.pipelineConfigs}};
+    llvm::json::Array held, acts(pi.stageActivations),
+        sends(pi.transferBytes);
+    for (const MemoryBreakdown &h : pi.stageHeld)
+      held.push_back(llvm::json::Object{{"parameters", h.parameters},
+                                        {"gradients", h.gradients},
+                                        {"optimizer", h.optimizer},
+                                        {"updates", h.updates}});
+    llvm::json::Object &pj = *o.getObject("pipeline");
+    pj["stage_held_bytes"] = std::move(held);
+    pj["stage_activation_bytes"] = std::move(acts);
+    pj["transfer_bytes"] = std::move(sends);
   }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << "\n";
 }

@@ -28,16 +28,7 @@ using namespace mlir::loom;
 
 namespace {
 
-std::string nameOf(Operation *op) {
-  Location loc = op->getLoc();
-  if (auto n = dyn_cast<NameLoc>(loc))
-    return n.getName().str();
-  if (auto f = dyn_cast<FusedLoc>(loc))
-    for (Location l : f.getLocations())
-      if (auto n = dyn_cast<NameLoc>(l))
-        return n.getName().str();
-  return "";
-}
+std::string nameOf(Operation *op) { return opName(op); }
 
 /// Work of an op for balancing: its flops, or the bytes it writes.
 double workOf(Operation *op) {
@@ -218,9 +209,6 @@ LogicalResult AssignStagesPass::assign(func::FuncOp fn) {
           }
         }
     if (best[S][n] == inf) {
-      int cuts = 0;
-      for (int c = 1; c < n; ++c)
-        cuts += reach[c] < n ? 1 : 0;
       return fail(nullptr)
              << "cannot cut the model into " << S << " pipeline stages: it has "
              << n << " ops that read activations and no " << S - 1

@@ -146,7 +146,8 @@ LogicalResult Splitter::classify() {
       freeOps.insert(&op);
       continue;
     }
-    keys[&op] = keys[latest];
+    Key k = keys.lookup(latest); // a copy: keys[&op] may grow the map
+    keys[&op] = k;
   }
   if (stages == 0)
     return fn.emitError() << pass << ": @" << fn.getSymName()

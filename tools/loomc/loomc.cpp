@@ -36,6 +36,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -168,16 +169,21 @@ static cl::list<std::string> stageBoundaries("stage-boundaries",
              "their ops)"),
     cl::cat(category));
 static cl::opt<int> planStages("plan-stages",
-    cl::desc("With --strategy auto --plan-only: search pipeline stages too "
+    cl::desc("With --strategy auto and no --mesh: search pipeline stages too "
              "(0: every stage count that divides the devices; N: exactly N) "
              "for --micro-batches per step, the model's batch being one "
              "micro-batch; the report names the stages, sub-mesh and "
-             "schedule"),
+             "schedule, and without --plan-only loomc compiles that plan"),
     cl::init(1), cl::cat(category));
 static cl::list<std::string> inputShapes("input-shape",
     cl::desc("ONNX: NAME=D0xD1x... binds an input's shape"), cl::cat(category));
 
 namespace {
+
+/// --strategy auto on a step without stages of the user's: the planner
+/// splits it (a pp mesh axis, or the search of --plan-stages), and loomc
+/// compiles the split it reports.
+bool stagesByPlanner = false;
 
 int fail(const Twine &message) {
   llvm::errs() << "loomc: error: " << message << "\n";
@@ -257,20 +263,27 @@ std::string checkFlags(double &beta1, double &beta2) {
   auto [b1, b2] = StringRef(betas).split(',');
   if (b1.trim().getAsDouble(beta1) || b2.trim().getAsDouble(beta2))
     return "--betas must be two numbers B1,B2, got '" + betas + "'";
-  if (pipelineRanks() > 1 && strategy == "auto")
-    return "--strategy auto does not search pipelines yet: give the other "
-           "axes' strategy (dp, tp, dp-tp, zero1-3) with a pp mesh axis";
   if (virtualStages < 1)
     return "--virtual-stages must be at least 1";
+  bool pipelinePlanned =
+      strategy == "auto" && (pipelineRanks() > 1 || planStages != 1);
+  if (pipelinePlanned &&
+      (virtualStages > 1 ||
+       (scheduleName.getNumOccurrences() && scheduleName == "interleaved")))
+    return "--strategy auto prices the gpipe, 1f1b and zb-h1 schedules with "
+           "one stage per pp rank; the interleaved schedule needs a preset "
+           "strategy (dp, tp, ...) with --mesh pp=P,...";
+  if (pipelinePlanned && (remat == "layers" || remat == "full"))
+    return "--remat=" + remat + " with pipeline stages under --strategy auto "
+           "is not supported yet: the planner prices and emits pipelines "
+           "without rematerialization";
   if (planStages != 1) {
     if (planStages < 0)
       return "--plan-stages must be 0 (search) or a stage count";
-    if (strategy != "auto" || !planOnly || !meshSpec.empty())
-      return "--plan-stages is a search of the planner: give --strategy auto "
-             "--plan-only and no --mesh (compile the plan it reports with "
-             "--mesh pp=P,... --stage-boundaries=...)";
-    if (scheduleName.getNumOccurrences() && scheduleName == "interleaved")
-      return "--plan-stages prices gpipe, 1f1b and zb-h1, not interleaved";
+    if (strategy != "auto" || !meshSpec.empty())
+      return "--plan-stages is a search of the planner that chooses the "
+             "mesh: give --strategy auto and no --mesh (or --mesh pp=P,... "
+             "--strategy auto to plan the stages of that mesh)";
   }
   if ((virtualStages > 1 || !stageBoundaries.empty() ||
        (scheduleName.getNumOccurrences() && planStages == 1)) &&
@@ -300,11 +313,14 @@ void fillTrainingOptions(TrainingPipelineOptions &o, double beta1,
   o.eps = eps;
   o.gradClip = gradClip;
   // A pipeline search plans one micro-batch's step (the model's batch).
-  o.microBatches = planStages != 1 ? 1 : microBatches;
+  o.microBatches = planStages != 1 || stagesByPlanner ? 1 : microBatches;
   o.lrSchedule = lrSchedule;
   o.warmupSteps = warmupSteps;
   o.totalSteps = totalSteps;
-  o.stages = static_cast<unsigned>(pipelineRanks()) * virtualStages;
+  // The planner splits a step without stages (loom-auto-shard).
+  o.stages = stagesByPlanner
+                 ? 1
+                 : static_cast<unsigned>(pipelineRanks()) * virtualStages;
   o.stageBoundaries = stageBoundaries;
 }
 
@@ -365,7 +381,8 @@ void fillShardingOptions(ShardingPipelineOptions &o, ModuleOp module,
   o.scheduleReport = o.pipeline && planReport != "json";
   o.planStages = planStages;
   o.planMicroBatches = microBatches;
-  if (scheduleName.getNumOccurrences())
+  // A pp mesh is priced with the schedule it runs.
+  if (scheduleName.getNumOccurrences() || pipelineRanks() > 1)
     o.planSchedule = scheduleName;
   if (o.pipeline) {
     llvm::sys::fs::create_directories(outDir);
@@ -411,7 +428,9 @@ int writePlan(func::FuncOp step, StringRef chosen, StringRef report) {
   os << "strategy: " << chosen << "\n";
   if (!report.empty() && planReport != "json")
     os << report << "\n";
-  printPartitionReport(step, os);
+  // A pipelined step is per-stage programs (the schedule report above).
+  if (step)
+    printPartitionReport(step, os);
   std::string error;
   if (!writeText(outDir, "plan.txt", plan, error))
     return fail(error);
@@ -425,6 +444,93 @@ LogicalResult runPipeline(MLIRContext &ctx, ModuleOp module,
   PassManager pm(&ctx);
   build(pm);
   return pm.run(module);
+}
+
+/// `spec` without its axes of size 1 ("pp=2,rep=1" -> "pp=2").
+std::string dropUnitAxes(StringRef spec) {
+  SmallVector<StringRef> axes;
+  spec.split(axes, ',', -1, false);
+  std::string out;
+  for (StringRef a : axes)
+    if (a.split('=').second.trim() != "1")
+      out += (out.empty() ? "" : ",") + a.trim().str();
+  return out;
+}
+
+/// The planner's pipeline, planned on a copy of the model (one
+/// micro-batch's step without stages, as --plan-only plans it), becomes
+/// the flags that compile it: the mesh the search chose, the stage
+/// boundaries of its split and its schedule. The step compiled from them
+/// is priced again, stage by stage, as the program has them.
+LogicalResult planStagesFirst(MLIRContext &ctx, ModuleOp module, double beta1,
+                              double beta2, std::string &error) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  // The model's remarks come once, from the step that is compiled.
+  ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &d) {
+    return success(d.getSeverity() == DiagnosticSeverity::Remark);
+  });
+  TrainingPipelineOptions training;
+  fillTrainingOptions(training, beta1, beta2);
+  training.numberGradientRules = true;
+  if (failed(runPipeline(ctx, *copy, [&](OpPassManager &pm) {
+        buildLoomTrainingPipeline(pm, training);
+      })))
+    return failure();
+  SmallString<128> path;
+  if (llvm::sys::fs::createTemporaryFile("loomc-stages", "json", path)) {
+    error = "cannot create a temporary file for the pipeline plan";
+    return failure();
+  }
+  llvm::scope_exit remove([&] { llvm::sys::fs::remove(path); });
+  ShardingPipelineOptions sharding;
+  fillShardingOptions(sharding, *copy, "auto", path);
+  sharding.partition = false;
+  sharding.pipeline = false;
+  sharding.planReport = "json";
+  if (failed(runPipeline(ctx, *copy, [&](OpPassManager &pm) {
+        buildLoomShardingPipeline(pm, sharding);
+      })))
+    return failure();
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  llvm::Expected<llvm::json::Value> json =
+      buffer ? llvm::json::parse((*buffer)->getBuffer())
+             : llvm::Expected<llvm::json::Value>(llvm::createStringError(
+                   "the planner wrote no report"));
+  const llvm::json::Object *plan = json ? json->getAsObject() : nullptr;
+  if (!plan || !plan->getString("mesh")) {
+    error = "cannot read the planner's pipeline plan" +
+            (json ? std::string() : ": " + llvm::toString(json.takeError()));
+    return failure();
+  }
+  std::string mesh = dropUnitAxes(*plan->getString("mesh"));
+  const llvm::json::Object *pipe = plan->getObject("pipeline");
+  int64_t stages = pipe ? pipe->getInteger("stages").value_or(1) : 1;
+  if (meshSpec.empty())
+    meshSpec = mesh;
+  if (stages > 1) {
+    StringRef cuts = pipe->getString("boundaries").value_or("");
+    SmallVector<StringRef> names;
+    cuts.split(names, ',', -1, false);
+    if (names.size() + 1 != size_t(stages) || llvm::is_contained(names, "?")) {
+      error = "the planner's stage boundaries (" + cuts.str() +
+              ") do not all name an op of the model; give --stage-boundaries";
+      return failure();
+    }
+    for (StringRef n : names)
+      stageBoundaries.push_back(n.str());
+    scheduleName = pipe->getString("schedule").value_or("1f1b").str();
+  }
+  planStages = 1;
+  messages() << "loomc: the planner's pipeline: mesh " << meshSpec
+             << ", schedule " << (stages > 1 ? scheduleName.getValue() : std::string("none"))
+             << ", " << microBatches << " micro-batches"
+             << (stageBoundaries.empty() ? "" : ", --stage-boundaries=");
+  for (auto [i, n] : llvm::enumerate(stageBoundaries))
+    messages() << (i ? "," : "") << n;
+  // The compiled step is priced again below; the two must agree.
+  messages() << llvm::formatv("; predicted step time {0:f3} ms\n",
+                              plan->getNumber("step_s").value_or(0) * 1e3);
+  return success();
 }
 
 } // namespace
@@ -453,6 +559,22 @@ int main(int argc, char **argv) {
   std::string chosen = resolveStrategy(*module, error);
   if (chosen.empty())
     return fail(error);
+  bool annotated = false;
+  module->walk([&](Operation *op) {
+    annotated |= op->hasAttr(LoomDialect::kStageAttrName);
+  });
+  if (annotated && planStages != 1)
+    return fail("--plan-stages searches the stages, but the model's "
+                "loom.stage annotations fix them: give --mesh pp=P,... "
+                "instead");
+  stagesByPlanner = chosen == "auto" &&
+                    (pipelineRanks() > 1 || planStages != 1) &&
+                    stageBoundaries.empty() && !annotated;
+  if (stagesByPlanner && !planOnly) {
+    if (failed(planStagesFirst(ctx, *module, beta1, beta2, error)))
+      return error.empty() ? 2 : fail(error);
+    stagesByPlanner = false;
+  }
   // The planner plans (auto) or prices a preset (isPlannedPreset); either
   // is written as a plan, whose gradient rules run on their forward ops'
   // shardings.
@@ -501,8 +623,9 @@ int main(int argc, char **argv) {
     return fail(error);
 
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
-  if (step && step->hasAttr(LoomDialect::kPartitionedAttrName))
-    if (int status = writePlan(step, chosen, report))
+  bool partitioned = step && step->hasAttr(LoomDialect::kPartitionedAttrName);
+  if (partitioned || (!report.empty() && pipelineRanks() > 1))
+    if (int status = writePlan(partitioned ? step : nullptr, chosen, report))
       return status;
   int64_t numParams = 0, numElements = 0;
   for (ParameterOp p : module->getOps<ParameterOp>())

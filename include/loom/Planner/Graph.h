@@ -61,6 +61,9 @@ struct Node {
   int argIndex = -1;
   RankedTensorType type;
   bool trainable = false;
+  /// A parameter without a gradient (a buffer: a mask, running stats): a
+  /// Data node held all step rather than per micro-batch.
+  bool buffer = false;
   std::vector<Strategy> strategies;
   /// Per operand: whether a gradient flows to it.
   SmallVector<bool, 2> gradOperand;

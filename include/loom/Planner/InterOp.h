@@ -48,6 +48,8 @@ struct LayerCost {
   /// layer): paid forward and again for its gradient, when a stage ends
   /// here.
   double transfer = 0;
+  /// Bytes per device that transfer sends.
+  double transferBytes = 0;
 };
 
 struct StageProblem {

@@ -44,6 +44,17 @@ LogicalResult planPipeline(ModuleOp module, const Graph &base,
                            const PlannerOptions &options, double limit,
                            Plan &plan, std::string &error);
 
+/// The module's `mesh` has a pp axis: plans the stages' sub-mesh (the
+/// other axes, at most two) by the same ILP, prices the program's stages
+/// (loom.stage on the forward ops, whole repeated layers) or, when the ops
+/// carry none, the DP's split, under options.schedule (or the best of
+/// gpipe, 1f1b and zb-h1) and options.microBatches, without
+/// rematerialization; fills `plan` and writes the shardings into the IR.
+LogicalResult planFixedPipeline(ModuleOp module, const Graph &base,
+                                const Cluster &cluster,
+                                const PlannerOptions &options, double limit,
+                                MeshOp mesh, Plan &plan, std::string &error);
+
 } // namespace mlir::loom::planner
 
 #endif // LOOM_PLANNER_PIPELINESEARCH_H

@@ -55,6 +55,18 @@ struct PipelineInfo {
   double bubble = 0, objective = 0;
   /// Stage boundaries as loomc takes them (--stage-boundaries).
   std::string boundaries;
+  /// Per stage, bytes per device: what it holds all step (parameters,
+  /// gradients, optimizer state, update buffers) and, per micro-batch, its
+  /// activations and inputs (held `inFlight` times); and per boundary the
+  /// bytes each device sends forward per micro-batch (its gradient comes
+  /// back the same size).
+  std::vector<MemoryBreakdown> stageHeld;
+  std::vector<double> stageActivations, transferBytes;
+  /// The bubble of the schedule with unit durations (forward 1, backward
+  /// 2), as loom-schedule-pipeline prints it for the emitted program.
+  double unitBubble = 0;
+  /// The stages were the program's (loom.stage) rather than the search's.
+  bool stagesFromProgram = false;
 };
 
 struct Plan {

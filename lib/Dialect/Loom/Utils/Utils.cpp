@@ -112,6 +112,17 @@ std::string loom::humanBytes(double bytes) {
   return llvm::formatv("{0:f1} {1}", bytes, units[u]).str();
 }
 
+std::string loom::opName(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto n = dyn_cast<NameLoc>(loc))
+    return n.getName().str();
+  if (auto f = dyn_cast<FusedLoc>(loc))
+    for (Location l : f.getLocations())
+      if (auto n = dyn_cast<NameLoc>(l))
+        return n.getName().str();
+  return "";
+}
+
 int64_t loom::tensorBytes(Type type) {
   auto t = dyn_cast<RankedTensorType>(type);
   if (!t)

@@ -52,6 +52,7 @@ def main():
     p.add_argument("--schedule", default=None, help="loomc --schedule (pp meshes)")
     p.add_argument("--virtual-stages", type=int, default=1, help="loomc --virtual-stages")
     p.add_argument("--eps", default=None, help="loomc --eps (Adam's epsilon) on both sides")
+    p.add_argument("--plan-stages", default=None, help="loomc --plan-stages (--mesh choose)")
     a = p.parse_args()
 
     torch.manual_seed(0)
@@ -102,6 +103,8 @@ def main():
         extra += [f"--schedule={a.schedule}"]
     if a.virtual_stages > 1:
         extra += [f"--virtual-stages={a.virtual_stages}"]
+    if a.plan_stages is not None:
+        extra += [f"--plan-stages={a.plan_stages}"]
     if a.memory_limit_gib:
         extra += ["--memory-limit-gib", a.memory_limit_gib]
     if a.mesh == "choose":

@@ -40,6 +40,10 @@ int64_t tensorBytes(Type type);
 /// `1536` -> "1.5 KiB": bytes in B, KiB, MiB, GiB or TiB with one decimal.
 std::string humanBytes(double bytes);
 
+/// The model's name of `op`: its NameLoc (or the first one of a FusedLoc),
+/// as `--stage-boundaries` takes it; "" when it has none.
+std::string opName(Operation *op);
+
 /// Checks that `fn` has a body of one block.
 LogicalResult verifySingleBlock(func::FuncOp fn, StringRef pass);
 
