@@ -441,6 +441,7 @@ std::vector<Alternative> Search::runnersUp(const Candidate *best,
 std::string Search::explainInfeasible(func::FuncOp fn, bool fixed) {
   // The least memory any plan needs, to say what would make it fit.
   double bestMem = kInf;
+  bool timedOut = false;
   Totals bestTotals;
   std::string bestMesh;
   double r = rematLevels.back();
@@ -450,6 +451,7 @@ std::string Search::explainInfeasible(func::FuncOp fn, bool fixed) {
     table.request.minimizeMemory = true;
     table.request.timeLimit = options.timeLimit;
     SolverResult m = solve(table.request);
+    timedOut |= !m.feasible && !m.provenInfeasible;
     if (!m.feasible)
       continue;
     Totals t = evaluate(graphs[si], table.choiceOf(m.choice), r, costs);
@@ -467,9 +469,28 @@ std::string Search::explainInfeasible(func::FuncOp fn, bool fixed) {
   os << "no sharding of @" << fn.getSymName() << " fits in "
      << formatMemory(limit) << " per device on " << cluster.name << " ("
      << devices << " devices of " << cluster.device.name << ")";
-  if (bestMem == kInf)
+  if (bestMem == kInf) {
+    if (timedOut)
+      os << llvm::formatv(": the ILP found no plan at all within its {0:f0} "
+                          "s limit (not a proof that none fits). Give it "
+                          "more time (--plan-time-limit), fewer "
+                          "micro-batches in one step (each is planned as "
+                          "its own copy of the model), or a preset strategy",
+                          options.timeLimit);
     return s;
+  }
   const MemoryBreakdown &m = bestTotals.memory;
+  if (bestMem <= limit) {
+    // A plan fits; the fastest-plan ILP found none in its time.
+    os << ": the ILP that minimizes step time found no plan within its "
+       << llvm::formatv("{0:f0}", options.timeLimit)
+       << " s limit, although one that fits exists (" << formatMemory(bestMem)
+       << " per device on mesh " << bestMesh << ": " << formatBreakdown(m)
+       << "). Give it more time (--plan-time-limit), fewer micro-batches in "
+          "one step (each is planned as its own copy of the model), or a "
+          "preset strategy";
+    return s;
+  }
   os << ": the smallest per-device memory found is " << formatMemory(bestMem)
      << " (mesh " << bestMesh << ": " << formatBreakdown(m) << ")";
   double weights = m.parameters + m.gradients + m.optimizer;
