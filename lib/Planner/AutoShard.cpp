@@ -49,6 +49,34 @@ struct Candidate {
   Totals totals;
 };
 
+} // namespace
+
+MeshShape mlir::loom::planner::meshShapeOf(const Cluster &cluster,
+                                           MeshOp mesh) {
+  MeshShape m;
+  auto axes = mesh.getAxes();
+  SmallVector<int64_t> strides(axes.size());
+  int64_t stride = 1;
+  for (int a = axes.size() - 1; a >= 0; --a) {
+    strides[a] = stride;
+    stride *= cast<MeshAxisAttr>(axes[a]).getSize();
+  }
+  for (size_t a = 0; a < axes.size(); ++a) {
+    auto axis = cast<MeshAxisAttr>(axes[a]);
+    m.names.push_back(axis.getName().str());
+    m.sizes.push_back(axis.getSize());
+    Link l = cluster.link(strides[a], axis.getSize());
+    if (axis.getBandwidth())
+      l.bandwidth = axis.getBandwidth().getValueAsDouble();
+    if (axis.getLatency())
+      l.latency = axis.getLatency().getValueAsDouble();
+    m.links.push_back(l);
+  }
+  return m;
+}
+
+namespace {
+
 /// The module's mesh (`fixed`), or every 2-D shape of the cluster (1-D
 /// ones included, as a size-1 axis) and, with `maxAxes` 3, every 3-D shape
 /// whose axes all have more than one device. Axes go from the outermost
@@ -59,25 +87,7 @@ FailureOr<SmallVector<MeshShape>> meshShapes(const Cluster &cluster,
                                              std::string &error) {
   SmallVector<MeshShape> shapes;
   if (fixed) {
-    MeshShape m;
-    auto axes = fixed.getAxes();
-    SmallVector<int64_t> strides(axes.size());
-    int64_t stride = 1;
-    for (int a = axes.size() - 1; a >= 0; --a) {
-      strides[a] = stride;
-      stride *= cast<MeshAxisAttr>(axes[a]).getSize();
-    }
-    for (size_t a = 0; a < axes.size(); ++a) {
-      auto axis = cast<MeshAxisAttr>(axes[a]);
-      m.names.push_back(axis.getName().str());
-      m.sizes.push_back(axis.getSize());
-      Link l = cluster.link(strides[a], axis.getSize());
-      if (axis.getBandwidth())
-        l.bandwidth = axis.getBandwidth().getValueAsDouble();
-      if (axis.getLatency())
-        l.latency = axis.getLatency().getValueAsDouble();
-      m.links.push_back(l);
-    }
+    MeshShape m = meshShapeOf(cluster, fixed);
     if (m.rank() > 16) {
       error = "meshes of more than 16 axes are not supported by the planner";
       return failure();

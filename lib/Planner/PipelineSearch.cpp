@@ -546,29 +546,17 @@ LogicalResult PipelineSearch::run(std::string &error) {
 }
 
 LogicalResult PipelineSearch::runFixed(MeshOp meshOp, std::string &error) {
-  auto axes = meshOp.getAxes();
-  SmallVector<int64_t> strides(axes.size());
-  int64_t stride = 1;
-  for (int a = int(axes.size()) - 1; a >= 0; --a) {
-    strides[a] = stride;
-    stride *= cast<MeshAxisAttr>(axes[a]).getSize();
-  }
+  MeshShape whole = meshShapeOf(cluster, meshOp);
   Shape sh{1, MeshShape(), Link{}, base, {}, {}};
-  for (size_t a = 0; a < axes.size(); ++a) {
-    auto axis = cast<MeshAxisAttr>(axes[a]);
-    Link l = cluster.link(strides[a], axis.getSize());
-    if (axis.getBandwidth())
-      l.bandwidth = axis.getBandwidth().getValueAsDouble();
-    if (axis.getLatency())
-      l.latency = axis.getLatency().getValueAsDouble();
-    if (axis.getName() == "pp") {
-      sh.pp = int(axis.getSize());
-      sh.p2p = l;
+  for (int a = 0; a < whole.rank(); ++a) {
+    if (whole.names[a] == "pp") {
+      sh.pp = int(whole.sizes[a]);
+      sh.p2p = whole.links[a];
       continue;
     }
-    sh.mesh.names.push_back(axis.getName().str());
-    sh.mesh.sizes.push_back(axis.getSize());
-    sh.mesh.links.push_back(l);
+    sh.mesh.names.push_back(whole.names[a]);
+    sh.mesh.sizes.push_back(whole.sizes[a]);
+    sh.mesh.links.push_back(whole.links[a]);
   }
   if (sh.mesh.rank() > 2) {
     error = "the planner plans a pipeline stage's sub-mesh of at most 2 axes "
@@ -705,37 +693,48 @@ void PipelineSearch::describe(const Config &c, bool fixedNames) {
 
 } // namespace
 
-LogicalResult mlir::loom::planner::planPipeline(
+namespace {
+
+/// Runs `step` on a search over `base`; times it into `plan`.
+LogicalResult runSearch(
     ModuleOp module, const Graph &base, const Cluster &cluster,
     const PlannerOptions &options, double limit, Plan &plan,
-    std::string &error) {
+    std::string &error,
+    function_ref<LogicalResult(PipelineSearch &, std::string &)> step) {
   if (options.microBatches < 1) {
     error = "micro-batches must be at least 1";
     return failure();
   }
   double t0 = now();
   PipelineSearch search(module, base, cluster, options, limit, plan);
-  if (failed(search.run(error)))
+  if (failed(step(search, error)))
     return failure();
   plan.ilpSeconds = search.ilpTime();
   plan.pipelineSeconds = now() - t0;
   return success();
 }
 
+} // namespace
+
+LogicalResult mlir::loom::planner::planPipeline(
+    ModuleOp module, const Graph &base, const Cluster &cluster,
+    const PlannerOptions &options, double limit, Plan &plan,
+    std::string &error) {
+  return runSearch(module, base, cluster, options, limit, plan, error,
+                   [](PipelineSearch &s, std::string &err) {
+                     return s.run(err);
+                   });
+}
+
 LogicalResult mlir::loom::planner::planFixedPipeline(
     ModuleOp module, const Graph &base, const Cluster &cluster,
     const PlannerOptions &options, double limit, MeshOp mesh, Plan &plan,
     std::string &error) {
-  if (options.microBatches < 1) {
-    error = "micro-batches must be at least 1";
-    return failure();
-  }
-  double t0 = now();
-  PipelineSearch search(module, base, cluster, options, limit, plan);
-  if (failed(search.runFixed(mesh, error)))
-    return failure();
-  search.apply(mesh);
-  plan.ilpSeconds = search.ilpTime();
-  plan.pipelineSeconds = now() - t0;
-  return success();
+  return runSearch(module, base, cluster, options, limit, plan, error,
+                   [&](PipelineSearch &s, std::string &err) {
+                     if (failed(s.runFixed(mesh, err)))
+                       return failure();
+                     s.apply(mesh);
+                     return success();
+                   });
 }

@@ -80,6 +80,11 @@ struct PlannerOptions {
   double pipelineTimeLimit = 1;
 };
 
+/// `mesh` as the planner prices it: its axes, outermost first, each on the
+/// innermost link level of `cluster` that holds its groups (or the
+/// bandwidth and latency the axis declares).
+MeshShape meshShapeOf(const Cluster &cluster, MeshOp mesh);
+
 /// Names a chosen mesh's axes by role (tp, dp, sp, rep) and returns the
 /// axes to keep (size-1 axes split nothing, unless the mesh is `fixed`).
 SmallVector<int> nameAxes(MeshShape &mesh, const Graph &g, ArrayRef<int> choice,
