@@ -3,6 +3,7 @@
 #include "loom/Execution/Distributed.h"
 
 #include "loom/kernels.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstring>
@@ -129,9 +130,7 @@ RankedTensorType DistributedContext::globalType(RankedTensorType local,
   return local.clone(shape);
 }
 
-/// Copies the block of `shape` at `srcOffset` in `src` (of `srcShape`) to
-/// `dstOffset` in `dst` (of `dstShape`); elements of `bytes` bytes.
-static void copyBlock(const char *src, ArrayRef<int64_t> srcShape,
+void mlir::loom::copyBlock(const char *src, ArrayRef<int64_t> srcShape,
                       ArrayRef<int64_t> srcOffset, char *dst,
                       ArrayRef<int64_t> dstShape, ArrayRef<int64_t> dstOffset,
                       ArrayRef<int64_t> shape, int64_t bytes) {
@@ -167,13 +166,13 @@ static void copyBlock(const char *src, ArrayRef<int64_t> srcShape,
   }
 }
 
-HostTensor DistributedContext::localShard(const HostTensor &global,
-                                          ShardingAttr sharding) const {
+SmallVector<int64_t>
+DistributedContext::blockOffset(ArrayRef<int64_t> shape,
+                                ShardingAttr sharding) const {
+  SmallVector<int64_t> offset(shape.size(), 0);
   if (!sharding)
-    return global;
-  ArrayRef<int64_t> shape = global.getShape();
-  SmallVector<int64_t> local(shape), offset(shape.size(), 0);
-  for (int64_t d = 0, e = shape.size(); d < e; ++d) {
+    return offset;
+  for (int64_t d = 0, e = shape.size(); d < e && d < sharding.getRank(); ++d) {
     int64_t index = 0, parts = 1;
     for (StringRef axis : sharding.getDimAxes(d)) {
       int64_t a = meshOp.getAxisIndex(axis);
@@ -181,8 +180,52 @@ HostTensor DistributedContext::localShard(const HostTensor &global,
       index = index * n + loom_mesh_coordinate(mesh, static_cast<int32_t>(a));
       parts *= n;
     }
+    offset[d] = index * (shape[d] / parts);
+  }
+  return offset;
+}
+
+bool DistributedContext::isFirstCopy(ShardingAttr sharding,
+                                     int32_t ignoredAxis) const {
+  llvm::SmallDenseSet<int64_t> split;
+  if (sharding)
+    for (int64_t d = 0; d < sharding.getRank(); ++d)
+      for (StringRef axis : sharding.getDimAxes(d))
+        split.insert(meshOp.getAxisIndex(axis));
+  for (int32_t a = 0; a < loom_mesh_num_axes(mesh); ++a)
+    if (a != ignoredAxis && !split.count(a) &&
+        loom_mesh_coordinate(mesh, a) != 0)
+      return false;
+  return true;
+}
+
+bool DistributedContext::agree(bool ok, StringRef what,
+                               std::string &error) const {
+  std::string mine = error;
+  std::optional<std::vector<int64_t>> all = allGather({ok ? 0 : 1}, error);
+  if (!all)
+    return false;
+  for (auto [r, failed] : llvm::enumerate(*all))
+    if (failed) {
+      error = ok ? llvm::formatv("rank {0} failed to {1}", r, what).str()
+                 : mine;
+      return false;
+    }
+  return true;
+}
+
+HostTensor DistributedContext::localShard(const HostTensor &global,
+                                          ShardingAttr sharding) const {
+  if (!sharding)
+    return global;
+  ArrayRef<int64_t> shape = global.getShape();
+  SmallVector<int64_t> local(shape);
+  SmallVector<int64_t> offset = blockOffset(shape, sharding);
+  for (int64_t d = 0, e = shape.size(); d < e && d < sharding.getRank(); ++d) {
+    int64_t parts = 1;
+    for (StringRef axis : sharding.getDimAxes(d))
+      parts *= meshOp.getAxis(axis).getSize();
     local[d] = shape[d] / parts;
-    offset[d] = index * local[d];
   }
   HostTensor out(global.getType().clone(local));
   SmallVector<int64_t> zeros(shape.size(), 0);

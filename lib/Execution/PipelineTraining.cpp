@@ -18,6 +18,7 @@
 #include "loom/Execution/Training.h"
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Execution/Checkpoint.h"
 #include "loom/Execution/Distributed.h"
 #include "loom/Execution/TensorIO.h"
 #include "loom/Stages/Schedule.h"
@@ -104,7 +105,7 @@ public:
 
   bool run() {
     return setUp() && compile() && warmGroups() && bindParameters() &&
-           openData() && runSteps() &&
+           resume() && openData() && runSteps() &&
            (!options.trace ||
             (gatherTrace(*mesh, result.trace, error) && predictBubble())) &&
            save(options.paramsOut, true) && save(options.stateOut, false);
@@ -118,6 +119,8 @@ private:
       Port::Kind kind,
       llvm::function_ref<bool(Program &, unsigned, const ValueInfo &)> fn);
   bool bindParameters();
+  bool resume();
+  bool saveCheckpoint(int64_t stepsDone);
   bool openData();
   bool runSteps();
   bool postReceives();
@@ -180,6 +183,8 @@ private:
   std::map<std::string, HostTensor> store;
   std::map<std::string, ShardingAttr> storeSharding;
   std::map<std::string, bool> storeTrainable;
+  /// The first step to run (a resumed checkpoint's).
+  int64_t firstStep = 0;
   /// Data inputs: the file (whole, global) and the per-entry global type.
   struct Data {
     RankedTensorType type;
@@ -399,6 +404,53 @@ bool PipelineTrainer::bindParameters() {
         storeTrainable[port.name] = info.trainable;
         return true;
       });
+}
+
+/// With TrainOptions::resume: this rank's stages' parameters from the
+/// checkpoint, as this rank holds them.
+bool PipelineTrainer::resume() {
+  if (options.resume.empty())
+    return true;
+  std::optional<Checkpoint> ckpt =
+      Checkpoint::open(options.resume, module.getContext(), error);
+  bool ok = ckpt.has_value();
+  std::set<std::string> used;
+  for (auto &[name, value] : store) {
+    if (!ok)
+      break;
+    ShardingAttr sharding = storeSharding[name];
+    std::optional<HostTensor> global = ckpt->read(
+        name, mesh->globalType(value.getType(), sharding), error);
+    ok = global.has_value();
+    if (ok)
+      value = mesh->localShard(*global, sharding);
+    used.insert(name);
+  }
+  // A stage sees only its own tensors: no check for tensors of no stage.
+  ok = ok && ckpt->checkResume(used, /*exhaustive=*/false, options.steps, error);
+  if (!mesh->agree(ok, "load the checkpoint", error))
+    return false;
+  firstStep = ckpt->getState().step;
+  if (result.rank == 0)
+    llvm::outs() << llvm::formatv("resuming from {0} at step {1}\n",
+                                  ckpt->getDirectory(), firstStep);
+  return true;
+}
+
+bool PipelineTrainer::saveCheckpoint(int64_t stepsDone) {
+  std::vector<CheckpointEntry> entries;
+  for (auto &[name, value] : store)
+    entries.push_back({name, &value, storeSharding[name], storeTrainable[name]});
+  CheckpointState state{stepsDone, options.seed, options.data,
+                        shape.microBatches};
+  CheckpointSaveOptions save;
+  save.keep = options.checkpointKeep;
+  save.pipelineAxis = ppAxis;
+  save.dieBeforeManifest = options.faultMode == "save" &&
+                           options.faultRank == result.rank &&
+                           options.faultStep == stepsDone;
+  return loom::saveCheckpoint(options.checkpointDir, state, entries, mesh.get(),
+                              save, error);
 }
 
 bool PipelineTrainer::openData() {
@@ -751,7 +803,7 @@ bool PipelineTrainer::runSteps() {
   auto start = std::chrono::steady_clock::now();
   if (!startTrace())
     return false;
-  for (int64_t step = 0; step < options.steps; ++step) {
+  for (int64_t step = firstStep; step < options.steps; ++step) {
     inbox.clear();
     outbox.clear();
     stash.clear();
@@ -803,6 +855,12 @@ bool PipelineTrainer::runSteps() {
                   .str();
       return false;
     }
+    if (!options.checkpointDir.empty() &&
+        ((options.checkpointEvery > 0 &&
+          (step + 1) % options.checkpointEvery == 0) ||
+         step + 1 == options.steps) &&
+        !saveCheckpoint(step + 1))
+      return false;
   }
   result.trainSeconds = std::chrono::duration<double>(
                             std::chrono::steady_clock::now() - start)

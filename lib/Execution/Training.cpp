@@ -10,6 +10,7 @@
 #include "loom/Execution/Training.h"
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Execution/Checkpoint.h"
 #include "loom/Execution/Distributed.h"
 #include "loom/Execution/TensorIO.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -83,8 +84,8 @@ std::string mlir::loom::parseFault(StringRef spec, TrainOptions &options) {
   spec.split(parts, ':');
   if (parts.size() != 3 || parts[0].getAsInteger(10, options.faultRank) ||
       parts[1].getAsInteger(10, options.faultStep) ||
-      !llvm::is_contained({"kill", "stop", "exit"}, parts[2]))
-    return "LOOM_FAULT: expected RANK:STEP:kill|stop|exit, got '" +
+      !llvm::is_contained({"kill", "stop", "exit", "save"}, parts[2]))
+    return "LOOM_FAULT: expected RANK:STEP:kill|stop|exit|save, got '" +
            spec.str() + "'";
   options.faultMode = parts[2].str();
   return "";
@@ -100,8 +101,8 @@ public:
         error(error) {}
 
   bool run() {
-    return setUp() && compile() && bindArguments() && checkResults() &&
-           openData() && runSteps() && gatherMemory() && gatherTrace() &&
+    return setUp() && compile() && bindArguments() && resume() &&
+           checkResults() && openData() && runSteps() && gatherMemory() && gatherTrace() &&
            save(options.paramsOut, true) && save(options.stateOut, false);
   }
 
@@ -109,6 +110,8 @@ private:
   bool setUp();
   bool compile();
   bool bindArguments();
+  bool resume();
+  bool saveCheckpoint(int64_t stepsDone);
   bool checkResults();
   bool openData();
   bool openFile(DataSource &source);
@@ -137,6 +140,8 @@ private:
   /// Parameter store, keyed by symbol (this rank's shards).
   std::map<std::string, HostTensor> store;
   std::vector<DataSource> data;
+  /// The first step to run (a resumed checkpoint's).
+  int64_t firstStep = 0;
 };
 
 /// Finds @train_step and, for a partitioned step, starts the mesh it runs
@@ -206,6 +211,64 @@ bool Trainer::bindArguments() {
     data.push_back(std::move(source));
   }
   return true;
+}
+
+/// With TrainOptions::resume: every parameter (optimizer state and step
+/// counter included) from the checkpoint, resharded to this rank's block;
+/// the ranks agree that all could load it.
+bool Trainer::resume() {
+  if (options.resume.empty())
+    return true;
+  std::optional<Checkpoint> ckpt =
+      Checkpoint::open(options.resume, module.getContext(), error);
+  bool ok = ckpt.has_value();
+  std::set<std::string> used;
+  for (auto [i, info] : llvm::enumerate(args)) {
+    if (!ok || info.parameter.empty())
+      continue;
+    RankedTensorType global =
+        mesh ? mesh->globalType(info.type, argShardings[i]) : info.type;
+    std::optional<HostTensor> value = ckpt->read(info.parameter, global, error);
+    ok = value.has_value();
+    if (ok)
+      store[info.parameter] = toLocal(i, *value);
+    used.insert(info.parameter);
+  }
+  ok = ok && ckpt->checkResume(used, /*exhaustive=*/true, options.steps, error);
+  if (mesh && !mesh->agree(ok, "load the checkpoint", error))
+    return false;
+  if (!ok)
+    return false;
+  firstStep = ckpt->getState().step;
+  if (result.rank == 0) {
+    const CheckpointState &s = ckpt->getState();
+    if (s.seed != options.seed || s.data != options.data)
+      llvm::errs() << llvm::formatv(
+          "loom-run: warning: {0} was trained with --data {1} --seed {2}; "
+          "continuing with --data {3} --seed {4}\n",
+          ckpt->getDirectory(), s.data, s.seed, options.data, options.seed);
+    llvm::outs() << llvm::formatv("resuming from {0} at step {1}\n",
+                                  ckpt->getDirectory(), firstStep);
+  }
+  return true;
+}
+
+/// Every parameter and optimizer state, the step counter included, as
+/// this rank holds it.
+bool Trainer::saveCheckpoint(int64_t stepsDone) {
+  std::vector<CheckpointEntry> entries;
+  for (auto [i, info] : llvm::enumerate(args))
+    if (!info.parameter.empty())
+      entries.push_back({info.parameter, &store[info.parameter],
+                         argShardings[i], info.trainable});
+  CheckpointState state{stepsDone, options.seed, options.data, micro};
+  CheckpointSaveOptions save;
+  save.keep = options.checkpointKeep;
+  save.dieBeforeManifest = options.faultMode == "save" &&
+                           options.faultRank == result.rank &&
+                           options.faultStep == stepsDone;
+  return loom::saveCheckpoint(options.checkpointDir, state, entries,
+                              mesh.get(), save, error);
 }
 
 bool Trainer::checkResults() {
@@ -295,8 +358,8 @@ bool Trainer::openFile(DataSource &source) {
 }
 
 void Trainer::injectFault(int64_t s) {
-  if (options.faultMode.empty() || result.rank != options.faultRank ||
-      s != options.faultStep)
+  if (options.faultMode.empty() || options.faultMode == "save" ||
+      result.rank != options.faultRank || s != options.faultStep)
     return;
   llvm::errs() << llvm::formatv("loom: LOOM_FAULT: rank {0} {1} before "
                                 "step {2}\n",
@@ -337,6 +400,13 @@ bool Trainer::runSteps() {
   int64_t traced = 0;
   for (int64_t s = 0; s < options.steps; ++s) {
     std::vector<HostTensor> dataValues(args.size());
+    if (s < firstStep) {
+      // Resumed: the synthetic stream continues where it stopped.
+      for (DataSource &source : data)
+        if (!source.file)
+          syntheticTensor(source.type, args[source.arg].indexBound, gen);
+      continue;
+    }
     for (DataSource &source : data) {
       // Every rank draws or reads the whole batch and keeps its shard.
       if (!source.file) {
@@ -384,6 +454,11 @@ bool Trainer::runSteps() {
       error = llvm::formatv("the loss is {0} at step {1}; stopping", loss, s);
       return false;
     }
+    if (!options.checkpointDir.empty() &&
+        ((options.checkpointEvery > 0 && (s + 1) % options.checkpointEvery == 0) ||
+         s + 1 == options.steps) &&
+        !saveCheckpoint(s + 1))
+      return false;
   }
   result.trainSeconds = std::chrono::duration<double>(
                             std::chrono::steady_clock::now() - start)

@@ -112,6 +112,22 @@ static cl::opt<std::string> paramsOut("params-out",
     cl::desc("Training: where to write the final parameters (default ARTIFACT/params-final)"),
     cl::cat(category));
 
+static cl::opt<std::string> checkpointDir("checkpoint-dir",
+    cl::desc("Training: save checkpoints (parameters, optimizer state, step, "
+             "data position; one shard per rank) under this directory"),
+    cl::cat(category));
+static cl::opt<int64_t> checkpointEvery("checkpoint-every",
+    cl::desc("Training: save a checkpoint every K steps (and after the last)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<int64_t> checkpointKeep("checkpoint-keep",
+    cl::desc("Training: keep the newest K checkpoints (default 0: all)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<std::string> resumeFrom("resume",
+    cl::desc("Training: continue from this checkpoint (or the latest complete "
+             "one under this directory), under any mesh or strategy; --steps "
+             "is the total to reach"),
+    cl::cat(category));
+
 namespace {
 
 int fail(const std::string &message) {
@@ -210,6 +226,14 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     llvm::outs().flush();
   };
   options.timeoutSeconds = timeout;
+  options.checkpointDir = checkpointDir;
+  options.checkpointEvery = checkpointEvery;
+  options.checkpointKeep = checkpointKeep;
+  options.resume = resumeFrom;
+  if (checkpointEvery < 0 || checkpointKeep < 0)
+    return fail("--checkpoint-every and --checkpoint-keep must not be negative");
+  if (checkpointEvery > 0 && checkpointDir.empty())
+    return fail("--checkpoint-every needs --checkpoint-dir");
   options.trace = profile || !traceOut.empty();
   // Fault injection for the failure tests (docs/distributed.md).
   if (const char *fault = std::getenv("LOOM_FAULT"))

@@ -50,6 +50,17 @@ public:
   /// The global type of a value of local type `local` sharded as `sharding`.
   RankedTensorType globalType(RankedTensorType local,
                               ShardingAttr sharding) const;
+  /// Where this rank's block of a `global`-shaped tensor sharded as
+  /// `sharding` starts, per dimension.
+  SmallVector<int64_t> blockOffset(ArrayRef<int64_t> global,
+                                   ShardingAttr sharding) const;
+  /// Whether this rank holds the first copy of its block: its coordinate
+  /// is 0 on every mesh axis `sharding` does not split (but `ignoredAxis`,
+  /// e.g. a pipeline axis, whose members hold different tensors).
+  bool isFirstCopy(ShardingAttr sharding, int32_t ignoredAxis = -1) const;
+  /// Returns when every rank has called it; false (with `error`) when a
+  /// rank failed (`ok` false on some rank) or the collective did.
+  bool agree(bool ok, llvm::StringRef what, std::string &error) const;
   /// This rank's block of `global` under `sharding` (partial axes ignored).
   HostTensor localShard(const HostTensor &global,
                         ShardingAttr sharding) const;
@@ -69,6 +80,13 @@ private:
   loom_mesh_t mesh = nullptr;
   mutable MeshOp meshOp;
 };
+
+/// Copies the block of `shape` at `srcOffset` in `src` (of `srcShape`) to
+/// `dstOffset` in `dst` (of `dstShape`); elements of `bytes` bytes.
+void copyBlock(const char *src, ArrayRef<int64_t> srcShape,
+               ArrayRef<int64_t> srcOffset, char *dst,
+               ArrayRef<int64_t> dstShape, ArrayRef<int64_t> dstOffset,
+               ArrayRef<int64_t> shape, int64_t bytes);
 
 /// Maps an element type to the runtime's loom_dtype_t.
 loom_dtype_t runtimeType(Type element);

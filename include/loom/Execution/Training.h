@@ -46,9 +46,17 @@ struct TrainOptions {
   double timeoutSeconds = 60.0;
   /// For testing failure handling: rank `faultRank`, before step
   /// `faultStep`, dies (kill: SIGKILL), stalls (stop: SIGSTOP) or exits
-  /// with status 3 (exit). Off when `faultMode` is empty.
+  /// with status 3 (exit), or dies while saving the checkpoint of step
+  /// `faultStep` after writing its shard (save). Off when `faultMode` is
+  /// empty.
   int64_t faultRank = -1, faultStep = -1;
   std::string faultMode;
+  /// Checkpoints (Checkpoint.h): saved under `checkpointDir` every
+  /// `checkpointEvery` steps and after the last step, keeping the newest
+  /// `checkpointKeep` (0: all); `resume` names a checkpoint, or a root of
+  /// them, to continue from (`steps` is then the total to reach).
+  std::string checkpointDir, resume;
+  int64_t checkpointEvery = 0, checkpointKeep = 0;
   /// Record each step's span and each collective's (loom-run --trace,
   /// --profile): TrainResult::trace.
   bool trace = false;
@@ -87,7 +95,7 @@ HostTensor syntheticTensor(RankedTensorType type, int64_t bound,
 std::optional<HostTensor> convertData(const HostTensor &t, Type element,
                                       llvm::StringRef what, std::string &error);
 
-/// Parses RANK:STEP:kill|stop|exit into `options`' fault fields; returns an
+/// Parses RANK:STEP:kill|stop|exit|save into `options`' fault fields; returns an
 /// error message or "".
 std::string parseFault(llvm::StringRef spec, TrainOptions &options);
 

@@ -1,0 +1,118 @@
+//===- Checkpoint.h - Sharded training checkpoints --------------*- C++ -*-===//
+//
+// A checkpoint is a directory ROOT/step-<8 digits>/ holding one shard file
+// per rank that wrote (rank-<5 digits>.bin: the raw little-endian blocks of
+// the tensors it holds the first copy of) and manifest.json, written last
+// and atomically by rank 0: every tensor's name, dtype, global shape,
+// sharding and pieces (file, block offset and shape, byte range, CRC-32).
+// A save killed before its manifest leaves an incomplete directory that
+// readers skip; earlier checkpoints are never touched. Loading assembles
+// each tensor's global value from its pieces, so a checkpoint resumes
+// under any mesh, strategy or pipeline (docs/checkpoints.md; a numpy
+// reader is python/loom/checkpoint.py).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_EXECUTION_CHECKPOINT_H
+#define LOOM_EXECUTION_CHECKPOINT_H
+
+#include "loom/Dialect/Loom/IR/LoomAttrs.h"
+#include "loom/Execution/HostTensor.h"
+#include "llvm/ADT/StringRef.h"
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mlir::loom {
+
+class DistributedContext;
+
+/// One tensor as this rank holds it.
+struct CheckpointEntry {
+  std::string name;
+  const HostTensor *local = nullptr;
+  /// How it is split over the mesh (null: whole on every rank).
+  ShardingAttr sharding;
+  bool trainable = false;
+};
+
+/// What a checkpoint records besides tensors: where training stands.
+struct CheckpointState {
+  /// Steps done (the next step's index).
+  int64_t step = 0;
+  /// The data's seed and source ("synthetic" or a directory) and
+  /// micro-batches per step: the data position is step * microBatches.
+  uint64_t seed = 0;
+  std::string data;
+  int64_t microBatches = 1;
+};
+
+struct CheckpointSaveOptions {
+  /// Keep this many complete checkpoints, deleting older ones (0: all).
+  int64_t keep = 0;
+  /// Testing: this rank dies after writing its shard, before the manifest.
+  bool dieBeforeManifest = false;
+  /// The mesh axis whose members hold different tensors (pipeline), or -1.
+  int32_t pipelineAxis = -1;
+};
+
+/// Saves `entries` as ROOT/step-<state.step>; a collective over `mesh`
+/// (every rank calls it; null: one process). Returns when the manifest is
+/// on disk.
+bool saveCheckpoint(llvm::StringRef root, const CheckpointState &state,
+                    llvm::ArrayRef<CheckpointEntry> entries,
+                    const DistributedContext *mesh,
+                    const CheckpointSaveOptions &options, std::string &error);
+
+/// A complete checkpoint opened for reading.
+class Checkpoint {
+public:
+  struct Piece {
+    std::string file;
+    std::vector<int64_t> offset, shape;
+    uint64_t byteOffset = 0, bytes = 0;
+    uint32_t crc = 0;
+  };
+  struct Tensor {
+    RankedTensorType type;
+    bool trainable = false;
+    std::vector<Piece> pieces;
+  };
+
+  /// `path` is a checkpoint (a directory with manifest.json) or a root of
+  /// them (the latest complete one is opened).
+  static std::optional<Checkpoint> open(llvm::StringRef path, MLIRContext *ctx,
+                                        std::string &error);
+
+  /// The global value of `name`, which the model holds as `type`; an
+  /// error names a missing tensor, a different shape or dtype, a missing,
+  /// truncated or corrupt shard.
+  std::optional<HostTensor> read(llvm::StringRef name, RankedTensorType type,
+                                 std::string &error) const;
+
+  /// Resuming a run of `steps` steps in total that read the tensors
+  /// `used` from this checkpoint: fails when the checkpoint is not before
+  /// `steps`, or, with `exhaustive` (the caller reads every tensor of its
+  /// model), when it holds tensors the model does not have.
+  bool checkResume(const std::set<std::string> &used, bool exhaustive,
+                   int64_t steps, std::string &error) const;
+
+  const std::string &getDirectory() const { return dir; }
+  const CheckpointState &getState() const { return state; }
+  const std::map<std::string, Tensor> &getTensors() const { return tensors; }
+
+private:
+  std::string dir;
+  CheckpointState state;
+  std::map<std::string, Tensor> tensors;
+};
+
+/// The dtype name a checkpoint records for `element` (numpy's names, and
+/// "bfloat16"); empty when not storable.
+std::string checkpointDType(Type element);
+
+} // namespace mlir::loom
+
+#endif // LOOM_EXECUTION_CHECKPOINT_H
