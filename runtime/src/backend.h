@@ -89,6 +89,10 @@ std::unique_ptr<Backend> makeLocalBackend();
 /// MPI (CPU). Calls MPI_Init_thread; its destructor MPI_Finalize.
 loom_status_t makeMpiBackend(const loom_runtime_options_t &options,
                              std::unique_ptr<Backend> &out);
+/// Gloo over TCP (CPU) after a rendezvous at MASTER_ADDR:MASTER_PORT;
+/// UNAVAILABLE when not built with Gloo.
+loom_status_t makeGlooBackend(const loom_runtime_options_t &options,
+                              std::unique_ptr<Backend> &out);
 /// NCCL (GPU); UNAVAILABLE when not built with CUDA or no GPU is present.
 loom_status_t makeNcclBackend(const loom_runtime_options_t &options,
                               std::unique_ptr<Backend> &out);

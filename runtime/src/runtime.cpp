@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <new>
@@ -96,6 +97,8 @@ extern "C" const char *loom_backend_name(loom_backend_t backend) {
     return "mpi";
   case LOOM_BACKEND_NCCL:
     return "nccl";
+  case LOOM_BACKEND_GLOO:
+    return "gloo";
   }
   return "unknown";
 }
@@ -111,6 +114,24 @@ extern "C" void loom_runtime_options_init(loom_runtime_options_t *options) {
   options->timeout_seconds = 60.0;
   options->diagnosis_seconds = 3.0;
   options->check_signatures = 1;
+}
+
+/// The backend a launcher implies: MPI where an MPI launcher (mpirun, a
+/// PMI or PMIx server: srun --mpi=pmix) started the ranks, Gloo where ranks
+/// were started without one (torchrun-style variables, plain srun).
+static loom_backend_t autoBackend(const loom_launch_info_t &info) {
+  if (info.world_size <= 1)
+    return LOOM_BACKEND_LOCAL;
+  switch (info.launcher) {
+  case LOOM_LAUNCHER_TORCHRUN:
+    return LOOM_BACKEND_GLOO;
+  case LOOM_LAUNCHER_SLURM:
+    return std::getenv("PMIX_RANK") || std::getenv("PMI_RANK")
+               ? LOOM_BACKEND_MPI
+               : LOOM_BACKEND_GLOO;
+  default:
+    return LOOM_BACKEND_MPI;
+  }
 }
 
 extern "C" loom_status_t
@@ -133,7 +154,21 @@ loom_runtime_create(const loom_runtime_options_t *options,
     loom_launch_info_t info;
     if (loom_status_t s = loom_launch_info_from_env(&info))
       return s;
-    backend = info.world_size > 1 ? LOOM_BACKEND_MPI : LOOM_BACKEND_LOCAL;
+    backend = autoBackend(info);
+    if (const char *forced = std::getenv("LOOM_BACKEND")) {
+      std::string name = forced;
+      if (name == "mpi")
+        backend = LOOM_BACKEND_MPI;
+      else if (name == "gloo")
+        backend = LOOM_BACKEND_GLOO;
+      else if (name == "local")
+        backend = LOOM_BACKEND_LOCAL;
+      else if (name != "auto")
+        return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                                "LOOM_BACKEND=%s: expected mpi, gloo, local "
+                                "or auto",
+                                forced);
+    }
   }
   auto *runtime = new (std::nothrow) loom_runtime_s{opts, nullptr, false, {}, {}};
   if (!runtime)
@@ -148,6 +183,9 @@ loom_runtime_create(const loom_runtime_options_t *options,
     break;
   case LOOM_BACKEND_NCCL:
     status = makeNcclBackend(opts, runtime->backend);
+    break;
+  case LOOM_BACKEND_GLOO:
+    status = makeGlooBackend(opts, runtime->backend);
     break;
   default:
     status = loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
@@ -719,3 +757,15 @@ void loom::rt::reduceInto(loom_dtype_t dtype, loom_reduction_t r,
     return reduceTyped<uint64_t>(r, in, inout, n);
   }
 }
+
+#ifndef LOOM_HAVE_GLOO
+loom_status_t loom::rt::makeGlooBackend(const loom_runtime_options_t &,
+                                        std::unique_ptr<Backend> &) {
+  return loom_status_make(
+      LOOM_STATUS_UNAVAILABLE,
+      "these ranks were started without an MPI launcher (torchrun-style "
+      "RANK/WORLD_SIZE or plain srun), which needs the gloo backend, and "
+      "this runtime was built without Gloo (install libgloo-dev and "
+      "rebuild), or launch with mpirun -np N / srun --mpi=pmix");
+}
+#endif

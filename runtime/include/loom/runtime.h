@@ -148,6 +148,10 @@ typedef enum loom_backend_t {
   LOOM_BACKEND_MPI = 2,
   /* NCCL (buffers in GPU memory), bootstrapped over MPI. */
   LOOM_BACKEND_NCCL = 3,
+  /* Gloo over TCP (CPU), for ranks started without an MPI launcher
+   * (torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, or srun
+   * without MPI support); UNAVAILABLE when not built with Gloo. */
+  LOOM_BACKEND_GLOO = 4,
 } loom_backend_t;
 
 const char *loom_backend_name(loom_backend_t backend);

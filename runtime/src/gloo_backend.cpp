@@ -1,0 +1,352 @@
+//===- gloo_backend.cpp - CPU collectives without an MPI launcher ---------===//
+//
+// For ranks started by torchrun-style launchers (RANK, WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT) or by Slurm's srun without MPI support: Gloo
+// (Debian's libgloo) moves the bytes over TCP, after a rendezvous through
+// rank 0's TcpStore. Groups are Gloo contexts connected over a prefix of
+// the store; every operation has the runtime's timeout, and Gloo's
+// exceptions (I/O errors, timeouts, a peer gone) become statuses that name
+// the operation. Reductions use the runtime's own element loops
+// (reduceInto), so every dtype the MPI backend reduces, 16-bit floats
+// included, reduces the same way here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "backend.h"
+#include "tcp_store.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/barrier.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <unistd.h>
+#include <vector>
+
+using namespace loom::rt;
+
+namespace {
+
+struct GlooGroup final : Group {
+  std::shared_ptr<gloo::Context> context;
+};
+
+struct GlooRequest final : Request {
+  std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+  bool isSend = false;
+};
+
+/// Point-to-point slots, clear of the collectives' (prefix << 56 | tag).
+constexpr uint64_t kP2PSlot = uint64_t(0xfe) << 56;
+
+class GlooBackend final : public Backend {
+public:
+  loom_backend_t kind() const override { return LOOM_BACKEND_GLOO; }
+  int rank() const override { return world->rank; }
+  int size() const override { return world->size; }
+
+  loom_status_t init(const loom_launch_info_t &info,
+                     const loom_runtime_options_t &options);
+  loom_status_t split(int color, int key, std::unique_ptr<Group> &out) override;
+  loom_status_t allReduce(Group &g, const CallInfo &info,
+                          loom_reduction_t reduction, const void *send,
+                          void *recv) override;
+  loom_status_t allGather(Group &g, const CallInfo &info, const void *send,
+                          void *recv) override;
+  loom_status_t reduceScatter(Group &g, const CallInfo &info,
+                              loom_reduction_t reduction, const void *send,
+                              void *recv) override;
+  loom_status_t allToAll(Group &g, const CallInfo &info, const void *send,
+                         void *recv) override;
+  loom_status_t sendRecv(const CallInfo &info, int to, const void *send,
+                         int from, void *recv) override;
+  loom_status_t barrier(Group &g, const CallInfo &info) override;
+  loom_status_t isend(const CallInfo &info, int to, const void *send, int tag,
+                      std::unique_ptr<Request> &out) override;
+  loom_status_t irecv(const CallInfo &info, int from, void *recv, int tag,
+                      std::unique_ptr<Request> &out) override;
+  loom_status_t wait(Request &request) override;
+
+private:
+  /// Runs `fn`, turning Gloo's exceptions into a status naming `info`.
+  template <typename Fn>
+  loom_status_t guard(const CallInfo &info, Fn &&fn) {
+    try {
+      fn();
+      return nullptr;
+    } catch (const std::exception &e) {
+      return loom_status_make(LOOM_STATUS_PEER_FAILED,
+                              "%s: rank %d: %s (a rank died, stalled or "
+                              "timed out after %.0f s)",
+                              info.description.c_str(), world->rank, e.what(),
+                              timeout.count() / 1000.0);
+    }
+  }
+  std::shared_ptr<gloo::Context> connect(const std::string &prefix, int rank,
+                                         int size);
+  static size_t bytesOf(const CallInfo &info) {
+    return size_t(loom_dtype_size(info.dtype)) * size_t(info.count);
+  }
+
+  std::unique_ptr<TcpStore> store;
+  std::shared_ptr<gloo::transport::Device> device;
+  std::shared_ptr<gloo::Context> world;
+  std::chrono::milliseconds timeout{60000};
+  int splits = 0;
+};
+
+std::shared_ptr<gloo::Context> GlooBackend::connect(const std::string &prefix,
+                                                    int rank, int size) {
+  gloo::rendezvous::PrefixStore scoped(prefix, *store);
+  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+  context->setTimeout(timeout);
+  context->connectFullMesh(scoped, device);
+  return context;
+}
+
+loom_status_t GlooBackend::init(const loom_launch_info_t &info,
+                                const loom_runtime_options_t &options) {
+  timeout = std::chrono::milliseconds(int64_t(options.timeout_seconds * 1000));
+  std::string master = info.master_addr;
+  CallInfo what{"rendezvous", "the rendezvous"};
+  try {
+    store = std::make_unique<TcpStore>(master, info.master_port,
+                                       info.rank == 0, timeout);
+    gloo::transport::tcp::attr attr;
+    // This rank's address for its peers: LOOM_GLOO_IFACE (a network
+    // interface) or LOOM_GLOO_HOSTNAME, else the loopback for a job on
+    // one host, else this host's name.
+    char host[256] = {};
+    if (const char *iface = std::getenv("LOOM_GLOO_IFACE"))
+      attr.iface = iface;
+    else if (const char *name = std::getenv("LOOM_GLOO_HOSTNAME"))
+      attr.hostname = name;
+    else if (master == "localhost" || master == "127.0.0.1" || master == "::1")
+      attr.hostname = master;
+    else if (gethostname(host, sizeof(host) - 1) == 0)
+      attr.hostname = host;
+    device = gloo::transport::tcp::CreateDevice(attr);
+    auto context =
+        std::make_shared<gloo::rendezvous::Context>(info.rank, info.world_size);
+    context->setTimeout(timeout);
+    gloo::rendezvous::PrefixStore scoped("world", *store);
+    context->connectFullMesh(scoped, device);
+    world = context;
+  } catch (const std::exception &e) {
+    return loom_status_make(LOOM_STATUS_UNAVAILABLE,
+                            "gloo: rank %d of %d cannot join the job through "
+                            "MASTER_ADDR=%s MASTER_PORT=%d: %s",
+                            info.rank, info.world_size, info.master_addr,
+                            info.master_port, e.what());
+  }
+  return nullptr;
+}
+
+loom_status_t GlooBackend::split(int color, int key,
+                                 std::unique_ptr<Group> &out) {
+  // Every rank publishes (color, key); members of a color, ordered by key
+  // then rank, connect over their own prefix.
+  std::string base = "split" + std::to_string(splits++);
+  CallInfo info{"split", "splitting communicators"};
+  auto group = std::make_unique<GlooGroup>();
+  loom_status_t s = guard(info, [&] {
+    int64_t mine[2] = {color, key};
+    std::vector<char> bytes(reinterpret_cast<char *>(mine),
+                            reinterpret_cast<char *>(mine) + sizeof(mine));
+    store->set(base + "/" + std::to_string(world->rank), bytes);
+    std::vector<std::pair<int64_t, int>> members;
+    for (int r = 0; r < world->size; ++r) {
+      std::vector<char> v = store->get(base + "/" + std::to_string(r));
+      int64_t theirs[2];
+      std::memcpy(theirs, v.data(), sizeof(theirs));
+      if (theirs[0] == color)
+        members.push_back({theirs[1], r});
+    }
+    std::sort(members.begin(), members.end());
+    int index = 0;
+    for (size_t i = 0; i < members.size(); ++i)
+      if (members[i].second == world->rank)
+        index = int(i);
+    group->rank = index;
+    group->size = int(members.size());
+    group->context = members.size() == 1
+                         ? nullptr
+                         : connect(base + "/" + std::to_string(color), index,
+                                   int(members.size()));
+  });
+  if (s)
+    return s;
+  out = std::move(group);
+  return nullptr;
+}
+
+loom_status_t GlooBackend::allReduce(Group &g, const CallInfo &info,
+                                     loom_reduction_t reduction,
+                                     const void *send, void *recv) {
+  auto &group = static_cast<GlooGroup &>(g);
+  if (send != recv)
+    std::memcpy(recv, send, bytesOf(info));
+  loom_dtype_t dtype = info.dtype;
+  return guard(info, [&] {
+    gloo::AllreduceOptions opts(group.context);
+    // An unsigned type of the element's width: Gloo splits the buffer into
+    // segments of whole elements; the reduction is the runtime's.
+    size_t width = loom_dtype_size(dtype);
+    size_t count = size_t(info.count);
+    switch (width) {
+    case 1: opts.setOutput(static_cast<uint8_t *>(recv), count); break;
+    case 2: opts.setOutput(static_cast<uint16_t *>(recv), count); break;
+    case 4: opts.setOutput(static_cast<uint32_t *>(recv), count); break;
+    default: opts.setOutput(static_cast<uint64_t *>(recv), count); break;
+    }
+    opts.setReduceFunction([dtype, reduction, width](void *c, const void *a,
+                                                     const void *b, size_t n) {
+      if (c == b)
+        std::swap(a, b);
+      if (c != a)
+        std::memcpy(c, a, n * width);
+      reduceInto(dtype, reduction, b, c, int64_t(n));
+    });
+    opts.setTimeout(timeout);
+    gloo::allreduce(opts);
+  });
+}
+
+loom_status_t GlooBackend::allGather(Group &g, const CallInfo &info,
+                                     const void *send, void *recv) {
+  auto &group = static_cast<GlooGroup &>(g);
+  return guard(info, [&] {
+    gloo::AllgatherOptions opts(group.context);
+    opts.setInput(const_cast<char *>(static_cast<const char *>(send)),
+                  bytesOf(info));
+    opts.setOutput(static_cast<char *>(recv), bytesOf(info) * group.size);
+    opts.setTimeout(timeout);
+    gloo::allgather(opts);
+  });
+}
+
+loom_status_t GlooBackend::reduceScatter(Group &g, const CallInfo &info,
+                                         loom_reduction_t reduction,
+                                         const void *send, void *recv) {
+  // All-reduce of the whole buffer, then this member's block: twice the
+  // bytes of a ring reduce-scatter (Gloo has no reduce-scatter for
+  // unbound buffers).
+  auto &group = static_cast<GlooGroup &>(g);
+  size_t block = bytesOf(info);
+  std::vector<char> all(block * group.size);
+  CallInfo whole = info;
+  whole.count = info.count * group.size;
+  if (loom_status_t s = allReduce(g, whole, reduction, send, all.data()))
+    return s;
+  std::memcpy(recv, all.data() + block * group.rank, block);
+  return nullptr;
+}
+
+loom_status_t GlooBackend::allToAll(Group &g, const CallInfo &info,
+                                    const void *send, void *recv) {
+  auto &group = static_cast<GlooGroup &>(g);
+  return guard(info, [&] {
+    gloo::AlltoallOptions opts(group.context);
+    opts.setInput(const_cast<char *>(static_cast<const char *>(send)),
+                  bytesOf(info) * group.size);
+    opts.setOutput(static_cast<char *>(recv), bytesOf(info) * group.size);
+    opts.setTimeout(timeout);
+    gloo::alltoall(opts);
+  });
+}
+
+loom_status_t GlooBackend::sendRecv(const CallInfo &info, int to,
+                                    const void *send, int from, void *recv) {
+  std::unique_ptr<Request> out, in;
+  if (from >= 0)
+    if (loom_status_t s = irecv(info, from, recv, -1, in))
+      return s;
+  if (to >= 0)
+    if (loom_status_t s = isend(info, to, send, -1, out))
+      return s;
+  if (out)
+    if (loom_status_t s = wait(*out))
+      return s;
+  return in ? wait(*in) : nullptr;
+}
+
+loom_status_t GlooBackend::barrier(Group &g, const CallInfo &info) {
+  auto &group = static_cast<GlooGroup &>(g);
+  return guard(info, [&] {
+    gloo::BarrierOptions opts(group.context);
+    opts.setTimeout(timeout);
+    gloo::barrier(opts);
+  });
+}
+
+loom_status_t GlooBackend::isend(const CallInfo &info, int to,
+                                 const void *send, int tag,
+                                 std::unique_ptr<Request> &out) {
+  auto request = std::make_unique<GlooRequest>();
+  request->info = info;
+  request->isSend = true;
+  loom_status_t s = guard(info, [&] {
+    request->buffer = world->createUnboundBuffer(
+        const_cast<void *>(send), bytesOf(info));
+    request->buffer->send(to, kP2PSlot + uint32_t(tag));
+  });
+  if (!s)
+    out = std::move(request);
+  return s;
+}
+
+loom_status_t GlooBackend::irecv(const CallInfo &info, int from, void *recv,
+                                 int tag, std::unique_ptr<Request> &out) {
+  auto request = std::make_unique<GlooRequest>();
+  request->info = info;
+  loom_status_t s = guard(info, [&] {
+    request->buffer = world->createUnboundBuffer(recv, bytesOf(info));
+    request->buffer->recv(from, kP2PSlot + uint32_t(tag));
+  });
+  if (!s)
+    out = std::move(request);
+  return s;
+}
+
+loom_status_t GlooBackend::wait(Request &r) {
+  auto &request = static_cast<GlooRequest &>(r);
+  bool done = false;
+  loom_status_t s = guard(request.info, [&] {
+    done = request.isSend ? request.buffer->waitSend(timeout)
+                          : request.buffer->waitRecv(timeout);
+  });
+  if (s)
+    return s;
+  if (!done)
+    return loom_status_make(LOOM_STATUS_DEADLINE_EXCEEDED,
+                            "%s: rank %d: no peer within %.0f s",
+                            request.info.description.c_str(), world->rank,
+                            timeout.count() / 1000.0);
+  return nullptr;
+}
+
+} // namespace
+
+loom_status_t loom::rt::makeGlooBackend(const loom_runtime_options_t &options,
+                                        std::unique_ptr<Backend> &out) {
+  loom_launch_info_t info;
+  if (loom_status_t s = loom_launch_info_from_env(&info))
+    return s;
+  if (info.master_addr[0] == '\0' || info.master_port == 0)
+    return loom_status_make(
+        LOOM_STATUS_INVALID_ARGUMENT,
+        "the gloo backend needs MASTER_ADDR and MASTER_PORT (rank 0's host "
+        "and a free port, the same on every rank), as torchrun sets them");
+  auto backend = std::make_unique<GlooBackend>();
+  if (loom_status_t s = backend->init(info, options))
+    return s;
+  out = std::move(backend);
+  return nullptr;
+}
