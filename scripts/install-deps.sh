@@ -12,6 +12,10 @@ PKGS=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   # distributed runtime (CPU collectives, launcher)
   openmpi-bin libopenmpi-dev
+  # CPU collectives for ranks started without MPI (torchrun-style, srun)
+  libgloo-dev
+  # a single-node Slurm cluster for the launcher test
+  slurm-wlm munge
   # ILP solver for the planner
   coinor-libcbc-dev
   # CPU BLAS

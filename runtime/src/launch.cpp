@@ -57,6 +57,34 @@ constexpr LauncherVars kLaunchers[] = {
      "LOCAL_WORLD_SIZE"},
 };
 
+/// The first host of a Slurm node list: "vm" -> "vm", "n[07-09,12],m1"
+/// -> "n07".
+std::string firstSlurmHost(const char *list) {
+  std::string s = list ? list : "";
+  int depth = 0;
+  size_t end = 0;
+  for (; end < s.size(); ++end) {
+    if (s[end] == '[')
+      ++depth;
+    else if (s[end] == ']')
+      --depth;
+    else if (s[end] == ',' && depth == 0)
+      break;
+  }
+  s = s.substr(0, end);
+  size_t open = s.find('[');
+  if (open == std::string::npos)
+    return s;
+  size_t close = s.find(']', open);
+  std::string inside = s.substr(open + 1, close == std::string::npos
+                                              ? std::string::npos
+                                              : close - open - 1);
+  std::string first = inside.substr(0, inside.find_first_of(",-"));
+  std::string suffix =
+      close == std::string::npos ? std::string() : s.substr(close + 1);
+  return s.substr(0, open) + first + suffix;
+}
+
 } // namespace
 
 extern "C" const char *loom_launcher_name(loom_launcher_t launcher) {
@@ -141,6 +169,25 @@ loom_launch_info_from_environ(const char *const *env,
   }
   if (loom_status_t status = readInt(env, "MASTER_PORT", &info.master_port))
     return status;
+  // srun sets no MASTER_ADDR/MASTER_PORT: rank 0 runs on the step's first
+  // node, and the port follows from the job and step ids (the same on
+  // every rank, different for concurrent steps).
+  if (info.launcher == LOOM_LAUNCHER_SLURM && info.master_addr[0] == '\0') {
+    const char *list = lookup(env, "SLURM_STEP_NODELIST");
+    if (!list)
+      list = lookup(env, "SLURM_JOB_NODELIST");
+    std::string host = firstSlurmHost(list);
+    if (!host.empty() && host.size() < sizeof(info.master_addr))
+      std::strcpy(info.master_addr, host.c_str());
+  }
+  if (info.launcher == LOOM_LAUNCHER_SLURM && info.master_port == 0) {
+    int32_t job = 0, step = 0;
+    for (auto [name, value] : {std::pair{"SLURM_JOB_ID", &job},
+                               std::pair{"SLURM_STEP_ID", &step}})
+      if (loom_status_t s = readInt(env, name, value))
+        loom_status_free(s); // malformed: 0, still the same on every rank
+    info.master_port = 20000 + int32_t((int64_t(job) * 64 + step) % 20000);
+  }
   if (info.master_port < 0 || info.master_port > 65535)
     return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
                             "MASTER_PORT=%d is not a TCP port",

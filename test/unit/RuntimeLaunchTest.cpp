@@ -56,6 +56,31 @@ TEST(RuntimeLaunch, SlurmWithCompressedTasksPerNode) {
   EXPECT_EQ(info.local_size, 0) << "4(x2) is not a plain count";
 }
 
+TEST(RuntimeLaunch, SlurmRendezvousFromTheNodeList) {
+  // srun sets no MASTER_ADDR: the step's first node, a port from the ids.
+  loom_launch_info_t a, b, c;
+  ASSERT_TRUE(loom_status_is_ok(
+      detect({"SLURM_PROCID=0", "SLURM_NTASKS=4",
+              "SLURM_STEP_NODELIST=gpu[07-09,12],cpu1", "SLURM_JOB_ID=4242",
+              "SLURM_STEP_ID=3"},
+             a)));
+  EXPECT_STREQ(a.master_addr, "gpu07");
+  EXPECT_EQ(a.master_port, 20000 + (4242 * 64 + 3) % 20000);
+  ASSERT_TRUE(loom_status_is_ok(
+      detect({"SLURM_PROCID=3", "SLURM_NTASKS=4", "SLURM_JOB_NODELIST=vm",
+              "SLURM_JOB_ID=4242", "SLURM_STEP_ID=4"},
+             b)));
+  EXPECT_STREQ(b.master_addr, "vm");
+  EXPECT_NE(b.master_port, a.master_port) << "another step, another port";
+  // Given ones win.
+  ASSERT_TRUE(loom_status_is_ok(
+      detect({"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_JOB_NODELIST=vm",
+              "MASTER_ADDR=head", "MASTER_PORT=1234"},
+             c)));
+  EXPECT_STREQ(c.master_addr, "head");
+  EXPECT_EQ(c.master_port, 1234);
+}
+
 TEST(RuntimeLaunch, TorchrunWithRendezvous) {
   loom_launch_info_t info;
   ASSERT_TRUE(loom_status_is_ok(
