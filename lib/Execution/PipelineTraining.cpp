@@ -19,6 +19,7 @@
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/Checkpoint.h"
+#include "loom/Execution/DataLoader.h"
 #include "loom/Execution/Distributed.h"
 #include "loom/Execution/TensorIO.h"
 #include "loom/Stages/Schedule.h"
@@ -190,7 +191,12 @@ private:
     RankedTensorType type;
     ShardingAttr sharding;
     int64_t indexBound = 0;
-    std::optional<HostTensor> file; // none: synthetic
+    std::unique_ptr<DataFile> file; // none: synthetic
+    DataOrder order;
+    /// This rank's block of an entry: its offset, its type in the model's
+    /// and the file's element type.
+    SmallVector<int64_t> offset;
+    RankedTensorType block, fileBlock;
   };
   std::map<std::string, Data> data;
   /// Per step.
@@ -461,32 +467,23 @@ bool PipelineTrainer::openData() {
         d.sharding = p.argShardings[i];
         d.type = mesh->globalType(info.type, d.sharding);
         d.indexBound = info.indexBound;
+        if (!result.samplesPerStep && d.type.getRank() > 0 &&
+            port.name != "labels")
+          result.samplesPerStep = d.type.getDimSize(0) * shape.microBatches;
         if (options.data == "synthetic") {
           data[port.name] = std::move(d);
           return true;
         }
         SmallString<256> path(options.data);
         llvm::sys::path::append(path, port.name + ".npy");
-        std::optional<HostTensor> t =
-            readTensorFile(path, module.getContext(), error);
-        if (!t)
+        d.file = DataFile::open(path, port.name, d.type, error);
+        if (!d.file)
           return false;
-        ArrayRef<int64_t> entry = d.type.getShape();
-        int64_t needed = options.steps * shape.microBatches;
-        if (t->getShape().size() != entry.size() + 1 ||
-            t->getShape().drop_front() != entry || t->getShape()[0] < needed) {
-          error = llvm::formatv("{0} must hold [{1} x {2}] (steps x "
-                                "micro-batches entries of the input)",
-                                path, needed,
-                                llvm::make_range(entry.begin(), entry.end()))
-                      .str();
-          return false;
-        }
-        std::optional<HostTensor> converted =
-            convertData(*t, d.type.getElementType(), path.str(), error);
-        if (!converted)
-          return false;
-        d.file = std::move(*converted);
+        d.order = DataOrder(d.file->entries(), options.shuffle, options.seed);
+        d.offset = mesh->blockOffset(d.type.getShape(), d.sharding);
+        d.block = info.type;
+        d.fileBlock = RankedTensorType::get(info.type.getShape(),
+                                            d.file->getFileElementType());
         data[port.name] = std::move(d);
         return true;
       });
@@ -520,13 +517,14 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int m,
       break;
     case Port::Data: {
       Data &d = data[port.name];
-      HostTensor t(d.type);
-      size_t bytes = t.byteSize();
       if (d.file) {
-        std::memcpy(t.data(),
-                    d.file->data() + (step * shape.microBatches + m) * bytes,
-                    bytes);
+        // This rank's block of the entry, read from the mapped file.
+        HostTensor block(d.block), scratch(d.fileBlock);
+        d.file->readBlock(d.order.entry(step * shape.microBatches + m),
+                          d.offset, block, scratch);
+        owned[i] = std::move(block);
       } else {
+        HostTensor t(d.type);
         // Synthetic: drawn per (seed, step, micro-batch, input), so every
         // rank of the stage's sub-mesh draws the same whole tensor.
         // (A hash of the name that is the same in every process.)
@@ -535,8 +533,8 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int m,
                           name, name >> 32};
         std::mt19937_64 gen(seq);
         t = syntheticTensor(d.type, d.indexBound, gen);
+        owned[i] = mesh->localShard(t, d.sharding);
       }
-      owned[i] = mesh->localShard(t, d.sharding);
       arg = &owned[i];
       break;
     }

@@ -54,15 +54,8 @@ std::string npyDescr(Type t) {
   return "";
 }
 
-std::optional<HostTensor> readNpy(StringRef path, MLIRContext *ctx,
-                                  std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    error = "cannot read " + path.str() + ": " + buffer.getError().message();
-    return std::nullopt;
-  }
-  StringRef data = (*buffer)->getBuffer();
+std::optional<NpyHeader> parseHeader(StringRef data, StringRef path,
+                                     MLIRContext *ctx, std::string &error) {
   if (!data.starts_with("\x93NUMPY") || data.size() < 10) {
     error = path.str() + " is not a .npy file";
     return std::nullopt;
@@ -124,11 +117,28 @@ std::optional<HostTensor> readNpy(StringRef path, MLIRContext *ctx,
     }
     shape.push_back(d);
   }
-  auto type = RankedTensorType::get(shape, element);
-  return HostTensor::fromBytes(type,
-                               ArrayRef<char>(data.data() + start + headerLen,
-                                              data.size() - start - headerLen),
-                               error);
+  NpyHeader h;
+  h.type = RankedTensorType::get(shape, element);
+  h.dataOffset = start + headerLen;
+  return h;
+}
+
+std::optional<HostTensor> readNpy(StringRef path, MLIRContext *ctx,
+                                  std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    error = "cannot read " + path.str() + ": " + buffer.getError().message();
+    return std::nullopt;
+  }
+  StringRef data = (*buffer)->getBuffer();
+  std::optional<NpyHeader> h = parseHeader(data, path, ctx, error);
+  if (!h)
+    return std::nullopt;
+  return HostTensor::fromBytes(
+      h->type,
+      ArrayRef<char>(data.data() + h->dataOffset, data.size() - h->dataOffset),
+      error);
 }
 
 bool writeNpy(StringRef path, const HostTensor &input, std::string &error) {
@@ -254,4 +264,11 @@ Comparison mlir::loom::compareTensors(const HostTensor &actual,
   }
   c.match = c.mismatches == 0;
   return c;
+}
+
+std::optional<NpyHeader> mlir::loom::parseNpyHeader(StringRef bytes,
+                                                    StringRef path,
+                                                    MLIRContext *ctx,
+                                                    std::string &error) {
+  return parseHeader(bytes, path, ctx, error);
 }

@@ -11,6 +11,7 @@
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/Checkpoint.h"
+#include "loom/Execution/DataLoader.h"
 #include "loom/Execution/Distributed.h"
 #include "loom/Execution/TensorIO.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,6 +27,7 @@
 #include <cstring>
 #include <unistd.h>
 #include <algorithm>
+#include <future>
 #include <map>
 #include <random>
 #include <set>
@@ -40,8 +42,12 @@ struct DataSource {
   std::string name;
   RankedTensorType type;     // the argument (with the micro-batch dim)
   RankedTensorType perEntry; // one entry of the file's leading axis
-  std::optional<HostTensor> file;
-  int64_t entries = 0;
+  std::unique_ptr<DataFile> file;
+  DataOrder order;
+  /// This rank's block of one entry: where it starts, its type in the
+  /// model's and in the file's element type.
+  SmallVector<int64_t> offset;
+  RankedTensorType block, fileBlock;
 };
 } // namespace
 
@@ -115,6 +121,7 @@ private:
   bool checkResults();
   bool openData();
   bool openFile(DataSource &source);
+  std::vector<HostTensor> stepData(int64_t step, std::mt19937_64 &gen);
   bool runSteps();
   bool gatherMemory();
   bool gatherTrace();
@@ -291,6 +298,13 @@ bool Trainer::checkResults() {
 bool Trainer::openData() {
   bool synthetic = options.data == "synthetic";
   for (DataSource &source : data) {
+    ArrayRef<int64_t> entry = source.perEntry.getShape();
+    if (&source == &data.front() && !entry.empty())
+      result.samplesPerStep = entry[0] * micro;
+    if (!isa<FloatType>(source.type.getElementType()) && entry.size() >= 2 &&
+        source.name != "labels")
+      result.tokensPerStep = std::max(result.tokensPerStep,
+                                      entry[0] * entry[1] * micro);
     if (!synthetic) {
       if (!openFile(source))
         return false;
@@ -307,54 +321,61 @@ bool Trainer::openData() {
   return true;
 }
 
+/// Maps the input's file; this rank will copy only its block of each
+/// entry, in the order of epochs (wrapping, shuffled with --shuffle).
 bool Trainer::openFile(DataSource &source) {
   SmallString<256> path(options.data);
   llvm::sys::path::append(path, source.name + ".npy");
-  ArrayRef<int64_t> entry = source.perEntry.getShape();
-  if (!llvm::sys::fs::exists(path)) {
-    error = llvm::formatv("no data for input '{0}': {1} does not exist (the "
-                          "data directory needs one .npy per input, with a "
-                          "leading step axis, shaped [steps, {2}])",
-                          source.name, path,
-                          llvm::make_range(entry.begin(), entry.end()))
-                .str();
+  source.file = DataFile::open(path, source.name, source.perEntry, error);
+  if (!source.file)
     return false;
+  int64_t n = source.file->entries(), needed = options.steps * micro;
+  source.order = DataOrder(n, options.shuffle, options.seed);
+  // The argument's local type; with micro-batches, less its leading axis.
+  RankedTensorType local = args[source.arg].type;
+  source.offset = mesh ? mesh->blockOffset(source.type.getShape(),
+                                           argShardings[source.arg])
+                       : SmallVector<int64_t>(source.type.getRank(), 0);
+  if (micro > 1) {
+    local = RankedTensorType::get(local.getShape().drop_front(),
+                                  local.getElementType());
+    source.offset.erase(source.offset.begin());
   }
-  std::optional<HostTensor> t =
-      readTensorFile(path, module.getContext(), error);
-  if (!t)
-    return false;
-  ArrayRef<int64_t> shape = t->getShape();
-  if (shape.size() != entry.size() + 1 || shape.drop_front() != entry) {
-    std::string got, want;
-    llvm::raw_string_ostream g(got), w(want);
-    llvm::interleave(shape, g, "x");
-    llvm::interleave(entry, w, "x");
-    error = llvm::formatv("{0} has shape [{1}] but input '{2}' needs "
-                          "[steps x {3}] (a leading step axis, then the "
-                          "input's shape)",
-                          path, got, source.name, want)
-                .str();
-    return false;
-  }
-  int64_t needed = options.steps * micro;
-  if (shape[0] < needed) {
-    error = llvm::formatv(
-                "{0} has {1} entries; {2} steps{3} need {4}", path, shape[0],
-                options.steps,
-                micro > 1 ? llvm::formatv(" of {0} micro-batches", micro).str()
-                          : std::string(),
-                needed)
-                .str();
-    return false;
-  }
-  std::optional<HostTensor> converted =
-      convertData(*t, source.type.getElementType(), path.str(), error);
-  if (!converted)
-    return false;
-  source.file = std::move(*converted);
-  source.entries = shape[0];
+  source.block = local;
+  source.fileBlock = local.clone(source.file->getFileElementType());
+  if (needed > n && result.rank == 0 && &source == &data.front())
+    llvm::outs() << llvm::formatv(
+        "data: {0} has {1} entries; {2} steps{3} read {4}: {5} epochs{6}\n",
+        path, n, options.steps,
+        micro > 1 ? llvm::formatv(" of {0} micro-batches", micro).str()
+                  : std::string(),
+        needed, source.order.epochs(needed),
+        options.shuffle ? ", each shuffled" : " (wrapping around)");
   return true;
+}
+
+/// Step `s`'s data, this rank's shards: read from the mapped files, or
+/// drawn (synthetic: every rank draws the whole batch, keeping its shard).
+std::vector<HostTensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
+  std::vector<HostTensor> values(args.size());
+  for (DataSource &source : data) {
+    if (!source.file) {
+      values[source.arg] = toLocal(
+          source.arg,
+          syntheticTensor(source.type, args[source.arg].indexBound, gen));
+      continue;
+    }
+    HostTensor step(args[source.arg].type), block(source.block),
+        scratch(source.fileBlock);
+    for (int64_t k = 0; k < micro; ++k) {
+      source.file->readBlock(source.order.entry(s * micro + k), source.offset,
+                             block, scratch);
+      std::memcpy(step.data() + k * block.byteSize(), block.data(),
+                  block.byteSize());
+    }
+    values[source.arg] = std::move(step);
+  }
+  return values;
 }
 
 void Trainer::injectFault(int64_t s) {
@@ -398,28 +419,23 @@ bool Trainer::runSteps() {
                          .count();
   };
   int64_t traced = 0;
-  for (int64_t s = 0; s < options.steps; ++s) {
-    std::vector<HostTensor> dataValues(args.size());
-    if (s < firstStep) {
-      // Resumed: the synthetic stream continues where it stopped.
-      for (DataSource &source : data)
-        if (!source.file)
-          syntheticTensor(source.type, args[source.arg].indexBound, gen);
-      continue;
-    }
-    for (DataSource &source : data) {
-      // Every rank draws or reads the whole batch and keeps its shard.
-      if (!source.file) {
-        dataValues[source.arg] = toLocal(
-            source.arg,
-            syntheticTensor(source.type, args[source.arg].indexBound, gen));
-        continue;
-      }
-      HostTensor t(source.type);
-      size_t bytes = t.byteSize();
-      std::memcpy(t.data(), source.file->data() + s * bytes, bytes);
-      dataValues[source.arg] = toLocal(source.arg, t);
-    }
+  // Resumed: the synthetic stream continues where it stopped.
+  for (int64_t s = 0; s < firstStep; ++s)
+    for (DataSource &source : data)
+      if (!source.file)
+        syntheticTensor(source.type, args[source.arg].indexBound, gen);
+  // The next step's data is prepared on a thread while this step runs.
+  std::future<std::vector<HostTensor>> next;
+  if (firstStep < options.steps)
+    next = std::async(std::launch::async, [this, &gen, s = firstStep] {
+      return stepData(s, gen);
+    });
+  for (int64_t s = firstStep; s < options.steps; ++s) {
+    std::vector<HostTensor> dataValues = next.get();
+    if (s + 1 < options.steps)
+      next = std::async(std::launch::async, [this, &gen, s] {
+        return stepData(s + 1, gen);
+      });
     injectFault(s);
     std::vector<const HostTensor *> argPtrs;
     for (auto [i, info] : llvm::enumerate(args))
@@ -475,19 +491,30 @@ bool Trainer::gatherTrace() {
 
 /// Rank 0 learns every rank's memory.
 bool Trainer::gatherMemory() {
+  int64_t read = 0, inFiles = 0;
+  for (const DataSource &source : data)
+    if (source.file) {
+      read += source.file->bytesRead();
+      inFiles += source.file->entryBytesRead();
+    }
+  result.dataBytesInFiles = inFiles;
+  result.dataBytesRead = {read};
   if (!mesh)
     return true;
   const MemoryUse &m = result.memory.front();
   std::optional<std::vector<int64_t>> all =
       mesh->allGather({m.parameters, m.optimizerState, m.inputs, m.results,
-                       m.temporaries},
+                       m.temporaries, read},
                       error);
   if (!all)
     return false;
   result.memory.clear();
-  for (size_t r = 0; r + 5 <= all->size(); r += 5)
+  result.dataBytesRead.clear();
+  for (size_t r = 0; r + 6 <= all->size(); r += 6) {
     result.memory.push_back(MemoryUse{(*all)[r], (*all)[r + 1], (*all)[r + 2],
                                       (*all)[r + 3], (*all)[r + 4]});
+    result.dataBytesRead.push_back((*all)[r + 5]);
+  }
   return true;
 }
 

@@ -128,6 +128,15 @@ static cl::opt<std::string> resumeFrom("resume",
              "is the total to reach"),
     cl::cat(category));
 
+static cl::opt<bool> shuffle("shuffle",
+    cl::desc("Training: read each epoch of the data files in a permutation "
+             "seeded by --seed and the epoch"),
+    cl::cat(category));
+static cl::opt<double> progressEvery("progress",
+    cl::desc("Training: print a progress line (steps/s, samples/s, ETA) every "
+             "this many seconds (default 10; 0: never)"),
+    cl::init(10.0), cl::cat(category));
+
 namespace {
 
 int fail(const std::string &message) {
@@ -221,10 +230,37 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   SmallString<256> state(modelPath);
   llvm::sys::path::append(state, "optimizer-final");
   options.stateOut = std::string(state);
-  options.onStep = [](int64_t step, double loss) {
+  TrainResult result;
+  auto started = std::chrono::steady_clock::now();
+  auto lastProgress = started;
+  int64_t firstStep = -1;
+  options.onStep = [&](int64_t step, double loss) {
     llvm::outs() << llvm::formatv("step {0} loss {1:e8}\n", step, loss);
+    auto now = std::chrono::steady_clock::now();
+    if (firstStep < 0) {
+      // Rates count from the end of the first step run (compilation and
+      // the first step's warm-up excluded).
+      firstStep = step;
+      started = lastProgress = now;
+    }
+    double since = std::chrono::duration<double>(now - lastProgress).count();
+    if (progressEvery > 0 && since >= progressEvery && step + 1 < steps) {
+      double elapsed = std::chrono::duration<double>(now - started).count();
+      double rate = double(step - firstStep) / elapsed;
+      std::string extra;
+      if (result.tokensPerStep > 0)
+        extra = llvm::formatv(", {0:f0} tokens/s", rate * result.tokensPerStep);
+      else if (result.samplesPerStep > 0)
+        extra = llvm::formatv(", {0:f1} samples/s", rate * result.samplesPerStep);
+      llvm::outs() << llvm::formatv(
+          "progress: step {0}/{1} ({2:f0}%), {3:f2} steps/s{4}, ETA {5:f0} s\n",
+          step + 1, int64_t(steps), 100.0 * (step + 1) / steps, rate, extra,
+          double(steps - step - 1) / rate);
+      lastProgress = now;
+    }
     llvm::outs().flush();
   };
+  options.shuffle = shuffle;
   options.timeoutSeconds = timeout;
   options.checkpointDir = checkpointDir;
   options.checkpointEvery = checkpointEvery;
@@ -239,7 +275,6 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   if (const char *fault = std::getenv("LOOM_FAULT"))
     if (std::string err = parseFault(fault, options); !err.empty())
       return fail(err);
-  TrainResult result;
   std::string error;
   if (!runTraining(*module, modelPath, options, result, error))
     return fail(error);
@@ -259,6 +294,15 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
         "state {3:f3} + inputs {4:f3} + results {5:f3} + temporaries {6:f3}\n",
         rank, mib(m.peak()), mib(m.parameters), mib(m.optimizerState),
         mib(m.inputs), mib(m.results), mib(m.temporaries));
+  if (result.dataBytesInFiles > 0) {
+    int64_t most = *llvm::max_element(result.dataBytesRead);
+    llvm::outs() << llvm::formatv(
+        "data read: at most {0} B ({1:f1} MiB) per rank (its blocks) of the "
+        "{2} B ({3:f1} MiB) the steps' entries hold (files mapped, not read "
+        "whole)\n",
+        most, mib(most), result.dataBytesInFiles,
+        mib(result.dataBytesInFiles));
+  }
   if (profile) {
     int ranks = std::max<int>(1, result.memory.size());
     for (const TraceEvent &e : result.trace)

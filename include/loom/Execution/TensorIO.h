@@ -13,6 +13,15 @@ std::optional<HostTensor> readTensorFile(llvm::StringRef path, MLIRContext *ctx,
                                          std::string &error);
 /// Writes .npy or .pb by extension. bf16 is written to .npy as float32
 /// (NumPy has no bfloat16).
+/// A .npy file's type and where its data starts.
+struct NpyHeader {
+  RankedTensorType type;
+  size_t dataOffset = 0;
+};
+std::optional<NpyHeader> parseNpyHeader(llvm::StringRef bytes,
+                                        llvm::StringRef path, MLIRContext *ctx,
+                                        std::string &error);
+
 bool writeTensorFile(llvm::StringRef path, const HostTensor &tensor,
                      std::string &error, llvm::StringRef name = "");
 

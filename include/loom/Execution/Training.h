@@ -34,6 +34,8 @@ struct TrainOptions {
   int64_t steps = 1;
   /// A data directory, or "synthetic".
   std::string data = "synthetic";
+  /// Data files: read each epoch in a permutation seeded by (seed, epoch).
+  bool shuffle = false;
   uint64_t seed = 0;
   ExecutorOptions executor;
   /// Where the final trainable parameters go (<name>.npy); empty: none.
@@ -104,6 +106,14 @@ struct TrainResult {
   int rank = 0;
   std::vector<double> losses;
   double compileSeconds = 0, trainSeconds = 0;
+  /// Samples (the data's leading batch size times micro-batches) and, for
+  /// integer inputs of rank >= 2 (token ids), tokens per step; set before
+  /// the first step.
+  int64_t samplesPerStep = 0, tokensPerStep = 0;
+  /// Bytes of data files each rank copied (its blocks) and the bytes those
+  /// entries hold in the files (whole batches); on rank 0 every rank's.
+  std::vector<int64_t> dataBytesRead;
+  int64_t dataBytesInFiles = 0;
   /// Each rank's memory, the most any step held (MemoryUse::merge); on
   /// rank 0 every rank's, in rank order, else this rank's only.
   std::vector<MemoryUse> memory;

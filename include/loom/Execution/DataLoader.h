@@ -1,0 +1,75 @@
+//===- DataLoader.h - Training data: mapped files, epochs, shuffling -----*- C++ -*-===//
+//
+// A data input is a .npy file with a leading entry axis. It is mapped, not
+// read: each rank copies only its own block of the entries a step uses
+// (its shard of the batch). Entries are read in epochs that wrap around
+// when steps need more entries than the file holds, each epoch in file
+// order or, shuffled, in a permutation drawn from (seed, epoch) — the same
+// on every rank, and the same when a run resumes at any step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_EXECUTION_DATALOADER_H
+#define LOOM_EXECUTION_DATALOADER_H
+
+#include "loom/Execution/HostTensor.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include <atomic>
+#include <memory>
+#include <vector>
+
+namespace mlir::loom {
+
+class DataFile {
+public:
+  /// Maps `path`, which must hold [N >= 1, *entry.shape] of entry's element
+  /// type or one convertData accepts (float64 for float32, int32 for
+  /// int64); else an error naming the file, `input` and the shape expected.
+  static std::unique_ptr<DataFile> open(llvm::StringRef path,
+                                        llvm::StringRef input,
+                                        RankedTensorType entry,
+                                        std::string &error);
+  int64_t entries() const { return count; }
+  /// Bytes readBlock copied out of the file so far, and the bytes of the
+  /// whole entries it read from.
+  int64_t bytesRead() const { return copied; }
+  int64_t entryBytesRead() const { return touched; }
+  /// The element type the file stores.
+  Type getFileElementType() const { return fileElement; }
+  /// The block at `offset` of entry `e` into `out` (its type gives the
+  /// block's shape and the model's element type); `scratch` is a tensor of
+  /// the same shape in the file's element type, used when they differ.
+  void readBlock(int64_t e, llvm::ArrayRef<int64_t> offset, HostTensor &out,
+                 HostTensor &scratch) const;
+
+private:
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  const char *base = nullptr;
+  Type fileElement;
+  std::vector<int64_t> entryShape;
+  int64_t count = 0, entryBytes = 0;
+  mutable std::atomic<int64_t> copied{0}, touched{0};
+};
+
+/// Which entry the i-th read takes: epochs of `entries`, each shuffled
+/// with a permutation seeded by (seed, epoch) when `shuffle`.
+class DataOrder {
+public:
+  DataOrder(int64_t entries = 1, bool shuffle = false, uint64_t seed = 0)
+      : entries(entries), shuffle(shuffle), seed(seed) {}
+  int64_t entry(int64_t position);
+  int64_t epochs(int64_t positions) const {
+    return (positions + entries - 1) / entries;
+  }
+
+private:
+  int64_t entries;
+  bool shuffle;
+  uint64_t seed;
+  int64_t cachedEpoch = -1;
+  std::vector<int64_t> permutation;
+};
+
+} // namespace mlir::loom
+
+#endif // LOOM_EXECUTION_DATALOADER_H

@@ -1,0 +1,111 @@
+//===- DataLoader.cpp - Training data: mapped files, epochs, shuffling ----===//
+
+#include "loom/Execution/DataLoader.h"
+
+#include "loom/Execution/Distributed.h"
+#include "loom/Execution/TensorIO.h"
+#include "llvm/Support/FormatVariadic.h"
+#include <random>
+
+using namespace mlir;
+using namespace mlir::loom;
+
+static std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(shape, os, "x");
+  return s;
+}
+
+std::unique_ptr<DataFile> DataFile::open(StringRef path, StringRef input,
+                                         RankedTensorType entry,
+                                         std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    std::string why = buffer.getError() == std::errc::no_such_file_or_directory
+                          ? " does not exist"
+                          : ": " + buffer.getError().message();
+    error = llvm::formatv("no data for input '{0}': {1}{2} (the data "
+                          "directory needs one .npy per input, with a "
+                          "leading entry axis, shaped [entries, {3}])",
+                          input, path, why, shapeText(entry.getShape()))
+                .str();
+    return nullptr;
+  }
+  StringRef bytes = (*buffer)->getBuffer();
+  std::optional<NpyHeader> header =
+      parseNpyHeader(bytes, path, entry.getContext(), error);
+  if (!header)
+    return nullptr;
+  ArrayRef<int64_t> shape = header->type.getShape();
+  if (shape.size() != size_t(entry.getRank()) + 1 ||
+      shape.drop_front() != entry.getShape() || shape[0] < 1) {
+    error = llvm::formatv("{0} has shape [{1}] but input '{2}' needs "
+                          "[entries x {3}] (a leading entry axis of at least "
+                          "one, then the input's shape)",
+                          path, shapeText(shape), input,
+                          shapeText(entry.getShape()))
+                .str();
+    return nullptr;
+  }
+  Type file = header->type.getElementType(), want = entry.getElementType();
+  bool fileFloat = isa<FloatType>(file), wantFloat = isa<FloatType>(want);
+  if (file != want && (fileFloat != wantFloat || file.isInteger(1) ||
+                       want.isInteger(1))) {
+    error = llvm::formatv("{0} holds {1} values but the model expects {2}",
+                          path, file, want)
+                .str();
+    return nullptr;
+  }
+  auto f = std::unique_ptr<DataFile>(new DataFile);
+  f->fileElement = file;
+  f->entryShape.assign(entry.getShape().begin(), entry.getShape().end());
+  f->count = shape[0];
+  f->entryBytes = entry.getNumElements() * HostTensor::elementBytes(file);
+  f->base = bytes.data() + header->dataOffset;
+  if (header->dataOffset + uint64_t(f->count * f->entryBytes) > bytes.size()) {
+    error = llvm::formatv("{0} is truncated: its header says [{1}]", path,
+                          shapeText(shape))
+                .str();
+    return nullptr;
+  }
+  f->buffer = std::move(*buffer);
+  return f;
+}
+
+void DataFile::readBlock(int64_t e, ArrayRef<int64_t> offset, HostTensor &out,
+                         HostTensor &scratch) const {
+  bool same = out.getElementType() == fileElement;
+  HostTensor &dst = same ? out : scratch;
+  SmallVector<int64_t> zeros(entryShape.size(), 0);
+  copyBlock(base + e * entryBytes, entryShape, offset, dst.data(),
+            dst.getShape(), zeros, dst.getShape(),
+            HostTensor::elementBytes(fileElement));
+  copied += int64_t(dst.byteSize());
+  touched += entryBytes;
+  if (same)
+    return;
+  bool isFloat = isa<FloatType>(fileElement);
+  for (int64_t i = 0, n = out.getNumElements(); i < n; ++i)
+    out.setFromDouble(i, isFloat ? scratch.getAsDouble(i)
+                                 : double(scratch.getAsInt(i)));
+}
+
+int64_t DataOrder::entry(int64_t position) {
+  int64_t epoch = position / entries, index = position % entries;
+  if (!shuffle)
+    return index;
+  if (epoch != cachedEpoch) {
+    // Fisher-Yates with our own draws: the same permutation from any
+    // standard library.
+    permutation.resize(entries);
+    for (int64_t i = 0; i < entries; ++i)
+      permutation[i] = i;
+    std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + uint64_t(epoch));
+    for (int64_t i = entries - 1; i > 0; --i)
+      std::swap(permutation[i], permutation[gen() % uint64_t(i + 1)]);
+    cachedEpoch = epoch;
+  }
+  return permutation[index];
+}
