@@ -265,6 +265,8 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner) {
         reinterpret_cast<void *>(&_mlir_ciface_loom_rt_send_recv));
   }
   add("loom_rt_group_index", reinterpret_cast<void *>(&loom_rt_group_index));
+  add("__truncsfbf2", reinterpret_cast<void *>(&__truncsfbf2));
+  add("__truncdfbf2", reinterpret_cast<void *>(&__truncdfbf2));
   add("malloc", reinterpret_cast<void *>(&countingMalloc));
   add("aligned_alloc", reinterpret_cast<void *>(&countingAlignedAlloc));
   add("free", reinterpret_cast<void *>(&countingFree));

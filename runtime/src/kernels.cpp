@@ -3,6 +3,7 @@
 #include "loom/kernels.h"
 
 #include <cblas.h>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -176,4 +177,46 @@ extern "C" void memrefCopy(int64_t elementSize, loom_unranked_memref *src,
       index[i] = 0;
     }
   }
+}
+
+//===----------------------------------------------------------------------===//
+// bfloat16 conversions LLVM lowers to library calls
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// float -> bfloat16 bits, rounding to nearest even (NaNs stay quiet NaNs).
+uint16_t bf16Bits(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((bits >> 16) | 0x0040u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return uint16_t(bits >> 16);
+}
+
+__bf16 fromBits(uint16_t b) {
+  __bf16 out;
+  std::memcpy(&out, &b, 2);
+  return out;
+}
+} // namespace
+
+extern "C" __bf16 __truncsfbf2(float f) { return fromBits(bf16Bits(f)); }
+
+extern "C" __bf16 __truncdfbf2(double d) {
+  // Correctly rounded without double rounding: to float rounding to odd
+  // (truncate, then set the last bit when anything was dropped), then to
+  // bfloat16 rounding to nearest even.
+  if (std::isnan(d))
+    return fromBits(bf16Bits(static_cast<float>(d)));
+  float f = static_cast<float>(d);
+  if (std::isfinite(f) && static_cast<double>(f) != d) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(d))
+      f = std::nextafter(f, 0.0f);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    bits |= 1u;
+    std::memcpy(&f, &bits, 4);
+  }
+  return fromBits(bf16Bits(f));
 }

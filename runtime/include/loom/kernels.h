@@ -97,6 +97,12 @@ void _mlir_ciface_loom_rt_send_recv(int64_t axes, int64_t dtype,
 /* This rank's index in the group of `axes` (row-major over them). */
 int64_t loom_rt_group_index(int64_t axes);
 
+/* float and double to bfloat16, rounding to nearest even: the library calls
+ * LLVM emits for fptrunc to bf16 where the target has no instruction
+ * (compiler-rt's names; libgcc 12 lacks them). */
+__bf16 __truncsfbf2(float f);
+__bf16 __truncdfbf2(double d);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
