@@ -176,8 +176,6 @@ static bool writeManifest(StringRef stepDir, const CheckpointState &state,
   for (int r = 0; r < ranks; ++r) {
     SmallString<256> path(stepDir);
     llvm::sys::path::append(path, llvm::formatv("rank-{0:d5}.json", r).str());
-    if (!llvm::sys::fs::exists(path))
-      continue; // a rank with nothing to write
     auto buffer = llvm::MemoryBuffer::getFile(path);
     if (!buffer) {
       error = "cannot read " + path.str().str();
@@ -304,16 +302,36 @@ bool mlir::loom::saveCheckpoint(StringRef root, const CheckpointState &state,
     error = "cannot create " + stepDir.str().str() + ": " + ec.message();
     ok = false;
   }
+  // A checkpoint of this step from an earlier run stops being complete
+  // before any of its shards changes (rank 0 drops its manifest, then the
+  // ranks agree), so a save killed midway never leaves a manifest over
+  // rewritten shards.
+  if (ok && rank == 0) {
+    SmallString<256> manifest(stepDir);
+    llvm::sys::path::append(manifest, "manifest.json");
+    if (llvm::sys::fs::exists(manifest)) {
+      if (std::error_code ec = llvm::sys::fs::remove(manifest)) {
+        error = "cannot replace " + manifest.str().str() + ": " + ec.message();
+        ok = false;
+      }
+      syncDirectory(stepDir);
+    }
+  }
+  if (mesh && !mesh->agree(ok, "prepare the checkpoint directory", error))
+    return false;
   Shard shard;
   ok = ok && buildShard(entries, mesh, file, options.pipelineAxis, shard, error);
-  if (ok && !shard.pieces.empty()) {
+  if (ok) {
+    // Every rank writes its index, empty when it holds no first copies: a
+    // stale index of an earlier save of this step is never merged.
     SmallString<256> bin(stepDir), index(stepDir);
     llvm::sys::path::append(bin, file);
     llvm::sys::path::append(index, llvm::formatv("rank-{0:d5}.json", rank).str());
     std::string text;
     llvm::raw_string_ostream os(text);
+    bool empty = shard.pieces.empty();
     os << json::Value(std::move(shard.pieces));
-    ok = writeDurably(bin, shard.bytes, error) &&
+    ok = (empty || writeDurably(bin, shard.bytes, error)) &&
          writeDurably(index, text, error);
   }
   if (options.dieBeforeManifest) {

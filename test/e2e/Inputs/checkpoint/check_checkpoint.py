@@ -235,14 +235,19 @@ def main():
         fail(f"{last} has a manifest although a rank died saving it")
     if checkpoint.open(ck).step != EVERY:
         fail(f"the latest complete checkpoint in {ck} is not step {EVERY}")
-    r, pout = train("zero3", "--resume", ck, tag="-after-savekill")
+    # Resume into the same directory: step 6 is saved again over the
+    # killed save's files.
+    r, pout = train("zero3", "--resume", ck, "--checkpoint-dir", ck, tag="-after-savekill")
     if f"resuming from {os.path.join(ck, f'step-{EVERY:08d}')}" not in r.stdout:
         fail(f"--resume did not pick step {EVERY}:\n{r.stdout}")
+    resaved = checkpoint.open(ck)
     for k, v in ref["zero3"][1].items():
         if not np.array_equal(params(pout)[k], v):
             fail(f"resume after a killed save: {k} differs")
+        if resaved.step != STEPS or not np.array_equal(resaved.read(k), v):
+            fail(f"the re-saved step {STEPS} checkpoint's {k} differs")
     print(f"save-kill: step {STEPS} left without a manifest, step {EVERY} intact; "
-          f"resuming from it bit-identical")
+          f"resuming from it bit-identical, step {STEPS} saved again over the killed save")
 
     # reshard: zero3's step 3 under dp-tp and on one device.
     src = os.path.join(ref["zero3"][2], f"step-{EVERY:08d}")
