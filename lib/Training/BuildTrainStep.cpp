@@ -179,6 +179,25 @@ LogicalResult StepBuilder::classifyArguments() {
         return fn.emitError() << pass << ": trainable parameter @"
                               << param.getSymName() << " has type "
                               << param.getType() << ", not a float tensor";
+      // Adam's eps must survive in the update's type: 1e-8 is 0 in f16, and
+      // sqrt(v) + 0 divides a zero first moment by zero (NaN at once).
+      Type element = param.getType().getElementType();
+      if (config.kind != "sgd" && config.eps > 0 && isa<FloatType>(element)) {
+        bool lost;
+        llvm::APFloat eps(config.eps);
+        eps.convert(cast<FloatType>(element).getFloatSemantics(),
+                    llvm::APFloat::rmNearestTiesToEven, &lost);
+        if (eps.isZero())
+          return fn.emitError()
+                 << pass << ": eps=" << config.eps << " is 0 in " << element
+                 << " (trainable parameter @" << param.getSymName()
+                 << "), so Adam's update would divide by zero; give --eps "
+                    "that "
+                 << element
+                 << " can hold (fp16 training commonly uses 1e-4), or train "
+                    "the model in f32 (fp32 master weights under "
+                    "--precision are not implemented yet)";
+      }
       params.push_back(i);
     }
     isData[i] = !param;
