@@ -91,6 +91,12 @@ private:
   }
   std::shared_ptr<gloo::Context> connect(const std::string &prefix, int rank,
                                          int size);
+  /// As MPI's backend: every member compares (operation, type, count,
+  /// extra) before the collective, one small all-reduce.
+  loom_status_t checkSignature(GlooGroup &group, const CallInfo &info,
+                               int code);
+  loom_status_t reduceInPlace(GlooGroup &group, const CallInfo &info,
+                              loom_reduction_t reduction, void *recv);
   static size_t bytesOf(const CallInfo &info) {
     return size_t(loom_dtype_size(info.dtype)) * size_t(info.count);
   }
@@ -99,6 +105,7 @@ private:
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::Context> world;
   std::chrono::milliseconds timeout{60000};
+  bool checkSignatures = true;
   int splits = 0;
 };
 
@@ -114,6 +121,7 @@ std::shared_ptr<gloo::Context> GlooBackend::connect(const std::string &prefix,
 loom_status_t GlooBackend::init(const loom_launch_info_t &info,
                                 const loom_runtime_options_t &options) {
   timeout = std::chrono::milliseconds(int64_t(options.timeout_seconds * 1000));
+  checkSignatures = options.check_signatures != 0;
   std::string master = info.master_addr;
   CallInfo what{"rendezvous", "the rendezvous"};
   try {
@@ -187,12 +195,51 @@ loom_status_t GlooBackend::split(int color, int key,
   return nullptr;
 }
 
+loom_status_t GlooBackend::checkSignature(GlooGroup &group,
+                                          const CallInfo &info, int code) {
+  if (!checkSignatures)
+    return nullptr;
+  // The largest and (negated) smallest of each field over the group.
+  int64_t sig[4] = {code, info.dtype, info.count, info.extra};
+  int64_t both[8];
+  for (int i = 0; i < 4; ++i) {
+    both[i] = sig[i];
+    both[4 + i] = -sig[i];
+  }
+  CallInfo check = info;
+  check.dtype = LOOM_DTYPE_I64;
+  check.count = 8;
+  if (loom_status_t s = reduceInPlace(group, check, LOOM_REDUCTION_MAX, both))
+    return s;
+  static const char *fields[] = {"operation", "element type", "count",
+                                 "reduction/peer"};
+  for (int i = 0; i < 4; ++i)
+    if (both[i] != sig[i] || -both[4 + i] != sig[i])
+      return loom_status_make(
+          LOOM_STATUS_INVALID_ARGUMENT,
+          "rank %d of %d: %s: the ranks disagree on the %s (from %lld to "
+          "%lld across ranks; this rank: %lld)",
+          world->rank, world->size, info.description.c_str(), fields[i],
+          static_cast<long long>(-both[4 + i]),
+          static_cast<long long>(both[i]), static_cast<long long>(sig[i]));
+  return nullptr;
+}
+
 loom_status_t GlooBackend::allReduce(Group &g, const CallInfo &info,
                                      loom_reduction_t reduction,
                                      const void *send, void *recv) {
   auto &group = static_cast<GlooGroup &>(g);
+  if (loom_status_t s = checkSignature(group, info, 1))
+    return s;
   if (send != recv)
     std::memcpy(recv, send, bytesOf(info));
+  return reduceInPlace(group, info, reduction, recv);
+}
+
+loom_status_t GlooBackend::reduceInPlace(GlooGroup &group,
+                                         const CallInfo &info,
+                                         loom_reduction_t reduction,
+                                         void *recv) {
   loom_dtype_t dtype = info.dtype;
   return guard(info, [&] {
     gloo::AllreduceOptions opts(group.context);
@@ -222,6 +269,8 @@ loom_status_t GlooBackend::allReduce(Group &g, const CallInfo &info,
 loom_status_t GlooBackend::allGather(Group &g, const CallInfo &info,
                                      const void *send, void *recv) {
   auto &group = static_cast<GlooGroup &>(g);
+  if (loom_status_t s = checkSignature(group, info, 2))
+    return s;
   return guard(info, [&] {
     gloo::AllgatherOptions opts(group.context);
     opts.setInput(const_cast<char *>(static_cast<const char *>(send)),
@@ -239,11 +288,14 @@ loom_status_t GlooBackend::reduceScatter(Group &g, const CallInfo &info,
   // bytes of a ring reduce-scatter (Gloo has no reduce-scatter for
   // unbound buffers).
   auto &group = static_cast<GlooGroup &>(g);
+  if (loom_status_t s = checkSignature(group, info, 3))
+    return s;
   size_t block = bytesOf(info);
-  std::vector<char> all(block * group.size);
   CallInfo whole = info;
   whole.count = info.count * group.size;
-  if (loom_status_t s = allReduce(g, whole, reduction, send, all.data()))
+  std::vector<char> all(static_cast<const char *>(send),
+                        static_cast<const char *>(send) + bytesOf(whole));
+  if (loom_status_t s = reduceInPlace(group, whole, reduction, all.data()))
     return s;
   std::memcpy(recv, all.data() + block * group.rank, block);
   return nullptr;
@@ -252,6 +304,8 @@ loom_status_t GlooBackend::reduceScatter(Group &g, const CallInfo &info,
 loom_status_t GlooBackend::allToAll(Group &g, const CallInfo &info,
                                     const void *send, void *recv) {
   auto &group = static_cast<GlooGroup &>(g);
+  if (loom_status_t s = checkSignature(group, info, 4))
+    return s;
   return guard(info, [&] {
     gloo::AlltoallOptions opts(group.context);
     opts.setInput(const_cast<char *>(static_cast<const char *>(send)),
@@ -279,6 +333,8 @@ loom_status_t GlooBackend::sendRecv(const CallInfo &info, int to,
 
 loom_status_t GlooBackend::barrier(Group &g, const CallInfo &info) {
   auto &group = static_cast<GlooGroup &>(g);
+  if (loom_status_t s = checkSignature(group, info, 6))
+    return s;
   return guard(info, [&] {
     gloo::BarrierOptions opts(group.context);
     opts.setTimeout(timeout);

@@ -14,7 +14,8 @@
 //
 // A second argument `nccl` runs `check` on the NCCL backend, buffers staged
 // through GPU memory; without a GPU (or a build without NCCL) every rank
-// prints "rank R: SKIP: <why>" and exits 0.
+// prints "rank R: SKIP: <why>" and exits 0. `gloo` runs on the Gloo backend
+// (ranks started torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR/PORT).
 //
 //===----------------------------------------------------------------------===//
 
@@ -351,18 +352,21 @@ void checkMesh(loom_runtime_t rt, std::vector<int64_t> sizes,
 
 int main(int argc, char **argv) {
   std::string mode = argc > 1 ? argv[1] : "check";
-  gDevice = argc > 2 && std::string(argv[2]) == "nccl";
+  std::string backend = argc > 2 ? argv[2] : "mpi";
+  gDevice = backend == "nccl";
   loom_runtime_options_t options;
   loom_runtime_options_init(&options);
-  options.backend = gDevice ? LOOM_BACKEND_NCCL : LOOM_BACKEND_MPI;
+  options.backend = gDevice             ? LOOM_BACKEND_NCCL
+                    : backend == "gloo" ? LOOM_BACKEND_GLOO
+                                        : LOOM_BACKEND_MPI;
   if (mode == "stall") {
     options.timeout_seconds = 2.0;
     options.diagnosis_seconds = 1.0;
   }
   loom_runtime_t rt;
   loom_status_t s = loom_runtime_create(&options, &rt);
-  if (s && gDevice && loom_status_code(s) == LOOM_STATUS_UNAVAILABLE) {
-    const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (s && backend != "mpi" && loom_status_code(s) == LOOM_STATUS_UNAVAILABLE) {
+    const char *rank = std::getenv(gDevice ? "OMPI_COMM_WORLD_RANK" : "RANK");
     std::printf("rank %s: SKIP: %s\n", rank ? rank : "?",
                 loom_status_message(s));
     return 0;
