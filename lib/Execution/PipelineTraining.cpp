@@ -123,6 +123,7 @@ private:
   bool resume();
   bool saveCheckpoint(int64_t stepsDone);
   bool openData();
+  bool openDataPorts();
   bool runSteps();
   bool postReceives();
   bool runProgram(Stage &stage, int kind, int micro, int64_t step);
@@ -459,7 +460,41 @@ bool PipelineTrainer::saveCheckpoint(int64_t stepsDone) {
                               save, error);
 }
 
+/// Opens this rank's stages' data; the ranks then agree that all could and
+/// that every input's file holds as many entries.
 bool PipelineTrainer::openData() {
+  bool ok = openDataPorts();
+  int64_t entries = 0;
+  for (auto &[name, d] : data)
+    if (ok && d.file) {
+      if (entries && entries != d.file->entries()) {
+        error = llvm::formatv("the data files hold different numbers of "
+                              "entries ({0} and {1} for '{2}'): every input's "
+                              "file needs the same number",
+                              entries, d.file->entries(), name)
+                    .str();
+        ok = false;
+      }
+      entries = d.file->entries();
+    }
+  if (!mesh->agree(ok, "open its data", error))
+    return false;
+  std::optional<std::vector<int64_t>> all = mesh->allGather({entries}, error);
+  if (!all)
+    return false;
+  for (int64_t n : *all)
+    if (n && entries && n != entries) {
+      error = llvm::formatv("the data files hold different numbers of entries "
+                            "({0} and {1} on different stages): every input's "
+                            "file needs the same number",
+                            entries, n)
+                  .str();
+      return false;
+    }
+  return true;
+}
+
+bool PipelineTrainer::openDataPorts() {
   return forEachNamedArg(Port::Data, [&](Program &p, unsigned i,
                                          const ValueInfo &info) {
         const Port &port = p.args[i];

@@ -318,6 +318,17 @@ bool Trainer::openData() {
       return false;
     }
   }
+  // Inputs are read entry by entry together: their files must agree.
+  for (const DataSource &source : data)
+    if (source.file && data.front().file &&
+        source.file->entries() != data.front().file->entries()) {
+      error = llvm::formatv("{0}.npy has {1} entries but {2}.npy has {3}: "
+                            "every input's file needs the same number",
+                            data.front().name, data.front().file->entries(),
+                            source.name, source.file->entries())
+                  .str();
+      return false;
+    }
   return true;
 }
 

@@ -118,6 +118,16 @@ def main():
     print(f"ranks: zero3 dp=4 shuffled equals one device (max rel {rel:.1e}); {line}; "
           f"resumed at step 3 bit-identical")
 
+    mis = os.path.join(work, "mismatched")
+    os.makedirs(mis, exist_ok=True)
+    np.save(os.path.join(mis, "x.npy"), xs)
+    np.save(os.path.join(mis, "labels.npy"), ys[:2])
+    r = subprocess.run(["loom-run", arts["single"], "--steps", "2", "--data", mis],
+                       capture_output=True, text=True)
+    if r.returncode == 0 or "every input's file needs the same number" not in r.stderr:
+        fail(f"files of 3 and 2 entries were accepted: {r.stdout}{r.stderr}")
+    print("mismatch: " + r.stderr.strip())
+
     out = train("single", three, "--progress", "0.000001")
     line = next((l for l in out.splitlines() if l.startswith("progress:")), None)
     if not line or "steps/s" not in line or "samples/s" not in line or "ETA" not in line:
