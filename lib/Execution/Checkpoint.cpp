@@ -489,9 +489,28 @@ std::optional<Checkpoint> Checkpoint::open(StringRef path, MLIRContext *ctx,
   return c;
 }
 
-std::optional<HostTensor> Checkpoint::read(StringRef name,
-                                           RankedTensorType type,
-                                           std::string &error) const {
+const llvm::MemoryBuffer *Checkpoint::shardFile(const std::string &file,
+                                                std::string &error) const {
+  auto it = files.find(file);
+  if (it != files.end())
+    return it->second.get();
+  SmallString<256> path(dir);
+  llvm::sys::path::append(path, file);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    error = llvm::formatv("checkpoint {0}: shard {1} is missing: {2}", dir,
+                          file, buffer.getError().message())
+                .str();
+    return nullptr;
+  }
+  return (files[file] = std::move(*buffer)).get();
+}
+
+std::optional<HostTensor>
+Checkpoint::readBlock(StringRef name, RankedTensorType type,
+                      ArrayRef<int64_t> offset, RankedTensorType block,
+                      std::string &error) const {
   auto it = tensors.find(name.str());
   std::string where = "checkpoint " + dir;
   if (it == tensors.end()) {
@@ -511,28 +530,20 @@ std::optional<HostTensor> Checkpoint::read(StringRef name,
                 .str();
     return std::nullopt;
   }
-  HostTensor out(type);
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> at(offset);
+  at.resize(rank, 0);
+  HostTensor out(block);
   int64_t elementBytes = HostTensor::elementBytes(type.getElementType());
   int64_t covered = 0;
   for (const Piece &p : t.pieces) {
-    SmallString<256> path(dir);
-    llvm::sys::path::append(path, p.file);
-    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                              /*RequiresNullTerminator=*/false);
-    if (!buffer) {
-      error = llvm::formatv("{0}: shard {1} of tensor '{2}' is missing: {3}",
-                            where, p.file, name, buffer.getError().message())
-                  .str();
-      return std::nullopt;
-    }
-    StringRef bytes = (*buffer)->getBuffer();
     int64_t count = 1;
     for (int64_t s : p.shape)
       count *= s;
-    bool fits = p.shape.size() == size_t(type.getRank()) &&
-                p.offset.size() == size_t(type.getRank()) &&
+    bool fits = p.shape.size() == size_t(rank) &&
+                p.offset.size() == size_t(rank) &&
                 uint64_t(count * elementBytes) == p.bytes;
-    for (int64_t d = 0; fits && d < type.getRank(); ++d)
+    for (int64_t d = 0; fits && d < rank; ++d)
       fits = p.offset[d] + p.shape[d] <= type.getDimSize(d);
     if (!fits) {
       error = llvm::formatv("{0}: a piece of tensor '{1}' does not fit its "
@@ -541,6 +552,26 @@ std::optional<HostTensor> Checkpoint::read(StringRef name,
                   .str();
       return std::nullopt;
     }
+    // The part of the piece inside the block, per dimension.
+    SmallVector<int64_t> lo(rank), extent(rank), srcAt(rank), dstAt(rank);
+    int64_t overlap = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+      lo[d] = std::max(p.offset[d], at[d]);
+      int64_t hi = std::min(p.offset[d] + p.shape[d],
+                            at[d] + block.getDimSize(d));
+      extent[d] = std::max<int64_t>(hi - lo[d], 0);
+      overlap *= extent[d];
+      srcAt[d] = lo[d] - p.offset[d];
+      dstAt[d] = lo[d] - at[d];
+    }
+    if (overlap == 0 && count != 0)
+      continue;
+    const llvm::MemoryBuffer *file = shardFile(p.file, error);
+    if (!file) {
+      error += llvm::formatv(" (tensor '{0}')", name).str();
+      return std::nullopt;
+    }
+    StringRef bytes = file->getBuffer();
     if (p.byteOffset + p.bytes > bytes.size()) {
       error = llvm::formatv("{0}: shard {1} is truncated ({2} bytes; tensor "
                             "'{3}' needs bytes {4}..{5})",
@@ -549,22 +580,22 @@ std::optional<HostTensor> Checkpoint::read(StringRef name,
                   .str();
       return std::nullopt;
     }
-    StringRef block = bytes.substr(p.byteOffset, p.bytes);
-    if (llvm::crc32(llvm::arrayRefFromStringRef(block)) != p.crc) {
+    StringRef piece = bytes.substr(p.byteOffset, p.bytes);
+    if (llvm::crc32(llvm::arrayRefFromStringRef(piece)) != p.crc) {
       error = llvm::formatv("{0}: shard {1} is corrupt: tensor '{2}' fails "
                             "its CRC-32 check",
                             where, p.file, name)
                   .str();
       return std::nullopt;
     }
-    copyBlock(block.data(), p.shape, SmallVector<int64_t>(p.shape.size(), 0),
-              out.data(), type.getShape(), p.offset, p.shape, elementBytes);
-    covered += count;
+    copyBlock(piece.data(), p.shape, srcAt, out.data(), block.getShape(),
+              dstAt, extent, elementBytes);
+    covered += overlap;
   }
-  if (covered != type.getNumElements()) {
-    error = llvm::formatv("{0}: the pieces of tensor '{1}' hold {2} of its "
-                          "{3} elements (a corrupt manifest)",
-                          where, name, covered, type.getNumElements())
+  if (covered != block.getNumElements()) {
+    error = llvm::formatv("{0}: the pieces of tensor '{1}' hold {2} of the "
+                          "{3} elements wanted (a corrupt manifest)",
+                          where, name, covered, block.getNumElements())
                 .str();
     return std::nullopt;
   }

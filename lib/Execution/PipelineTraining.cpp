@@ -426,11 +426,13 @@ bool PipelineTrainer::resume() {
     if (!ok)
       break;
     ShardingAttr sharding = storeSharding[name];
-    std::optional<HostTensor> global = ckpt->read(
-        name, mesh->globalType(value.getType(), sharding), error);
-    ok = global.has_value();
+    RankedTensorType global = mesh->globalType(value.getType(), sharding);
+    std::optional<HostTensor> block = ckpt->readBlock(
+        name, global, mesh->blockOffset(global.getShape(), sharding),
+        value.getType(), error);
+    ok = block.has_value();
     if (ok)
-      value = mesh->localShard(*global, sharding);
+      value = std::move(*block);
     used.insert(name);
   }
   // A stage sees only its own tensors: no check for tensors of no stage.

@@ -235,10 +235,15 @@ bool Trainer::resume() {
       continue;
     RankedTensorType global =
         mesh ? mesh->globalType(info.type, argShardings[i]) : info.type;
-    std::optional<HostTensor> value = ckpt->read(info.parameter, global, error);
+    SmallVector<int64_t> offset;
+    if (mesh)
+      offset = mesh->blockOffset(global.getShape(), argShardings[i]);
+    // This rank's block only: the pieces that overlap it are read.
+    std::optional<HostTensor> value =
+        ckpt->readBlock(info.parameter, global, offset, info.type, error);
     ok = value.has_value();
     if (ok)
-      store[info.parameter] = toLocal(i, *value);
+      store[info.parameter] = std::move(*value);
     used.insert(info.parameter);
   }
   ok = ok && ckpt->checkResume(used, /*exhaustive=*/true, options.steps, error);

@@ -19,6 +19,8 @@
 #include "loom/Dialect/Loom/IR/LoomAttrs.h"
 #include "loom/Execution/HostTensor.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include <memory>
 #include <map>
 #include <optional>
 #include <set>
@@ -90,7 +92,17 @@ public:
   /// error names a missing tensor, a different shape or dtype, a missing,
   /// truncated or corrupt shard.
   std::optional<HostTensor> read(llvm::StringRef name, RankedTensorType type,
-                                 std::string &error) const;
+                                 std::string &error) const {
+    return readBlock(name, type, {}, type, error);
+  }
+  /// The block of `name` (global type `type`) at `offset` (empty: 0s) of
+  /// type `block`: only the pieces that overlap it are read (and their
+  /// CRC-32 checked), so a rank loads its shard without the whole tensor.
+  std::optional<HostTensor> readBlock(llvm::StringRef name,
+                                      RankedTensorType type,
+                                      llvm::ArrayRef<int64_t> offset,
+                                      RankedTensorType block,
+                                      std::string &error) const;
 
   /// Resuming a run of `steps` steps in total that read the tensors
   /// `used` from this checkpoint: fails when the checkpoint is not before
@@ -104,9 +116,14 @@ public:
   const std::map<std::string, Tensor> &getTensors() const { return tensors; }
 
 private:
+  /// The shard file `file`, mapped once; null (with `error`) if missing.
+  const llvm::MemoryBuffer *shardFile(const std::string &file,
+                                      std::string &error) const;
+
   std::string dir;
   CheckpointState state;
   std::map<std::string, Tensor> tensors;
+  mutable std::map<std::string, std::unique_ptr<llvm::MemoryBuffer>> files;
 };
 
 /// The dtype name a checkpoint records for `element` (numpy's names, and
