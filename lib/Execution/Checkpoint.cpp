@@ -31,7 +31,9 @@ using namespace mlir;
 using namespace mlir::loom;
 namespace json = llvm::json;
 
-std::string mlir::loom::checkpointDType(Type t) {
+/// The dtype name a checkpoint records for `t` (numpy's names, and
+/// "bfloat16"); empty when not storable.
+static std::string checkpointDType(Type t) {
   if (t.isF32()) return "float32";
   if (t.isF64()) return "float64";
   if (t.isF16()) return "float16";
@@ -626,4 +628,44 @@ bool Checkpoint::checkResume(const std::set<std::string> &used,
     return false;
   }
   return true;
+}
+
+std::optional<CheckpointState> mlir::loom::resumeFromCheckpoint(
+    StringRef path, MLIRContext *ctx, ArrayRef<CheckpointEntry> entries,
+    const DistributedContext *mesh, const ResumeOptions &options,
+    std::string &error) {
+  std::optional<Checkpoint> ckpt = Checkpoint::open(path, ctx, error);
+  bool ok = ckpt.has_value();
+  std::set<std::string> used;
+  for (const CheckpointEntry &e : entries) {
+    if (!ok)
+      break;
+    RankedTensorType local = e.local->getType();
+    RankedTensorType global = mesh ? mesh->globalType(local, e.sharding) : local;
+    SmallVector<int64_t> offset;
+    if (mesh)
+      offset = mesh->blockOffset(global.getShape(), e.sharding);
+    std::optional<HostTensor> block =
+        ckpt->readBlock(e.name, global, offset, local, error);
+    ok = block.has_value();
+    if (ok)
+      *e.local = std::move(*block);
+    used.insert(e.name);
+  }
+  ok = ok && ckpt->checkResume(used, options.exhaustive, options.steps, error);
+  if (mesh && !mesh->agree(ok, "load the checkpoint", error))
+    return std::nullopt;
+  if (!ok)
+    return std::nullopt;
+  const CheckpointState &s = ckpt->getState();
+  if (!mesh || mesh->rank() == 0) {
+    if (s.seed != options.seed || s.data != options.data)
+      llvm::errs() << llvm::formatv(
+          "loom-run: warning: {0} was trained with --data {1} --seed {2}; "
+          "continuing with --data {3} --seed {4}\n",
+          ckpt->getDirectory(), s.data, s.seed, options.data, options.seed);
+    llvm::outs() << llvm::formatv("resuming from {0} at step {1}\n",
+                                  ckpt->getDirectory(), s.step);
+  }
+  return s;
 }

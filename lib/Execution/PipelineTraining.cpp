@@ -122,6 +122,8 @@ private:
   bool bindParameters();
   bool resume();
   bool saveCheckpoint(int64_t stepsDone);
+  /// This rank's stages' parameters as it holds them.
+  std::vector<CheckpointEntry> checkpointEntries();
   bool openData();
   bool openDataPorts();
   bool runSteps();
@@ -161,12 +163,8 @@ private:
                maxPorts +
            index;
   }
-  bool isWriter() const {
-    for (int32_t a = 0; a < loom_mesh_num_axes(mesh->getMesh()); ++a)
-      if (a != ppAxis && loom_mesh_coordinate(mesh->getMesh(), a) != 0)
-        return false;
-    return true;
-  }
+  /// The stage's first rank: coordinate 0 on every axis but the pipeline's.
+  bool isWriter() const { return mesh->isFirstCopy(nullptr, ppAxis); }
 
   ModuleOp module;
   StringRef dir;
@@ -414,42 +412,28 @@ bool PipelineTrainer::bindParameters() {
 }
 
 /// With TrainOptions::resume: this rank's stages' parameters from the
-/// checkpoint, as this rank holds them.
+/// checkpoint, as this rank holds them (a stage sees only its own tensors:
+/// tensors of no stage are not reported).
 bool PipelineTrainer::resume() {
   if (options.resume.empty())
     return true;
-  std::optional<Checkpoint> ckpt =
-      Checkpoint::open(options.resume, module.getContext(), error);
-  bool ok = ckpt.has_value();
-  std::set<std::string> used;
-  for (auto &[name, value] : store) {
-    if (!ok)
-      break;
-    ShardingAttr sharding = storeSharding[name];
-    RankedTensorType global = mesh->globalType(value.getType(), sharding);
-    std::optional<HostTensor> block = ckpt->readBlock(
-        name, global, mesh->blockOffset(global.getShape(), sharding),
-        value.getType(), error);
-    ok = block.has_value();
-    if (ok)
-      value = std::move(*block);
-    used.insert(name);
-  }
-  // A stage sees only its own tensors: no check for tensors of no stage.
-  ok = ok && ckpt->checkResume(used, /*exhaustive=*/false, options.steps, error);
-  if (!mesh->agree(ok, "load the checkpoint", error))
+  std::optional<CheckpointState> state = resumeFromCheckpoint(
+      options.resume, module.getContext(), checkpointEntries(), mesh.get(),
+      {options.steps, options.seed, options.data, /*exhaustive=*/false}, error);
+  if (!state)
     return false;
-  firstStep = ckpt->getState().step;
-  if (result.rank == 0)
-    llvm::outs() << llvm::formatv("resuming from {0} at step {1}\n",
-                                  ckpt->getDirectory(), firstStep);
+  firstStep = state->step;
   return true;
 }
 
-bool PipelineTrainer::saveCheckpoint(int64_t stepsDone) {
+std::vector<CheckpointEntry> PipelineTrainer::checkpointEntries() {
   std::vector<CheckpointEntry> entries;
   for (auto &[name, value] : store)
     entries.push_back({name, &value, storeSharding[name], storeTrainable[name]});
+  return entries;
+}
+
+bool PipelineTrainer::saveCheckpoint(int64_t stepsDone) {
   CheckpointState state{stepsDone, options.seed, options.data,
                         shape.microBatches};
   CheckpointSaveOptions save;
@@ -458,8 +442,8 @@ bool PipelineTrainer::saveCheckpoint(int64_t stepsDone) {
   save.dieBeforeManifest = options.faultMode == "save" &&
                            options.faultRank == result.rank &&
                            options.faultStep == stepsDone;
-  return loom::saveCheckpoint(options.checkpointDir, state, entries, mesh.get(),
-                              save, error);
+  return loom::saveCheckpoint(options.checkpointDir, state,
+                              checkpointEntries(), mesh.get(), save, error);
 }
 
 /// Opens this rank's stages' data; the ranks then agree that all could and

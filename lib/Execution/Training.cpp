@@ -62,29 +62,6 @@ HostTensor mlir::loom::syntheticTensor(RankedTensorType type, int64_t bound,
   return t;
 }
 
-/// Converts a file's tensor to `element` where that loses nothing
-/// meaningful (float64 -> float32 data, int32 <-> int64 labels).
-std::optional<HostTensor> mlir::loom::convertData(const HostTensor &t,
-                                                  Type element, StringRef what,
-                                                  std::string &error) {
-  if (t.getElementType() == element)
-    return t;
-  bool fromFloat = isa<FloatType>(t.getElementType());
-  bool toFloat = isa<FloatType>(element);
-  if (fromFloat != toFloat) {
-    error = llvm::formatv("{0} holds {1} values but the model expects {2}",
-                          what, t.getElementType(), element)
-                .str();
-    return std::nullopt;
-  }
-  if (toFloat)
-    return t.convertTo(element);
-  HostTensor out(t.getType().clone(element));
-  for (int64_t i = 0; i < t.getNumElements(); ++i)
-    out.setFromDouble(i, static_cast<double>(t.getAsInt(i)));
-  return out;
-}
-
 std::string mlir::loom::parseFault(StringRef spec, TrainOptions &options) {
   SmallVector<StringRef> parts;
   spec.split(parts, ':');
@@ -118,6 +95,8 @@ private:
   bool bindArguments();
   bool resume();
   bool saveCheckpoint(int64_t stepsDone);
+  /// Every parameter argument as this rank holds it.
+  std::vector<CheckpointEntry> checkpointEntries();
   bool checkResults();
   bool openData();
   bool openFile(DataSource &source);
@@ -221,66 +200,39 @@ bool Trainer::bindArguments() {
 }
 
 /// With TrainOptions::resume: every parameter (optimizer state and step
-/// counter included) from the checkpoint, resharded to this rank's block;
-/// the ranks agree that all could load it.
+/// counter included) from the checkpoint, this rank's block of each.
 bool Trainer::resume() {
   if (options.resume.empty())
     return true;
-  std::optional<Checkpoint> ckpt =
-      Checkpoint::open(options.resume, module.getContext(), error);
-  bool ok = ckpt.has_value();
-  std::set<std::string> used;
-  for (auto [i, info] : llvm::enumerate(args)) {
-    if (!ok || info.parameter.empty())
-      continue;
-    RankedTensorType global =
-        mesh ? mesh->globalType(info.type, argShardings[i]) : info.type;
-    SmallVector<int64_t> offset;
-    if (mesh)
-      offset = mesh->blockOffset(global.getShape(), argShardings[i]);
-    // This rank's block only: the pieces that overlap it are read.
-    std::optional<HostTensor> value =
-        ckpt->readBlock(info.parameter, global, offset, info.type, error);
-    ok = value.has_value();
-    if (ok)
-      store[info.parameter] = std::move(*value);
-    used.insert(info.parameter);
-  }
-  ok = ok && ckpt->checkResume(used, /*exhaustive=*/true, options.steps, error);
-  if (mesh && !mesh->agree(ok, "load the checkpoint", error))
+  std::optional<CheckpointState> state = resumeFromCheckpoint(
+      options.resume, module.getContext(), checkpointEntries(), mesh.get(),
+      {options.steps, options.seed, options.data, /*exhaustive=*/true}, error);
+  if (!state)
     return false;
-  if (!ok)
-    return false;
-  firstStep = ckpt->getState().step;
-  if (result.rank == 0) {
-    const CheckpointState &s = ckpt->getState();
-    if (s.seed != options.seed || s.data != options.data)
-      llvm::errs() << llvm::formatv(
-          "loom-run: warning: {0} was trained with --data {1} --seed {2}; "
-          "continuing with --data {3} --seed {4}\n",
-          ckpt->getDirectory(), s.data, s.seed, options.data, options.seed);
-    llvm::outs() << llvm::formatv("resuming from {0} at step {1}\n",
-                                  ckpt->getDirectory(), firstStep);
-  }
+  firstStep = state->step;
   return true;
 }
 
-/// Every parameter and optimizer state, the step counter included, as
-/// this rank holds it.
-bool Trainer::saveCheckpoint(int64_t stepsDone) {
+std::vector<CheckpointEntry> Trainer::checkpointEntries() {
   std::vector<CheckpointEntry> entries;
   for (auto [i, info] : llvm::enumerate(args))
     if (!info.parameter.empty())
       entries.push_back({info.parameter, &store[info.parameter],
                          argShardings[i], info.trainable});
+  return entries;
+}
+
+/// Every parameter and optimizer state, the step counter included, as
+/// this rank holds it.
+bool Trainer::saveCheckpoint(int64_t stepsDone) {
   CheckpointState state{stepsDone, options.seed, options.data, micro};
   CheckpointSaveOptions save;
   save.keep = options.checkpointKeep;
   save.dieBeforeManifest = options.faultMode == "save" &&
                            options.faultRank == result.rank &&
                            options.faultStep == stepsDone;
-  return loom::saveCheckpoint(options.checkpointDir, state, entries,
-                              mesh.get(), save, error);
+  return loom::saveCheckpoint(options.checkpointDir, state,
+                              checkpointEntries(), mesh.get(), save, error);
 }
 
 bool Trainer::checkResults() {

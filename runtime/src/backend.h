@@ -97,6 +97,15 @@ loom_status_t makeGlooBackend(const loom_runtime_options_t &options,
 loom_status_t makeNcclBackend(const loom_runtime_options_t &options,
                               std::unique_ptr<Backend> &out);
 
+/// The signature check every backend makes before a collective: each rank
+/// contributes `signatureOf` (operation `code`, type, count, extra, and
+/// their negations), the group reduces it with MAX, and
+/// `signatureMismatch` names the field the ranks disagree on (null when
+/// they agree).
+void signatureOf(const CallInfo &info, int code, int64_t out[8]);
+loom_status_t signatureMismatch(const CallInfo &info, int code,
+                                const int64_t reduced[8], int rank, int size);
+
 /// Element combination for reductions on host buffers (local backend and
 /// MPI's user-defined ops for 16-bit floats).
 void reduceInto(loom_dtype_t dtype, loom_reduction_t reduction,

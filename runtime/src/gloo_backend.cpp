@@ -97,6 +97,9 @@ private:
                                int code);
   loom_status_t reduceInPlace(GlooGroup &group, const CallInfo &info,
                               loom_reduction_t reduction, void *recv);
+  /// Posts a send to or a receive from world rank `peer` (isend/irecv).
+  loom_status_t post(const CallInfo &info, int peer, void *data, int tag,
+                     bool isSend, std::unique_ptr<Request> &out);
   static size_t bytesOf(const CallInfo &info) {
     return size_t(loom_dtype_size(info.dtype)) * size_t(info.count);
   }
@@ -199,30 +202,14 @@ loom_status_t GlooBackend::checkSignature(GlooGroup &group,
                                           const CallInfo &info, int code) {
   if (!checkSignatures)
     return nullptr;
-  // The largest and (negated) smallest of each field over the group.
-  int64_t sig[4] = {code, info.dtype, info.count, info.extra};
   int64_t both[8];
-  for (int i = 0; i < 4; ++i) {
-    both[i] = sig[i];
-    both[4 + i] = -sig[i];
-  }
+  signatureOf(info, code, both);
   CallInfo check = info;
   check.dtype = LOOM_DTYPE_I64;
   check.count = 8;
   if (loom_status_t s = reduceInPlace(group, check, LOOM_REDUCTION_MAX, both))
     return s;
-  static const char *fields[] = {"operation", "element type", "count",
-                                 "reduction/peer"};
-  for (int i = 0; i < 4; ++i)
-    if (both[i] != sig[i] || -both[4 + i] != sig[i])
-      return loom_status_make(
-          LOOM_STATUS_INVALID_ARGUMENT,
-          "rank %d of %d: %s: the ranks disagree on the %s (from %lld to "
-          "%lld across ranks; this rank: %lld)",
-          world->rank, world->size, info.description.c_str(), fields[i],
-          static_cast<long long>(-both[4 + i]),
-          static_cast<long long>(both[i]), static_cast<long long>(sig[i]));
-  return nullptr;
+  return signatureMismatch(info, code, both, world->rank, world->size);
 }
 
 loom_status_t GlooBackend::allReduce(Group &g, const CallInfo &info,
@@ -342,33 +329,34 @@ loom_status_t GlooBackend::barrier(Group &g, const CallInfo &info) {
   });
 }
 
-loom_status_t GlooBackend::isend(const CallInfo &info, int to,
-                                 const void *send, int tag,
-                                 std::unique_ptr<Request> &out) {
+loom_status_t GlooBackend::post(const CallInfo &info, int peer, void *data,
+                                int tag, bool isSend,
+                                std::unique_ptr<Request> &out) {
   auto request = std::make_unique<GlooRequest>();
   request->info = info;
-  request->isSend = true;
+  request->isSend = isSend;
   loom_status_t s = guard(info, [&] {
-    request->buffer = world->createUnboundBuffer(
-        const_cast<void *>(send), bytesOf(info));
-    request->buffer->send(to, kP2PSlot + uint32_t(tag));
+    request->buffer = world->createUnboundBuffer(data, bytesOf(info));
+    uint64_t slot = kP2PSlot + uint32_t(tag);
+    if (isSend)
+      request->buffer->send(peer, slot);
+    else
+      request->buffer->recv(peer, slot);
   });
   if (!s)
     out = std::move(request);
   return s;
 }
 
+loom_status_t GlooBackend::isend(const CallInfo &info, int to,
+                                 const void *send, int tag,
+                                 std::unique_ptr<Request> &out) {
+  return post(info, to, const_cast<void *>(send), tag, /*isSend=*/true, out);
+}
+
 loom_status_t GlooBackend::irecv(const CallInfo &info, int from, void *recv,
                                  int tag, std::unique_ptr<Request> &out) {
-  auto request = std::make_unique<GlooRequest>();
-  request->info = info;
-  loom_status_t s = guard(info, [&] {
-    request->buffer = world->createUnboundBuffer(recv, bytesOf(info));
-    request->buffer->recv(from, kP2PSlot + uint32_t(tag));
-  });
-  if (!s)
-    out = std::move(request);
-  return s;
+  return post(info, from, recv, tag, /*isSend=*/false, out);
 }
 
 loom_status_t GlooBackend::wait(Request &r) {

@@ -390,32 +390,18 @@ loom_status_t MpiBackend::checkSignature(MPI_Comm comm, const CallInfo &info,
                                          int code) {
   if (!options.check_signatures)
     return nullptr;
-  int64_t sig[4] = {code, info.dtype, info.count, info.extra};
   int64_t send[8], recv[8];
-  for (int i = 0; i < 4; ++i) {
-    send[i] = sig[i];
-    send[4 + i] = -sig[i];
-  }
+  signatureOf(info, code, send);
   std::vector<MPI_Request> req(1);
   int rc = MPI_Iallreduce(send, recv, 8, MPI_INT64_T, MPI_MAX, comm, &req[0]);
   if (rc != MPI_SUCCESS)
     return diagnose(info, "failed (MPI: " + mpiError(rc) + ")");
   if (loom_status_t s = wait(req, info))
     return s;
-  static const char *fields[] = {"operation", "element type", "count",
-                                 "reduction/peer"};
-  for (int i = 0; i < 4; ++i)
-    if (recv[i] != sig[i] || -recv[4 + i] != sig[i]) {
-      end();
-      return loom_status_make(
-          LOOM_STATUS_INVALID_ARGUMENT,
-          "rank %d of %d: %s: the ranks disagree on the %s (from %lld to "
-          "%lld across ranks; this rank: %lld)",
-          rank_, size_, info.description.c_str(), fields[i],
-          static_cast<long long>(-recv[4 + i]),
-          static_cast<long long>(recv[i]), static_cast<long long>(sig[i]));
-    }
-  return nullptr;
+  loom_status_t mismatch = signatureMismatch(info, code, recv, rank_, size_);
+  if (mismatch)
+    end();
+  return mismatch;
 }
 
 template <typename Start>

@@ -758,6 +758,33 @@ void loom::rt::reduceInto(loom_dtype_t dtype, loom_reduction_t r,
   }
 }
 
+void loom::rt::signatureOf(const CallInfo &info, int code, int64_t out[8]) {
+  int64_t sig[4] = {code, info.dtype, info.count, info.extra};
+  for (int i = 0; i < 4; ++i) {
+    out[i] = sig[i];
+    out[4 + i] = -sig[i];
+  }
+}
+
+loom_status_t loom::rt::signatureMismatch(const CallInfo &info, int code,
+                                          const int64_t reduced[8], int rank,
+                                          int size) {
+  int64_t sig[8];
+  signatureOf(info, code, sig);
+  static const char *fields[] = {"operation", "element type", "count",
+                                 "reduction/peer"};
+  for (int i = 0; i < 4; ++i)
+    if (reduced[i] != sig[i] || -reduced[4 + i] != sig[i])
+      return loom_status_make(
+          LOOM_STATUS_INVALID_ARGUMENT,
+          "rank %d of %d: %s: the ranks disagree on the %s (from %lld to "
+          "%lld across ranks; this rank: %lld)",
+          rank, size, info.description.c_str(), fields[i],
+          static_cast<long long>(-reduced[4 + i]),
+          static_cast<long long>(reduced[i]), static_cast<long long>(sig[i]));
+  return nullptr;
+}
+
 #ifndef LOOM_HAVE_GLOO
 loom_status_t loom::rt::makeGlooBackend(const loom_runtime_options_t &,
                                         std::unique_ptr<Backend> &) {

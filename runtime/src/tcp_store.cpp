@@ -34,10 +34,10 @@ namespace {
                                          : std::string()));
 }
 
-bool readAll(int fd, void *data, size_t n) {
-  char *p = static_cast<char *>(data);
+/// Moves all `n` bytes (a timeout or a closed peer: false).
+bool transfer(int fd, char *p, size_t n, bool sending) {
   while (n > 0) {
-    ssize_t r = ::recv(fd, p, n, 0);
+    ssize_t r = sending ? ::send(fd, p, n, MSG_NOSIGNAL) : ::recv(fd, p, n, 0);
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0)
@@ -48,18 +48,13 @@ bool readAll(int fd, void *data, size_t n) {
   return true;
 }
 
+bool readAll(int fd, void *data, size_t n) {
+  return transfer(fd, static_cast<char *>(data), n, false);
+}
+
 bool writeAll(int fd, const void *data, size_t n) {
-  const char *p = static_cast<const char *>(data);
-  while (n > 0) {
-    ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return false;
-    p += r;
-    n -= size_t(r);
-  }
-  return true;
+  return transfer(fd, const_cast<char *>(static_cast<const char *>(data)), n,
+                  true);
 }
 
 bool readBlob(int fd, std::string &out) {

@@ -31,10 +31,11 @@ namespace mlir::loom {
 
 class DistributedContext;
 
-/// One tensor as this rank holds it.
+/// One tensor as this rank holds it (saving reads it, resuming replaces
+/// it).
 struct CheckpointEntry {
   std::string name;
-  const HostTensor *local = nullptr;
+  HostTensor *local = nullptr;
   /// How it is split over the mesh (null: whole on every rank).
   ShardingAttr sharding;
   bool trainable = false;
@@ -68,6 +69,28 @@ bool saveCheckpoint(llvm::StringRef root, const CheckpointState &state,
                     const DistributedContext *mesh,
                     const CheckpointSaveOptions &options, std::string &error);
 
+/// What a run resuming from a checkpoint expects of it.
+struct ResumeOptions {
+  /// The total steps the run reaches (the checkpoint must be before).
+  int64_t steps = 0;
+  /// The run's data seed and source: rank 0 warns when they differ.
+  uint64_t seed = 0;
+  std::string data;
+  /// `entries` are every tensor of the model: the checkpoint may hold no
+  /// others (false for a pipeline stage, which sees only its own).
+  bool exhaustive = true;
+};
+
+/// Replaces every entry's tensor with its block from the checkpoint at (or
+/// latest under) `path`, reading only the pieces that overlap it; the
+/// ranks of `mesh` (null: one process) agree that all could, and rank 0
+/// says where the run resumes. Returns the checkpoint's state.
+std::optional<CheckpointState>
+resumeFromCheckpoint(llvm::StringRef path, MLIRContext *ctx,
+                     llvm::ArrayRef<CheckpointEntry> entries,
+                     const DistributedContext *mesh,
+                     const ResumeOptions &options, std::string &error);
+
 /// A complete checkpoint opened for reading.
 class Checkpoint {
 public:
@@ -88,13 +111,9 @@ public:
   static std::optional<Checkpoint> open(llvm::StringRef path, MLIRContext *ctx,
                                         std::string &error);
 
-  /// The global value of `name`, which the model holds as `type`; an
-  /// error names a missing tensor, a different shape or dtype, a missing,
+  /// Reading tensor `name`, which the model holds as `type`: an error
+  /// names a missing tensor, a different shape or dtype, a missing,
   /// truncated or corrupt shard.
-  std::optional<HostTensor> read(llvm::StringRef name, RankedTensorType type,
-                                 std::string &error) const {
-    return readBlock(name, type, {}, type, error);
-  }
   /// The block of `name` (global type `type`) at `offset` (empty: 0s) of
   /// type `block`: only the pieces that overlap it are read (and their
   /// CRC-32 checked), so a rank loads its shard without the whole tensor.
@@ -125,10 +144,6 @@ private:
   std::map<std::string, Tensor> tensors;
   mutable std::map<std::string, std::unique_ptr<llvm::MemoryBuffer>> files;
 };
-
-/// The dtype name a checkpoint records for `element` (numpy's names, and
-/// "bfloat16"); empty when not storable.
-std::string checkpointDType(Type element);
 
 } // namespace mlir::loom
 

@@ -23,8 +23,9 @@ namespace mlir::loom {
 class DataFile {
 public:
   /// Maps `path`, which must hold [N >= 1, *entry.shape] of entry's element
-  /// type or one convertData accepts (float64 for float32, int32 for
-  /// int64); else an error naming the file, `input` and the shape expected.
+  /// type or another of the same kind (float64 for float32, int32 for
+  /// int64: converted as read); else an error naming the file, `input` and
+  /// the shape expected.
   static std::unique_ptr<DataFile> open(llvm::StringRef path,
                                         llvm::StringRef input,
                                         RankedTensorType entry,

@@ -91,12 +91,6 @@ bool gatherTrace(const DistributedContext &mesh,
 HostTensor syntheticTensor(RankedTensorType type, int64_t bound,
                            std::mt19937_64 &gen);
 
-/// A data file's tensor as `element` where that loses nothing meaningful
-/// (float64 -> float32 data, int32 <-> int64 labels); else an error naming
-/// `what`.
-std::optional<HostTensor> convertData(const HostTensor &t, Type element,
-                                      llvm::StringRef what, std::string &error);
-
 /// Parses RANK:STEP:kill|stop|exit|save into `options`' fault fields; returns an
 /// error message or "".
 std::string parseFault(llvm::StringRef spec, TrainOptions &options);
