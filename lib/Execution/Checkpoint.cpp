@@ -337,9 +337,11 @@ bool mlir::loom::saveCheckpoint(StringRef root, const CheckpointState &state,
          writeDurably(index, text, error);
   }
   if (options.dieBeforeManifest) {
+    // One write (errs() is unbuffered): mpirun interleaves ranks' output.
     llvm::errs() << llvm::formatv("loom: LOOM_FAULT: rank {0} dies saving "
                                   "step {1}, before the manifest\n",
-                                  rank, state.step);
+                                  rank, state.step)
+                        .str();
     llvm::errs().flush();
     std::raise(SIGKILL);
   }

@@ -350,9 +350,12 @@ void Trainer::injectFault(int64_t s) {
   if (options.faultMode.empty() || options.faultMode == "save" ||
       result.rank != options.faultRank || s != options.faultStep)
     return;
+  // One write (errs() is unbuffered): mpirun interleaves the ranks' output
+  // and a line written in pieces can be split by another rank's.
   llvm::errs() << llvm::formatv("loom: LOOM_FAULT: rank {0} {1} before "
                                 "step {2}\n",
-                                options.faultRank, options.faultMode, s);
+                                options.faultRank, options.faultMode, s)
+                      .str();
   llvm::errs().flush();
   if (options.faultMode == "kill")
     std::raise(SIGKILL);
