@@ -665,7 +665,8 @@ std::optional<CheckpointState> mlir::loom::resumeFromCheckpoint(
       llvm::errs() << llvm::formatv(
           "loom-run: warning: {0} was trained with --data {1} --seed {2}; "
           "continuing with --data {3} --seed {4}\n",
-          ckpt->getDirectory(), s.data, s.seed, options.data, options.seed);
+          ckpt->getDirectory(), s.data, s.seed, options.data, options.seed)
+                          .str();
     llvm::outs() << llvm::formatv("resuming from {0} at step {1}\n",
                                   ckpt->getDirectory(), s.step);
   }

@@ -140,7 +140,9 @@ static cl::opt<double> progressEvery("progress",
 namespace {
 
 int fail(const std::string &message) {
-  llvm::errs() << "loom-run: error: " << message << "\n";
+  // One write: errs() is unbuffered and mpirun splices the ranks' output
+  // together, so a line written in pieces can be cut by another rank's.
+  llvm::errs() << "loom-run: error: " + message + "\n";
   return 2;
 }
 
