@@ -868,7 +868,7 @@ bool PipelineTrainer::runSteps() {
     }
     result.losses.push_back(loss);
     if (options.onStep && result.rank == 0)
-      options.onStep(step, loss);
+      options.onStep(step, loss, "");
     if (!std::isfinite(loss)) {
       error = llvm::formatv("the loss is {0} at step {1}; stopping", loss, step)
                   .str();

@@ -102,6 +102,16 @@ private:
   bool openFile(DataSource &source);
   std::vector<HostTensor> stepData(int64_t step, std::mt19937_64 &gen);
   bool runSteps();
+  /// Dynamic loss scaling's current scale (amp.loss_scale), if the step has
+  /// one.
+  std::optional<double> lossScale() const {
+    auto it = store.find("amp.loss_scale");
+    if (it == store.end())
+      return std::nullopt;
+    return it->second.getAsDouble(0);
+  }
+  /// Reports step `s` and checks its loss; saves a checkpoint when due.
+  bool afterStep(int64_t s, double loss, std::optional<double> scaleBefore);
   bool gatherMemory();
   bool gatherTrace();
   void injectFault(int64_t step);
@@ -432,19 +442,11 @@ bool Trainer::runSteps() {
     peak.merge(memory);
     double loss = outs[0].getAsDouble(0);
     result.losses.push_back(loss);
+    std::optional<double> scaleBefore = lossScale();
     for (auto [i, r] : llvm::enumerate(results))
       if (i > 0)
         store[r.parameter] = std::move(outs[i]);
-    if (options.onStep && result.rank == 0)
-      options.onStep(s, loss);
-    if (!std::isfinite(loss)) {
-      error = llvm::formatv("the loss is {0} at step {1}; stopping", loss, s);
-      return false;
-    }
-    if (!options.checkpointDir.empty() &&
-        ((options.checkpointEvery > 0 && (s + 1) % options.checkpointEvery == 0) ||
-         s + 1 == options.steps) &&
-        !saveCheckpoint(s + 1))
+    if (!afterStep(s, loss, scaleBefore))
       return false;
   }
   result.trainSeconds = std::chrono::duration<double>(
@@ -453,6 +455,42 @@ bool Trainer::runSteps() {
   result.memory = {peak};
   if (options.trace && runtime)
     loom_runtime_trace_stop(runtime);
+  return true;
+}
+
+bool Trainer::afterStep(int64_t s, double loss,
+                        std::optional<double> scaleBefore) {
+  std::optional<double> scale = lossScale();
+  bool skipped = scale && scaleBefore && *scale < *scaleBefore;
+  std::string note;
+  if (skipped)
+    result.skippedSteps.push_back(s);
+  if (scale && scaleBefore && *scale != *scaleBefore)
+    note = llvm::formatv("loss scale {0} -> {1}{2}",
+                         llvm::format("%g", *scaleBefore),
+                         llvm::format("%g", *scale),
+                         skipped ? ": inf/nan gradients, step skipped" : "");
+  if (options.onStep && result.rank == 0)
+    options.onStep(s, loss, note);
+  // A skipped step may have a non-finite loss; the weights did not move.
+  if (!std::isfinite(loss) && !skipped) {
+    error = llvm::formatv("the loss is {0} at step {1}; stopping", loss, s);
+    return false;
+  }
+  // As DeepSpeed's min_loss_scale: below 1 the gradients overflow even
+  // unscaled, and every further step would be skipped.
+  if (skipped && *scale < 1.0) {
+    error = llvm::formatv(
+        "the gradients are inf/nan even at loss scale {0} (step {1}); the "
+        "model diverged, stopping",
+        llvm::format("%g", *scaleBefore), s);
+    return false;
+  }
+  if (!options.checkpointDir.empty() &&
+      ((options.checkpointEvery > 0 && (s + 1) % options.checkpointEvery == 0) ||
+       s + 1 == options.steps) &&
+      !saveCheckpoint(s + 1))
+    return false;
   return true;
 }
 

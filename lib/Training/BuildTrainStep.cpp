@@ -75,6 +75,11 @@ struct OptimizerConfig {
   std::string lrSchedule;
   int64_t warmupSteps, totalSteps;
   bool numberRules = false;
+  /// Dynamic loss scaling (PyTorch GradScaler): initial scale, clean steps
+  /// before it doubles.
+  bool dynamicLossScale = false;
+  double lossScaleInit = 65536.0;
+  int64_t growthInterval = 2000;
 };
 
 /// Builds @train_step from the loss function `fn`, one step at a time:
@@ -96,9 +101,13 @@ public:
       step.erase();
       return failure();
     }
+    if (config.dynamicLossScale)
+      unscaleGradients();
     if (config.gradClip > 0)
       clipGradients();
     update();
+    if (config.dynamicLossScale)
+      updateLossScale();
     finish();
     return success();
   }
@@ -114,11 +123,20 @@ private:
   void tag(Block::iterator from, StringRef phase, IntegerAttr stage);
   FailureOr<ParameterOp> declareState(Operation *after, StringRef name,
                                       RankedTensorType type,
-                                      FlatSymbolRefAttr owner);
+                                      FlatSymbolRefAttr owner,
+                                      double init = 0.0);
   LogicalResult declareStates();
   void createStep();
   LogicalResult forwardAndBackward();
   void clipGradients();
+  void unscaleGradients();
+  void updateLossScale();
+  /// Applied optimizer updates so far: the step counter, or with dynamic
+  /// loss scaling a counter that skipped steps do not advance (PyTorch's
+  /// optimizer.step() does not run on them).
+  Value updatesArg() {
+    return config.dynamicLossScale ? ampArg(2) : stepArg();
+  }
   Value learningRate(Value step);
   void update();
   void sgdUpdate(Value param, Value g, ArrayRef<Value> state, Value lr);
@@ -135,7 +153,10 @@ private:
               FlatSymbolRefAttr::get(ctx, p.getSymName()));
     return attrs.getDictionary(ctx);
   }
-  Value stepArg() { return entry->getArguments().back(); }
+  /// The step counter, then (dynamic loss scaling) the scale, the growth
+  /// tracker and the update counter.
+  Value stepArg() { return entry->getArgument(stepIndex); }
+  Value ampArg(unsigned i) { return entry->getArgument(stepIndex + 1 + i); }
 
   ModuleOp module;
   func::FuncOp fn;
@@ -157,6 +178,13 @@ private:
   SmallVector<SmallVector<ParameterOp>> states;
   ParameterOp stepDecl;
   RankedTensorType stepType;
+  unsigned stepIndex = 0;
+  /// Dynamic loss scaling: amp.loss_scale, amp.growth_tracker, amp.updates.
+  SmallVector<ParameterOp> ampDecls;
+  /// Whether some gradient is inf or NaN (i1 scalar), and the new values of
+  /// the loss-scaling state.
+  Value foundInf;
+  SmallVector<Value> newAmp;
 
   func::FuncOp step;
   Block *entry = nullptr;
@@ -194,9 +222,9 @@ LogicalResult StepBuilder::classifyArguments() {
                  << "), so Adam's update would divide by zero; give --eps "
                     "that "
                  << element
-                 << " can hold (fp16 training commonly uses 1e-4), or train "
-                    "the model in f32 (fp32 master weights under "
-                    "--precision are not implemented yet)";
+                 << " can hold (fp16 training commonly uses 1e-4), or keep "
+                    "the model in f32 and train it with --precision=fp16 "
+                    "(f32 master weights and optimizer state)";
       }
       params.push_back(i);
     }
@@ -223,6 +251,11 @@ LogicalResult StepBuilder::checkPipeline() {
     return fn.emitError()
            << pass << ": gradient clipping needs the norm over every stage's "
            << "gradients; it is not supported with pipeline stages yet";
+  if (config.dynamicLossScale)
+    return fn.emitError()
+           << pass << ": dynamic loss scaling needs the overflow check over "
+           << "every stage's gradients; it is not supported with pipeline "
+           << "stages yet (train with --precision=bf16, which needs none)";
   WalkResult dropout = fn.walk([&](DropoutOp op) {
     op.emitError() << pass << ": dropout with pipeline stages is not "
                    << "supported yet (its mask is seeded per micro-batch)";
@@ -266,7 +299,8 @@ void StepBuilder::tag(Block::iterator from, StringRef phase,
 FailureOr<ParameterOp> StepBuilder::declareState(Operation *after,
                                                  StringRef name,
                                                  RankedTensorType type,
-                                                 FlatSymbolRefAttr owner) {
+                                                 FlatSymbolRefAttr owner,
+                                                 double init) {
   if (Operation *existing = module.lookupSymbol(name))
     return existing->emitError() << pass << ": optimizer state @" << name
                                  << " would clash with this symbol";
@@ -275,7 +309,7 @@ FailureOr<ParameterOp> StepBuilder::declareState(Operation *after,
     ob.setInsertionPointAfter(after);
   else
     ob.setInsertionPointToStart(module.getBody());
-  Attribute zero = scalarAttr(type.getElementType(), 0.0);
+  Attribute zero = scalarAttr(type.getElementType(), init);
   Location loc = after ? after->getLoc() : fn.getLoc();
   return ParameterOp::create(ob, loc, name, type,
                              DenseElementsAttr::get(type, zero),
@@ -314,6 +348,25 @@ LogicalResult StepBuilder::declareStates() {
   if (failed(decl))
     return failure();
   stepDecl = *decl;
+  if (!config.dynamicLossScale)
+    return success();
+  auto f32 = RankedTensorType::get({}, b.getF32Type());
+  Operation *after = stepDecl;
+  struct Amp {
+    StringRef name;
+    RankedTensorType type;
+    double init;
+  };
+  for (const Amp &s : {Amp{"amp.loss_scale", f32, config.lossScaleInit},
+                       Amp{"amp.growth_tracker", stepType, 0.0},
+                       Amp{"amp.updates", stepType, 0.0}}) {
+    FailureOr<ParameterOp> amp =
+        declareState(after, s.name, s.type, nullptr, s.init);
+    if (failed(amp))
+      return failure();
+    ampDecls.push_back(*amp);
+    after = *amp;
+  }
   return success();
 }
 
@@ -355,9 +408,14 @@ void StepBuilder::createStep() {
       argAttrs.push_back(attrs.getDictionary(ctx));
       argLocs.push_back(s.getLoc());
     }
-  argTypes.push_back(stepType);
-  argAttrs.push_back(paramRef(stepDecl));
-  argLocs.push_back(stepDecl.getLoc());
+  stepIndex = argTypes.size();
+  SmallVector<ParameterOp> counters = {stepDecl};
+  llvm::append_range(counters, ampDecls);
+  for (ParameterOp decl : counters) {
+    argTypes.push_back(decl.getType());
+    argAttrs.push_back(paramRef(decl));
+    argLocs.push_back(decl.getLoc());
+  }
 
   OpBuilder mb(ctx);
   mb.setInsertionPointAfter(fn);
@@ -432,6 +490,10 @@ LogicalResult StepBuilder::forwardAndBackward() {
         b, DenseElementsAttr::get(
                lossType, FloatAttr::get(lossType.getElementType(),
                                         1.0 / static_cast<double>(seedK))));
+    // Loss scaling: the backward pass starts from scale / K.
+    if (config.dynamicLossScale)
+      options.seed = a.mul(options.seed,
+                           a.castTo(ampArg(0), lossType.getElementType()));
     Block::iterator backwardStart = std::prev(entry->end());
     FailureOr<SmallVector<Value>> g = buildGradients(b, microLoss, wrt, options);
     if (failed(g))
@@ -510,7 +572,7 @@ void StepBuilder::sgdUpdate(Value param, Value g, ArrayRef<Value> state,
     if (config.dampening != 0) {
       // The first step copies the gradient into the buffer.
       Value first =
-          CompareOp::create(b, CompareDirection::eq, stepArg(),
+          CompareOp::create(b, CompareDirection::eq, updatesArg(),
                             a.scalar(stepType.getElementType(), 0));
       next = SelectOp::create(b, first, d, next);
     }
@@ -546,8 +608,56 @@ void StepBuilder::adamUpdate(Value param, Value g, ArrayRef<Value> state,
   newStates.push_back(v);
 }
 
+/// GradScaler.unscale_: gradients times the f32 reciprocal of the scale
+/// (computed in f64, as PyTorch does), and whether any scaled gradient is
+/// inf or NaN. The count of such elements sums over every shard, so the
+/// partitioner's all-reduce makes all ranks agree.
+void StepBuilder::unscaleGradients() {
+  Type f32 = b.getF32Type();
+  Value inv = a.castTo(
+      a.div(a.f64(1.0), a.castTo(ampArg(0), b.getF64Type())), f32);
+  Value bad;
+  for (Value &g : grads) {
+    if (!g)
+      continue;
+    Value finite = CompareOp::create(b, CompareDirection::lt, AbsOp::create(b, g),
+                                     a.like(g, INFINITY));
+    Value count = a.sumAll(
+        SelectOp::create(b, finite, a.scalar(f32, 0.0), a.scalar(f32, 1.0)));
+    bad = bad ? a.add(bad, count) : count;
+    g = a.mul(g, a.castTo(inv, Arith::typeOf(g).getElementType()));
+  }
+  foundInf = CompareOp::create(b, CompareDirection::gt, bad, a.scalar(f32, 0.0));
+}
+
+/// GradScaler.update (_amp_update_scale_): halve the scale and reset the
+/// tracker after an overflow; double it (if the result is finite) after
+/// `growthInterval` clean steps in a row.
+void StepBuilder::updateLossScale() {
+  Type i64 = stepType.getElementType();
+  Value scale = ampArg(0), tracker = ampArg(1), updates = ampArg(2);
+  Value one = a.scalar(i64, 1), zero = a.scalar(i64, 0);
+  Value successful = a.add(tracker, one);
+  Value grow = CompareOp::create(b, CompareDirection::ge, successful,
+                                 a.scalar(i64, config.growthInterval));
+  Value grown = a.mul(scale, 2.0);
+  Value finite = CompareOp::create(b, CompareDirection::lt, grown,
+                                   a.like(grown, INFINITY));
+  Value clean = SelectOp::create(
+      b, grow, SelectOp::create(b, finite, grown, scale), scale);
+  newAmp.push_back(SelectOp::create(b, foundInf, a.mul(scale, 0.5), clean));
+  newAmp.push_back(SelectOp::create(
+      b, foundInf, zero, SelectOp::create(b, grow, zero, successful)));
+  newAmp.push_back(
+      SelectOp::create(b, foundInf, updates, a.add(updates, one)));
+}
+
 void StepBuilder::update() {
   nextStep = a.add(stepArg(), a.scalar(stepType.getElementType(), 1));
+  Value nextUpdate =
+      config.dynamicLossScale
+          ? a.add(updatesArg(), a.scalar(stepType.getElementType(), 1))
+          : nextStep;
   Value lr = learningRate(stepArg());
   unsigned stateArg = fn.getNumArguments();
   for (auto [p, i] : llvm::enumerate(params)) {
@@ -556,13 +666,21 @@ void StepBuilder::update() {
     for (size_t s = 0; s < states[p].size(); ++s)
       state.push_back(entry->getArgument(stateArg++));
     Block::iterator before = std::prev(entry->end());
+    size_t firstState = newStates.size();
     if (!grads[p]) {
       newParams.push_back(param);
       llvm::append_range(newStates, state);
     } else if (config.kind == "sgd") {
       sgdUpdate(param, grads[p], state, lr);
     } else {
-      adamUpdate(param, grads[p], state, lr, nextStep);
+      adamUpdate(param, grads[p], state, lr, nextUpdate);
+    }
+    // A step with inf/NaN gradients leaves weights and state as they were.
+    if (foundInf && grads[p]) {
+      newParams.back() = SelectOp::create(b, foundInf, param, newParams.back());
+      for (auto [i, old] : llvm::enumerate(state))
+        newStates[firstState + i] =
+            SelectOp::create(b, foundInf, old, newStates[firstState + i]);
     }
     if (pipelined && paramStages[p])
       tag(std::next(before), "update", paramStages[p]);
@@ -589,6 +707,10 @@ void StepBuilder::finish() {
     }
   results.push_back(nextStep);
   resultAttrs.push_back(paramRef(stepDecl));
+  for (auto [value, decl] : llvm::zip(newAmp, ampDecls)) {
+    results.push_back(value);
+    resultAttrs.push_back(paramRef(decl));
+  }
   func::ReturnOp::create(b, results);
   step.setFunctionType(
       FunctionType::get(ctx, argTypes, ValueRange(results).getTypes()));
@@ -614,7 +736,9 @@ struct BuildTrainStepPass
                            momentum,     dampening,     beta1,
                            beta2,        eps,           gradClip,
                            nesterov,     microBatches,  lrSchedule,
-                           warmupSteps,  totalSteps,  numberGradientRules};
+                           warmupSteps,  totalSteps,  numberGradientRules,
+                           lossScale == "dynamic", lossScaleInit,
+                           lossScaleGrowthInterval};
     if (failed(StepBuilder(module, *fn, config, getArgument()).build()))
       return signalPassFailure();
     if (!keepForward)
@@ -658,6 +782,15 @@ LogicalResult BuildTrainStepPass::checkOptions(func::FuncOp fn) {
     return fail() << "grad-clip must be >= 0";
   if (microBatches < 1)
     return fail() << "micro-batches must be at least 1";
+  if (lossScale != "none" && lossScale != "dynamic")
+    return fail() << "unknown loss-scale '" << lossScale
+                  << "' (expected none or dynamic)";
+  if (!(lossScaleInit > 0) || !std::isfinite(lossScaleInit) ||
+      lossScaleGrowthInterval < 1)
+    return fail() << "dynamic loss scaling needs a finite loss-scale-init > 0 "
+                  << "and loss-scale-growth-interval >= 1, got "
+                  << static_cast<double>(lossScaleInit) << " and "
+                  << static_cast<int64_t>(lossScaleGrowthInterval);
   if (lrSchedule != "constant" && lrSchedule != "warmup-cosine")
     return fail() << "unknown lr-schedule '" << lrSchedule
                   << "' (expected constant or warmup-cosine)";

@@ -25,6 +25,11 @@ void mlir::loom::buildLoomTrainingPipeline(
     loss.classAxis = options.classAxis;
     pm.addPass(createLoomAddLoss(loss));
   }
+  if (!options.precision.empty() && options.precision != "fp32") {
+    LoomAutocastOptions autocast;
+    autocast.precision = options.precision;
+    pm.addPass(createLoomAutocast(autocast));
+  }
   if (options.stages > 1 || !options.stageBoundaries.empty()) {
     LoomAssignStagesOptions assign;
     assign.stages = options.stages;
@@ -48,6 +53,11 @@ void mlir::loom::buildLoomTrainingPipeline(
   step.warmupSteps = options.warmupSteps;
   step.totalSteps = options.totalSteps;
   step.numberGradientRules = options.numberGradientRules;
+  step.lossScale = !options.lossScale.empty() ? options.lossScale.getValue()
+                   : options.precision == "fp16" ? "dynamic"
+                                                 : "none";
+  step.lossScaleInit = options.lossScaleInit;
+  step.lossScaleGrowthInterval = options.lossScaleGrowthInterval;
   pm.addPass(createLoomBuildTrainStep(step));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

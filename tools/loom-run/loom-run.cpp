@@ -236,8 +236,11 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   auto started = std::chrono::steady_clock::now();
   auto lastProgress = started;
   int64_t firstStep = -1;
-  options.onStep = [&](int64_t step, double loss) {
-    llvm::outs() << llvm::formatv("step {0} loss {1:e8}\n", step, loss);
+  options.onStep = [&](int64_t step, double loss, StringRef note) {
+    llvm::outs() << llvm::formatv("step {0} loss {1:e8}", step, loss);
+    if (!note.empty())
+      llvm::outs() << "  [" << note << "]";
+    llvm::outs() << "\n";
     auto now = std::chrono::steady_clock::now();
     if (firstStep < 0) {
       // Rates count from the end of the first step run (compilation and

@@ -4,7 +4,8 @@
 //         --optimizer=adamw|adam|sgd --lr=R [--weight-decay=W --momentum=M
 //         --betas=B1,B2 --eps=E --grad-clip=C --micro-batches=K
 //         --lr-schedule=constant|warmup-cosine --warmup-steps=S
-//         --total-steps=T] [--init-from-onnx|--init=seeded --seed=N]
+//         --total-steps=T] [--precision=bf16|fp16 --loss-scale=dynamic]
+//         [--init-from-onnx|--init=seeded --seed=N]
 //         [--mesh dp=2,tp=2 --strategy dp|tp|...|auto ...] -o out/
 //
 // Imports the model (ONNX, or loom IR with one function) and runs Loom's
@@ -87,6 +88,20 @@ static cl::opt<int64_t> warmupSteps("warmup-steps", cl::init(0), cl::cat(categor
                                     cl::desc("warmup-cosine: warmup steps"));
 static cl::opt<int64_t> totalSteps("total-steps", cl::init(0), cl::cat(category),
                                    cl::desc("warmup-cosine: steps to decay over"));
+static cl::opt<std::string> precision("precision",
+    cl::desc("bf16 or fp16: compute in it with fp32 master weights and "
+             "optimizer state (PyTorch autocast's rules); fp32: as the model "
+             "is (default)"),
+    cl::init(""), cl::cat(category));
+static cl::opt<std::string> lossScale("loss-scale",
+    cl::desc("none or dynamic (PyTorch GradScaler; default with "
+             "--precision=fp16)"),
+    cl::init(""), cl::cat(category));
+static cl::opt<double> lossScaleInit("loss-scale-init",
+    cl::desc("Initial dynamic loss scale"), cl::init(65536.0), cl::cat(category));
+static cl::opt<int64_t> lossScaleGrowthInterval("loss-scale-growth-interval",
+    cl::desc("Clean steps before the dynamic loss scale doubles"),
+    cl::init(2000), cl::cat(category));
 static cl::opt<std::string> init("init",
     cl::desc("onnx (the model's initializers, default) or seeded"), cl::init("onnx"),
     cl::cat(category));
@@ -322,6 +337,10 @@ void fillTrainingOptions(TrainingPipelineOptions &o, double beta1,
                  ? 1
                  : static_cast<unsigned>(pipelineRanks()) * virtualStages;
   o.stageBoundaries = stageBoundaries;
+  o.precision = precision;
+  o.lossScale = lossScale;
+  o.lossScaleInit = lossScaleInit;
+  o.lossScaleGrowthInterval = lossScaleGrowthInterval;
 }
 
 /// The strategy the flags ask for, with loomc's defaults: a shard file's,

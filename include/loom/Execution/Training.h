@@ -42,8 +42,9 @@ struct TrainOptions {
   std::string paramsOut;
   /// Where the final optimizer state goes; empty: none.
   std::string stateOut;
-  /// Called on rank 0 after every step with its index and loss.
-  std::function<void(int64_t step, double loss)> onStep;
+  /// Called on rank 0 after every step with its index, its loss and a note
+  /// (empty, or what changed: the dynamic loss scale).
+  std::function<void(int64_t step, double loss, llvm::StringRef note)> onStep;
   /// Partitioned steps: seconds a collective may take.
   double timeoutSeconds = 60.0;
   /// For testing failure handling: rank `faultRank`, before step
@@ -99,6 +100,8 @@ struct TrainResult {
   /// This process's rank (0 when not distributed).
   int rank = 0;
   std::vector<double> losses;
+  /// Dynamic loss scaling: the steps skipped for inf/NaN gradients.
+  std::vector<int64_t> skippedSteps;
   double compileSeconds = 0, trainSeconds = 0;
   /// Samples (the data's leading batch size times micro-batches) and, for
   /// integer inputs of rank >= 2 (token ids), tokens per step; set before

@@ -84,6 +84,23 @@ struct TrainingPipelineOptions
   ListOption<std::string> stageBoundaries{
       *this, "stage-boundaries",
       llvm::cl::desc("Names of the ops that start pipeline stages 1, 2, ...")};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("bf16 or fp16: compute in it with f32 master weights "
+                     "(loom-autocast); fp32 or empty: the model's own types"),
+      llvm::cl::init("")};
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("none, dynamic or a constant (default: dynamic with "
+                     "precision=fp16, else none)"),
+      llvm::cl::init("")};
+  Option<double> lossScaleInit{
+      *this, "loss-scale-init",
+      llvm::cl::desc("Initial dynamic loss scale"), llvm::cl::init(65536.0)};
+  Option<int64_t> lossScaleGrowthInterval{
+      *this, "loss-scale-growth-interval",
+      llvm::cl::desc("Clean steps before the dynamic scale doubles"),
+      llvm::cl::init(2000)};
   Option<bool> numberGradientRules{
       *this, "number-gradient-rules",
       llvm::cl::desc("Mark gradient rules' ops with their forward op "

@@ -85,6 +85,32 @@ def LoomAddLoss : Pass<"loom-add-loss", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::loom::LoomDialect"];
 }
 
+def LoomAutocast : Pass<"loom-autocast", "mlir::ModuleOp"> {
+  let summary = "Mixed precision: compute in bf16/fp16, keep f32 master weights";
+  let description = [{
+    Rewrites an f32 model function to compute in `precision` (bf16 or fp16)
+    with PyTorch 1.13 autocast's rules, before the training step is built:
+    matrix products (dot_general, conv) run in the low type (accumulating in
+    f32 when lowered), losses in f32, softmax and normalizations in f32 with
+    their output rounded to the low type, and every other op in its
+    operands' type (mixed operands promote to f32, except scalars and a bias
+    added to a product). Parameters stay f32: they are the master weights,
+    their gradients come back through the casts as f32, and the optimizer
+    state is f32. The function's signature does not change. A model whose
+    trainable parameters are not f32 is an error. `precision=fp32` does
+    nothing.
+
+    Example: `loom-opt m.mlir --loom-autocast=precision=bf16`.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Function to rewrite (default: the module's only function)">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "bf16, fp16 or fp32">,
+  ];
+  let dependentDialects = ["mlir::loom::LoomDialect"];
+}
+
 def LoomAutodiff : Pass<"loom-autodiff", "mlir::ModuleOp"> {
   let summary = "Build a function's gradient function by reverse-mode AD";
   let description = [{
@@ -158,6 +184,13 @@ def LoomBuildTrainStep : Pass<"loom-build-train-step", "mlir::ModuleOp"> {
            "Warmup steps of warmup-cosine">,
     Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
            "Steps at which warmup-cosine reaches 0">,
+    Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"none\"",
+           "none, dynamic (PyTorch GradScaler's rules) or a constant scale">,
+    Option<"lossScaleInit", "loss-scale-init", "double", /*default=*/"65536.0",
+           "dynamic: the initial scale (GradScaler's init_scale)">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
+           /*default=*/"2000",
+           "dynamic: clean steps before the scale doubles (growth_interval)">,
     Option<"keepForward", "keep-forward", "bool", /*default=*/"false",
            "Keep the loss function next to @train_step">,
     Option<"numberGradientRules", "number-gradient-rules", "bool",

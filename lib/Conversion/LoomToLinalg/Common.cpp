@@ -293,9 +293,25 @@ Value mlir::loom::lowering::elementwise(OpBuilder &b, Location loc,
       .front();
 }
 
+Type mlir::loom::lowering::accumulatorType(Type element) {
+  if (auto f = dyn_cast<FloatType>(element); f && f.getWidth() < 32)
+    return Float32Type::get(element.getContext());
+  return element;
+}
+
+Value mlir::loom::lowering::convertTensor(OpBuilder &b, Location loc, Value v,
+                                          Type from, Type to) {
+  if (from == to)
+    return v;
+  return elementwise(b, loc, shapeOf(v), signless(to), ValueRange{v},
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       return Scalar{nb, l, from}.convert(a[0], to);
+                     });
+}
+
 Value mlir::loom::lowering::reduce(OpBuilder &b, Location loc, Value input,
                                    ArrayRef<int64_t> dims, ReductionKind kind,
-                                   Type element) {
+                                   Type element, bool wide) {
   MLIRContext *ctx = b.getContext();
   ArrayRef<int64_t> inShape = shapeOf(input);
   int64_t rank = inShape.size();
@@ -311,17 +327,21 @@ Value mlir::loom::lowering::reduce(OpBuilder &b, Location loc, Value input,
       outExprs.push_back(getAffineDimExpr(d, ctx));
     }
   }
-  Scalar s{b, loc, element};
+  bool widen = kind == ReductionKind::sum || kind == ReductionKind::prod;
+  Type acc = widen ? accumulatorType(element) : element;
+  Scalar s{b, loc, acc};
   Value init = filledTensor(b, loc, outShape, s.identity(kind));
   SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
                                  AffineMap::get(rank, 0, outExprs, ctx)};
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{init.getType()}, ValueRange{input}, ValueRange{init},
       maps, iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Scalar ns{nb, nl, element};
-        linalg::YieldOp::create(nb, nl, ns.combine(kind, args[1], args[0]));
+        Scalar ns{nb, nl, acc};
+        Value x = Scalar{nb, nl, element}.convert(args[0], acc);
+        linalg::YieldOp::create(nb, nl, ns.combine(kind, args[1], x));
       });
-  return generic.getResult(0);
+  Value r = generic.getResult(0);
+  return wide ? r : convertTensor(b, loc, r, acc, element);
 }
 
 Value mlir::loom::lowering::keepDims(OpBuilder &b, Location loc, Value reduced,

@@ -78,10 +78,19 @@ SmallVector<Value> elementwiseN(OpBuilder &b, Location loc,
                                 function_ref<SmallVector<Value>(
                                     OpBuilder &, Location, ValueRange)> body);
 
+/// The type sums and products of `element` accumulate in: f32 for 16-bit
+/// floats (as PyTorch's CPU kernels and cuBLAS accumulate bf16/f16), else
+/// `element` itself.
+Type accumulatorType(Type element);
+/// Converts every element of `v` from `from` to `to` (no-op when equal).
+Value convertTensor(OpBuilder &b, Location loc, Value v, Type from, Type to);
+
 /// Reduces `input` over `dims` (sorted) with `kind`; the result drops the
-/// reduced dimensions. `element` is the original element type.
+/// reduced dimensions. `element` is the original element type. Sums and
+/// products of 16-bit floats accumulate in f32; the result is rounded back
+/// to `element` unless `wide` (then it stays in accumulatorType(element)).
 Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
-             ReductionKind kind, Type element);
+             ReductionKind kind, Type element, bool wide = false);
 /// Reinserts size-1 dimensions at `dims` (the inverse of a reduction's
 /// shape change), for keepdims and broadcasting back.
 Value keepDims(OpBuilder &b, Location loc, Value reduced,

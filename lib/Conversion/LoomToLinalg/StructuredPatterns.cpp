@@ -90,7 +90,10 @@ struct DotGeneralLowering : OpConversionPattern<DotGeneralOp> {
                   transB ? SmallVector<int64_t>{batch, n, k}
                          : SmallVector<int64_t>{batch, k, n});
 
-    Scalar s{rewriter, loc, element};
+    // 16-bit floats multiply-accumulate in f32 (linalg converts the
+    // operands to the accumulator's type) and round once at the end.
+    Type acc = accumulatorType(element);
+    Scalar s{rewriter, loc, acc};
     Value init = filledTensor(rewriter, loc, {batch, m, n}, s.constant(0));
     AffineExpr db, dm, dn, dk;
     bindDims(ctx, db, dm, dn, dk);
@@ -104,8 +107,10 @@ struct DotGeneralLowering : OpConversionPattern<DotGeneralOp> {
         rewriter, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
         ValueRange{init},
         {rewriter.getNamedAttr("indexing_maps", rewriter.getArrayAttr(maps))});
-    Value result = reshape(rewriter, loc, mm.getResult(0),
-                           op.getType().getShape());
+    Value result =
+        reshape(rewriter, loc,
+                convertTensor(rewriter, loc, mm.getResult(0), acc, element),
+                op.getType().getShape());
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -124,14 +129,18 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
     Type element = originalElement(op.getInput());
     ArrayRef<int64_t> inShape = shapeOf(op.getInput());
     ArrayRef<int64_t> dims = op.getDims();
-    Value r = reduce(rewriter, loc, adaptor.getInput(), dims, kind, element);
+    // A mean divides the (f32 for 16-bit floats) sum before rounding.
+    Type acc = mean ? accumulatorType(element) : element;
+    Value r = reduce(rewriter, loc, adaptor.getInput(), dims, kind, element,
+                     /*wide=*/mean);
     if (mean) {
       int64_t count = product(inShape, dims);
-      r = elementwise(rewriter, loc, shapeOf(r), signless(element),
-                      ValueRange{r}, [&](OpBuilder &b, Location l, ValueRange a) {
-                        Scalar s{b, l, element};
+      r = elementwise(rewriter, loc, shapeOf(r), signless(acc), ValueRange{r},
+                      [&](OpBuilder &b, Location l, ValueRange a) {
+                        Scalar s{b, l, acc};
                         return s.div(a[0], s.constant(count));
                       });
+      r = convertTensor(rewriter, loc, r, acc, element);
     }
     if (op.getKeepdims())
       r = keepDims(rewriter, loc, r, inShape, dims);
@@ -181,6 +190,7 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     Type element = originalElement(op.getInput());
+    Type acc = accumulatorType(element);
     Scalar s{rewriter, loc, element};
     int64_t k = op.getNumSpatialDims();
     int64_t g = op.getGroups();
@@ -213,15 +223,18 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
                                    AffineMap::get(numDims, 0, ye, ctx)};
     SmallVector<utils::IteratorType> iterators(3 + k, utils::IteratorType::parallel);
     iterators.append(1 + k, utils::IteratorType::reduction);
-    Value init = filledTensor(rewriter, loc, yg, s.constant(0));
+    Value init = filledTensor(rewriter, loc, yg, Scalar{rewriter, loc, acc}.constant(0));
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{init.getType()}, ValueRange{x, w},
         ValueRange{init}, maps, iterators,
         [&](OpBuilder &b, Location l, ValueRange a) {
-          Scalar ns{b, l, element};
-          linalg::YieldOp::create(b, l, ns.add(a[2], ns.mul(a[0], a[1])));
+          Scalar in{b, l, element}, ns{b, l, acc};
+          Value product =
+              ns.mul(in.convert(a[0], acc), in.convert(a[1], acc));
+          linalg::YieldOp::create(b, l, ns.add(a[2], product));
         });
-    rewriter.replaceOp(op, reshape(rewriter, loc, generic.getResult(0), ys));
+    Value y = convertTensor(rewriter, loc, generic.getResult(0), acc, element);
+    rewriter.replaceOp(op, reshape(rewriter, loc, y, ys));
     return success();
   }
 };

@@ -45,6 +45,25 @@ func.func @matmul_transposed_rhs(%x: tensor<8x16xf32>, %w: tensor<32x16xf32>) ->
 
 // -----
 
+// 16-bit floats multiply-accumulate in f32 (PyTorch's CPU kernels and cuBLAS
+// do the same) and round once; a bf16 sum accumulates in f32 too.
+// CHECK-LABEL: func.func @bf16_accumulates_in_f32
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x8x32xf32>)
+// CHECK: %[[MM:.*]] = linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<1x8x16xbf16>, tensor<1x16x32xbf16>) outs(%[[Z]] : tensor<1x8x32xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[MM]] : tensor<1x8x32xf32>) outs(%{{.*}} : tensor<1x8x32xbf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: %[[S0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<8xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<8x32xbf16>) outs(%[[S0]] : tensor<8xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @bf16_accumulates_in_f32(%x: tensor<8x16xbf16>, %w: tensor<16x32xbf16>) -> tensor<8xbf16> {
+  %0 = loom.dot_general %x, %w contracting_dims = [1] x [0] : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+  %1 = loom.reduce_sum %0 dims = [1] : (tensor<8x32xbf16>) -> tensor<8xbf16>
+  return %1 : tensor<8xbf16>
+}
+
+// -----
+
 // Batch dimensions that are not leading are moved there with a transpose.
 // CHECK-LABEL: func.func @batch_not_leading
 // CHECK: linalg.transpose ins(%arg0 : tensor<4x2x3xf32>) outs(%{{.*}} : tensor<2x4x3xf32>) permutation = [1, 0, 2]

@@ -105,6 +105,8 @@ def main():
     p.add_argument("--grad-clip", type=float, default=0.0)
     p.add_argument("--lr-schedule", default="constant")
     p.add_argument("--warmup-steps", type=int, default=0)
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                   help="bf16: Loom --precision=bf16 against torch.autocast('cpu', bfloat16)")
     p.add_argument("--loss-rtol", type=float, default=1e-5)
     p.add_argument("--param-atol", type=float, default=1e-4)
     p.add_argument("--loomc", default="loomc")
@@ -145,6 +147,9 @@ def main():
         flags.append(f"--grad-clip={a.grad_clip}")
     if k > 1:
         flags.append(f"--micro-batches={k}")
+    if a.precision != "fp32":
+        flags.append("--precision=" + a.precision)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16")
 
     out = os.path.join(a.work, "out")
     subprocess.run([a.loomc, onnx_path, "--train", "--loss=" + loss_name, *flags, "-o", out],
@@ -162,7 +167,8 @@ def main():
         total = 0.0
         for m in range(k):
             i = s * k + m
-            loss = torch_loss(loss_name, model(torch.from_numpy(xs[i])), torch.from_numpy(ys[i]))
+            with autocast:
+                loss = torch_loss(loss_name, model(torch.from_numpy(xs[i])), torch.from_numpy(ys[i]))
             (loss / k).backward()
             total += loss.item()
         if a.grad_clip:
@@ -191,7 +197,17 @@ def main():
         if err > worst_param:
             worst_param, worst_name = err, name
     ok &= worst_param <= a.param_atol
-    print(f"{'PASS' if ok else 'FAIL'}: {a.model} {a.optimizer} {a.steps} steps: "
+    # The same trend: both runs' losses fall (or rise) by the same amount
+    # over the run, to 10%.
+    if a.precision != "fp32" and len(loom_losses) == a.steps:
+        n = max(1, a.steps // 5)
+        drop_l = np.mean(loom_losses[:n]) - np.mean(loom_losses[-n:])
+        drop_t = np.mean(torch_losses[:n]) - np.mean(torch_losses[-n:])
+        trend = abs(drop_l - drop_t) / max(abs(drop_t), 1e-30)
+        print(f"trend: first/last {n} steps' mean loss falls by {drop_l:.4e} (loom), "
+              f"{drop_t:.4e} (torch); rel difference {trend:.1e} (limit 1e-1)")
+        ok &= np.sign(drop_l) == np.sign(drop_t) and trend <= 0.1
+    print(f"{'PASS' if ok else 'FAIL'}: {a.model} {a.optimizer} {a.precision} {a.steps} steps: "
           f"max loss rel error {worst_loss:.1e} (limit {a.loss_rtol:.0e}), max parameter "
           f"abs error {worst_param:.1e} in {worst_name or '-'} (limit {a.param_atol:.0e})")
     return 0 if ok else 1
