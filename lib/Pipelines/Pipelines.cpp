@@ -96,6 +96,7 @@ void mlir::loom::buildLoomShardingPipeline(
     pm.addPass(createLoomPartition(partition));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    pm.addPass(createLoomCompressGradients());
     if (options.pipeline) {
       LoomSplitStagesOptions split;
       split.function = options.function;

@@ -89,6 +89,11 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
     // and the planner prices (and logs) exactly those two steps.
     AxisSharding grad = gradientLayout(e, b);
     costs.bucketed = u.kind == NodeKind::Param;
+    // Compressed gradients (loom-compress-gradients) are reduced in 16
+    // bits; the updated weight is gathered in its own type.
+    double gradElement = element;
+    if (u.kind == NodeKind::Param && g.gradElementBytes > 0)
+      gradElement = std::min(element, g.gradElementBytes);
     int dim = -1;
     Mask extra = e.firstUse ? stateExtra(g, u, src, b.gradPartial[e.operand],
                                          costs.mesh, &dim)
@@ -96,10 +101,10 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
     if (extra && dim >= 0) {
       AxisSharding state = src;
       appendAxes(state, dim, extra);
-      c.time += costs.reshard(grad, state, shape, element);
+      c.time += costs.reshard(grad, state, shape, gradElement);
       c.time += costs.reshard(state, src, shape, element);
     } else {
-      c.time += costs.reshard(grad, src, shape, element);
+      c.time += costs.reshard(grad, src, shape, gradElement);
     }
     costs.bucketed = false;
   }

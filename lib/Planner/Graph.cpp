@@ -81,6 +81,8 @@ Graph mlir::loom::planner::buildGraph(func::FuncOp fn, int defaultStates) {
   DenseSet<Operation *> forward = lossAncestors(fn);
   g.stateOwner = optimizerStateOwners(fn);
   g.nStates = countStates(fn, g.stateOwner, defaultStates);
+  if (fn->hasAttr(LoomDialect::kGradCompressionAttrName))
+    g.gradElementBytes = 2;
 
   // Arguments the forward pass reads: weights and data.
   DenseMap<Value, std::pair<int, int>> nodeOf;

@@ -80,6 +80,8 @@ struct OptimizerConfig {
   bool dynamicLossScale = false;
   double lossScaleInit = 65536.0;
   int64_t growthInterval = 2000;
+  /// Gradient compression: the 16-bit type gradients are reduced in.
+  std::string gradCompression = "none";
 };
 
 /// Builds @train_step from the loss function `fn`, one step at a time:
@@ -101,6 +103,8 @@ public:
       step.erase();
       return failure();
     }
+    if (config.gradCompression != "none")
+      compressGradients();
     if (config.dynamicLossScale)
       unscaleGradients();
     if (config.gradClip > 0)
@@ -129,6 +133,7 @@ private:
   void createStep();
   LogicalResult forwardAndBackward();
   void clipGradients();
+  void compressGradients();
   void unscaleGradients();
   void updateLossScale();
   /// Applied optimizer updates so far: the step counter, or with dynamic
@@ -608,6 +613,29 @@ void StepBuilder::adamUpdate(Value param, Value g, ArrayRef<Value> state,
   newStates.push_back(v);
 }
 
+/// Horovod's Compression.fp16 (compress before the all-reduce, decompress
+/// after): each wider float gradient goes through the 16-bit type and back.
+/// Casts between floats are linear, so the partial sum a gradient is on
+/// data-parallel devices passes through them, and the plan reduces it where
+/// it is cheapest: in 16 bits.
+void StepBuilder::compressGradients() {
+  Type low = config.gradCompression == "fp16" ? Type(b.getF16Type())
+                                              : Type(b.getBF16Type());
+  for (Value &g : grads) {
+    if (!g)
+      continue;
+    auto element = cast<FloatType>(Arith::typeOf(g).getElementType());
+    if (element.getWidth() <= 16)
+      continue;
+    Value narrow = a.castTo(g, low);
+    narrow.getDefiningOp()->setAttr(LoomDialect::kGradCompressionAttrName,
+                                    b.getStringAttr(config.gradCompression));
+    g = a.castTo(narrow, element);
+  }
+  step->setAttr(LoomDialect::kGradCompressionAttrName,
+                b.getStringAttr(config.gradCompression));
+}
+
 /// GradScaler.unscale_: gradients times the f32 reciprocal of the scale
 /// (computed in f64, as PyTorch does), and whether any scaled gradient is
 /// inf or NaN. The count of such elements sums over every shard, so the
@@ -738,7 +766,7 @@ struct BuildTrainStepPass
                            nesterov,     microBatches,  lrSchedule,
                            warmupSteps,  totalSteps,  numberGradientRules,
                            lossScale == "dynamic", lossScaleInit,
-                           lossScaleGrowthInterval};
+                           lossScaleGrowthInterval, gradCompression};
     if (failed(StepBuilder(module, *fn, config, getArgument()).build()))
       return signalPassFailure();
     if (!keepForward)
@@ -782,6 +810,11 @@ LogicalResult BuildTrainStepPass::checkOptions(func::FuncOp fn) {
     return fail() << "grad-clip must be >= 0";
   if (microBatches < 1)
     return fail() << "micro-batches must be at least 1";
+  if (gradCompression != "none" && gradCompression != "fp16" &&
+      gradCompression != "bf16")
+    return fail() << "unknown grad-compression '" << gradCompression
+                  << "' (expected none, fp16 or bf16; top-k and PowerSGD "
+                     "are not implemented yet)";
   if (lossScale != "none" && lossScale != "dynamic")
     return fail() << "unknown loss-scale '" << lossScale
                   << "' (expected none or dynamic)";

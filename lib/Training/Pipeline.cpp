@@ -57,6 +57,7 @@ void mlir::loom::buildLoomTrainingPipeline(
                    : options.precision == "fp16" ? "dynamic"
                                                  : "none";
   step.lossScaleInit = options.lossScaleInit;
+  step.gradCompression = options.gradCompression;
   step.lossScaleGrowthInterval = options.lossScaleGrowthInterval;
   pm.addPass(createLoomBuildTrainStep(step));
   pm.addPass(createCanonicalizerPass());

@@ -102,6 +102,10 @@ static cl::opt<double> lossScaleInit("loss-scale-init",
 static cl::opt<int64_t> lossScaleGrowthInterval("loss-scale-growth-interval",
     cl::desc("Clean steps before the dynamic loss scale doubles"),
     cl::init(2000), cl::cat(category));
+static cl::opt<std::string> gradCompression("grad-compression",
+    cl::desc("none, fp16 or bf16: reduce weight gradients across devices in "
+             "16 bits (Horovod's Compression.fp16)"),
+    cl::init("none"), cl::cat(category));
 static cl::opt<std::string> init("init",
     cl::desc("onnx (the model's initializers, default) or seeded"), cl::init("onnx"),
     cl::cat(category));
@@ -340,6 +344,7 @@ void fillTrainingOptions(TrainingPipelineOptions &o, double beta1,
   o.precision = precision;
   o.lossScale = lossScale;
   o.lossScaleInit = lossScaleInit;
+  o.gradCompression = gradCompression;
   o.lossScaleGrowthInterval = lossScaleGrowthInterval;
 }
 

@@ -116,6 +116,9 @@ struct Graph {
   /// 16-bit trainable weights have an fp32 master copy and fp32 optimizer
   /// state (mixed precision), counted as optimizer memory.
   bool masterWeights = true;
+  /// Gradient compression (loom.grad_compression on the step): the bytes
+  /// per element a trainable weight's gradient is reduced in (0: its own).
+  double gradElementBytes = 0;
 };
 
 /// Forward ops, parameters and inputs of `fn`. `defaultStates`: optimizer

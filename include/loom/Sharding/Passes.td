@@ -132,6 +132,26 @@ def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::loom::LoomDialect"];
 }
 
+def LoomCompressGradients : Pass<"loom-compress-gradients", "mlir::ModuleOp"> {
+  let summary = "Reduce compressed weight gradients in 16 bits";
+  let description = [{
+    Gradient compression as Horovod's `Compression.fp16`: compress before
+    the all-reduce, decompress after. `loom-build-train-step
+    grad-compression=fp16|bf16` casts every weight gradient to the 16-bit
+    type and back, marking the narrowing cast `loom.grad_compression`; the
+    partitioner reduces the gradient where it is made, before that cast.
+    This pass moves each marked cast before the sum `all_reduce` or
+    `reduce_scatter` that reduces the gradient (through relayouts:
+    transpose, reshape), so that the collective sends 16-bit values, and
+    retypes what lies between. What the planner priced (the step's
+    `loom.grad_compression`: weight gradients reduced in 2 bytes per
+    element) is then what the program sends. A marked cast with no
+    reduction above it (one device, or a gradient that is not partial) is
+    left as it is: the values are still rounded, as Horovod rounds them.
+  }];
+  let dependentDialects = ["mlir::loom::LoomDialect"];
+}
+
 def LoomBucketAllReduce : Pass<"loom-bucket-all-reduce", "mlir::ModuleOp"> {
   let summary = "Fuse all-reduces (gradients) into buckets";
   let description = [{

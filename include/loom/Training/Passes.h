@@ -89,6 +89,11 @@ struct TrainingPipelineOptions
       llvm::cl::desc("bf16 or fp16: compute in it with f32 master weights "
                      "(loom-autocast); fp32 or empty: the model's own types"),
       llvm::cl::init("")};
+  Option<std::string> gradCompression{
+      *this, "grad-compression",
+      llvm::cl::desc("none, fp16 or bf16: weight gradients are reduced in "
+                     "16 bits (cast before the reduction, back after)"),
+      llvm::cl::init("none")};
   Option<std::string> lossScale{
       *this, "loss-scale",
       llvm::cl::desc("none, dynamic or a constant (default: dynamic with "

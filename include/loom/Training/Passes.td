@@ -184,6 +184,11 @@ def LoomBuildTrainStep : Pass<"loom-build-train-step", "mlir::ModuleOp"> {
            "Warmup steps of warmup-cosine">,
     Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
            "Steps at which warmup-cosine reaches 0">,
+    Option<"gradCompression", "grad-compression", "std::string",
+           /*default=*/"\"none\"",
+           "none, fp16 or bf16: every weight gradient is cast to it and back "
+           "(Horovod's Compression.fp16), so that its reduction across "
+           "devices sends 16-bit values">,
     Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"none\"",
            "none, dynamic (PyTorch GradScaler's rules) or a constant scale">,
     Option<"lossScaleInit", "loss-scale-init", "double", /*default=*/"65536.0",

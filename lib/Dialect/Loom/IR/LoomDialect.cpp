@@ -136,6 +136,13 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
+  if (attr.getName() == kGradCompressionAttrName) {
+    auto type = dyn_cast<StringAttr>(attr.getValue());
+    if (!type || !llvm::is_contained({"fp16", "bf16"}, type.getValue()))
+      return op->emitOpError("'loom.grad_compression' must be \"fp16\" or "
+                             "\"bf16\"");
+    return success();
+  }
   if (attr.getName() == kPipelineAttrName) {
     if (!isa<mlir::ModuleOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
       return op->emitOpError("'loom.pipeline' must be a dictionary on a "

@@ -95,6 +95,11 @@ def Loom_Dialect : Dialect {
     /// loom-assign-stages or by the user; autodiff gives a gradient rule's
     /// ops its op's stage, the training step an update its weight's stage.
     static constexpr ::llvm::StringLiteral kStageAttrName = "loom.stage";
+    /// On a training step: its weight gradients are reduced in this 16-bit
+    /// type ("fp16" or "bf16"); on a cast: the narrowing cast of a weight
+    /// gradient that loom-compress-gradients moves before its reduction.
+    static constexpr ::llvm::StringLiteral kGradCompressionAttrName =
+        "loom.grad_compression";
     /// Op attribute of a pipelined training step: "forward", "backward" or
     /// "update", the part of the step the op belongs to.
     static constexpr ::llvm::StringLiteral kPhaseAttrName = "loom.phase";
