@@ -8,14 +8,20 @@
 //     type and produce it (linalg accumulates them in f32, as oneDNN and
 //     cuBLAS do);
 //   * losses (cross_entropy, nll_loss, mse_loss) compute in f32;
-//   * softmax, log_softmax and normalizations compute in f32 and round their
-//     output to the low type (PyTorch's CPU kernels keep these statistics
-//     in float internally);
+//   * softmax, log_softmax and normalizations run in the low type, which
+//     their lowering computes in f32 inside, rounding the output once
+//     (PyTorch's CPU kernels and Megatron's fused softmax keep these
+//     statistics in float; no f32 copy of the attention scores is kept);
 //   * every other op runs in the type of its operands: mixed low/f32
 //     operands promote to f32, except that rank-0 or splat constants take the
 //     other operand's type (PyTorch does not promote on scalars) and a bias
 //     parameter added to a product's result joins it (PyTorch's linear and
 //     addmm add the bias in the low type).
+//
+// A model whose trainable weights already are in the low type gets f32
+// master weights: each such parameter becomes f32 (its initial value
+// converted exactly) and is cast to the low type where the function reads
+// it, so the model computes as before while the optimizer updates f32.
 //
 // Casts are ordinary loom.cast ops inserted before autodiff, so gradients
 // flow back through them (a weight's gradient is cast back to f32) and the
@@ -24,6 +30,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "loom/Dialect/Loom/Utils/Utils.h"
 #include "loom/Support/Debug.h"
 #include "loom/Training/Passes.h"
@@ -62,16 +71,13 @@ Value throughShapeOps(Value v) {
   return v;
 }
 
-enum class Policy { Low, F32, F32Inside, Follow };
+enum class Policy { Low, F32, Follow };
 
 Policy policyOf(Operation *op) {
   if (isa<DotGeneralOp, ConvOp>(op))
     return Policy::Low;
   if (isa<CrossEntropyOp, NllLossOp, MseLossOp>(op))
     return Policy::F32;
-  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormInferenceOp,
-          BatchNormTrainingOp>(op))
-    return Policy::F32Inside;
   return Policy::Follow;
 }
 
@@ -94,7 +100,8 @@ public:
   }
 
 private:
-  /// Only an f32 model has master weights to keep.
+  /// Trainable weights are f32, or in the low type (then promoted to f32
+  /// master weights).
   LogicalResult check() {
     if (fn.isExternal() || !fn.getBody().hasOneBlock())
       return fn.emitError() << pass << ": @" << fn.getSymName()
@@ -104,15 +111,97 @@ private:
       if (!param || !param.getTrainable())
         continue;
       Type element = param.getType().getElementType();
+      if (element == low) {
+        if (failed(promote(param, fn.getArgument(i))))
+          return failure();
+        continue;
+      }
       if (!element.isF32())
         return fn.emitError()
                << pass << ": trainable parameter @" << param.getSymName()
-               << " is " << element << "; mixed precision keeps f32 master "
-               << "weights of an f32 model (export the model in f32, or "
-               << "leave --precision out to train it in " << element
+               << " is " << element << "; mixed precision in " << low
+               << " keeps f32 master weights of an f32 or " << low
+               << " model (leave --precision out to train it in " << element
                << " as it is)";
     }
     return success();
+  }
+
+  /// The low-type weight `param` (read as `arg`) becomes an f32 master
+  /// weight, cast to the low type where the function reads it.
+  LogicalResult promote(ParameterOp param, BlockArgument arg) {
+    RankedTensorType lowType = param.getType(), wide = lowType.clone(f32);
+    if (std::optional<Attribute> init = param.getInitialValue()) {
+      FailureOr<Attribute> converted = widen(*init, wide);
+      if (failed(converted))
+        return param.emitError()
+               << pass << ": cannot convert the initial value of @"
+               << param.getSymName() << " to f32 master weights (only "
+               << "inline or dense_resource values can be)";
+      param.setInitialValueAttr(*converted);
+    }
+    param.setType(wide);
+    arg.setType(wide);
+    // Cast where the weight is first read: inside its layer, so that
+    // repeated layers still repeat (the planner's coarsening).
+    Operation *first = nullptr;
+    for (Operation *user : arg.getUsers())
+      if (!first || user->isBeforeInBlock(first))
+        first = user;
+    if (first)
+      b.setInsertionPoint(first);
+    else
+      b.setInsertionPointToStart(arg.getOwner());
+    auto c = CastOp::create(b, param.getLoc(), lowType, arg);
+    if (first)
+      inherit(c, first);
+    arg.replaceAllUsesExcept(c, c);
+    ++casts;
+    SmallVector<Type> inputs(fn.getArgumentTypes());
+    inputs[arg.getArgNumber()] = wide;
+    fn.setFunctionType(
+        FunctionType::get(fn.getContext(), inputs, fn.getResultTypes()));
+    return success();
+  }
+
+  /// A 16-bit float elements attribute as f32 (exact).
+  FailureOr<Attribute> widen(Attribute init, RankedTensorType wide) {
+    ArrayRef<char> raw;
+    bool splat = false;
+    if (auto dense = dyn_cast<DenseElementsAttr>(init)) {
+      raw = dense.getRawData();
+      splat = dense.isSplat();
+    } else if (auto resource = dyn_cast<DenseResourceElementsAttr>(init)) {
+      AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+      if (!blob)
+        return failure();
+      raw = blob->getData();
+    } else {
+      return failure();
+    }
+    const llvm::fltSemantics &sem = low.getFloatSemantics();
+    int64_t n = splat ? 1 : wide.getNumElements();
+    if (int64_t(raw.size()) != 2 * n)
+      return failure();
+    std::vector<float> values(n);
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, raw.data() + 2 * i, 2);
+      values[i] = llvm::APFloat(sem, llvm::APInt(16, bits)).convertToFloat();
+    }
+    if (splat)
+      return Attribute(DenseElementsAttr::get(wide, values.front()));
+    if (isa<DenseElementsAttr>(init))
+      return Attribute(DenseElementsAttr::get(wide, ArrayRef<float>(values)));
+    AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+        ArrayRef<char>(reinterpret_cast<const char *>(values.data()),
+                       values.size() * sizeof(float)),
+        alignof(float));
+    std::string name = "master";
+    if (auto resource = dyn_cast<DenseResourceElementsAttr>(init))
+      name = (resource.getRawHandle().getKey() + ".f32").str();
+    return Attribute(
+        DenseResourceElementsAttr::get(wide, name, std::move(blob)));
   }
 
   /// Casts `v` to element type `to` before `user`, in `user`'s stage.
@@ -135,17 +224,23 @@ private:
         cast->setAttr(name, a);
   }
 
+  /// Casts the f32 and low-type operands of `op` to `to` (f64 values stay,
+  /// as PyTorch's autocast leaves float64 alone).
   void castOperands(Operation *op, Type to) {
-    for (OpOperand &operand : op->getOpOperands())
-      if (isFloat(operand.get()) && elementOf(operand.get()) != to)
+    for (OpOperand &operand : op->getOpOperands()) {
+      Type element = elementOf(operand.get());
+      if ((element == f32 || element == low) && element != to)
         operand.set(castBefore(op, operand.get(), to));
+    }
   }
 
-  /// Result types follow the operands' new type (f32 results only: integer
-  /// and boolean results, and other float types, are the op's own).
+  /// Result types follow the operands' new type (f32 and low-type results
+  /// only: integer and boolean results, and other float types, are the
+  /// op's own).
   void retypeResults(Operation *op, Type to) {
     for (Value r : op->getResults())
-      if (RankedTensorType t = tensorOf(r); t && t.getElementType() == f32)
+      if (RankedTensorType t = tensorOf(r);
+          t && (t.getElementType() == f32 || t.getElementType() == low))
         r.setType(t.clone(to));
   }
 
@@ -200,21 +295,8 @@ private:
       return;
     case Policy::F32:
       castOperands(op, f32);
+      retypeResults(op, f32);
       return;
-    case Policy::F32Inside: {
-      if (!anyLow)
-        return;
-      castOperands(op, f32);
-      // The normalized output (result 0) rounds back; statistics results
-      // stay f32.
-      Value out = op->getResult(0);
-      b.setInsertionPointAfter(op);
-      auto c = CastOp::create(b, op->getLoc(), tensorOf(out).clone(low), out);
-      inherit(c, op);
-      ++casts;
-      out.replaceAllUsesExcept(c, c);
-      return;
-    }
     case Policy::Follow:
       break;
     }

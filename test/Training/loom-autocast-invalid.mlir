@@ -5,13 +5,14 @@
 // UNKNOWN: loom-autocast: unknown precision 'fp8' (expected bf16, fp16 or fp32)
 // STAGES: loom-build-train-step: dynamic loss scaling needs the overflow check over every stage's gradients; it is not supported with pipeline stages yet
 
-// Master weights are the model's f32 parameters: a bf16 model has none.
-loom.parameter @w : tensor<4x8xbf16> trainable
-// expected-error @+1 {{loom-autocast: trainable parameter @w is 'bf16'; mixed precision keeps f32 master weights of an f32 model}}
-func.func @bf16(%x: tensor<2x4xbf16> {loom.name = "x"}, %w: tensor<4x8xbf16> {loom.param = @w}) -> tensor<bf16> {
-  %h = loom.dot_general %x, %w contracting_dims = [1] x [0] : (tensor<2x4xbf16>, tensor<4x8xbf16>) -> tensor<2x8xbf16>
-  %l = loom.reduce_sum %h dims = [0, 1] : (tensor<2x8xbf16>) -> tensor<bf16>
-  return %l : tensor<bf16>
+// Master weights come from f32 weights or weights in the compute type; an
+// f16 model computed in bf16 is neither.
+loom.parameter @w : tensor<4x8xf16> trainable
+// expected-error @+1 {{loom-autocast: trainable parameter @w is 'f16'; mixed precision in 'bf16' keeps f32 master weights of an f32 or 'bf16' model (leave --precision out to train it in 'f16' as it is)}}
+func.func @f16(%x: tensor<2x4xf16> {loom.name = "x"}, %w: tensor<4x8xf16> {loom.param = @w}) -> tensor<f16> {
+  %h = loom.dot_general %x, %w contracting_dims = [1] x [0] : (tensor<2x4xf16>, tensor<4x8xf16>) -> tensor<2x8xf16>
+  %l = loom.reduce_sum %h dims = [0, 1] : (tensor<2x8xf16>) -> tensor<f16>
+  return %l : tensor<f16>
 }
 
 // -----

@@ -114,8 +114,11 @@ struct Graph {
   /// and the dimension.
   DenseMap<int, std::pair<Mask, int>> stateSplit;
   /// 16-bit trainable weights have an fp32 master copy and fp32 optimizer
-  /// state (mixed precision), counted as optimizer memory.
-  bool masterWeights = true;
+  /// state, counted as optimizer memory. Off: Loom's steps hold what they
+  /// declare (--precision makes the master weights f32 parameters and the
+  /// 16-bit copies casts, which the planner prices as such); a 16-bit model
+  /// trained as it is keeps 16-bit weights, gradients and state.
+  bool masterWeights = false;
   /// Gradient compression (loom.grad_compression on the step): the bytes
   /// per element a trainable weight's gradient is reduced in (0: its own).
   double gradElementBytes = 0;

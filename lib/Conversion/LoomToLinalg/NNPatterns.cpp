@@ -18,6 +18,16 @@ Type originalElement(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementType();
 }
 
+/// Softmax and normalizations of 16-bit floats compute in f32 inside and
+/// round their outputs once (PyTorch's CPU kernels, Megatron's fused
+/// softmax): `v` of `element` widened to accumulatorType(element).
+Value widened(OpBuilder &b, Location loc, Value v, Type element) {
+  return convertTensor(b, loc, v, element, accumulatorType(element));
+}
+Value narrowed(OpBuilder &b, Location loc, Value v, Type element) {
+  return convertTensor(b, loc, v, accumulatorType(element), element);
+}
+
 /// max-subtracted exponent and its sum along `axis` (both broadcastable
 /// back to x's shape): returns {x - max, sum(exp(x - max))}.
 std::pair<Value, Value> softmaxParts(OpBuilder &b, Location loc, Value x,
@@ -56,22 +66,23 @@ struct SoftmaxLowering : OpConversionPattern<OpTy> {
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Type element = originalElement(op.getInput());
+    Type original = originalElement(op.getInput());
+    Type element = accumulatorType(original);
+    Value x = widened(rewriter, loc, adaptor.getInput(), original);
     int64_t axis = op.getAxis();
+    Value y;
     if constexpr (isLog) {
-      rewriter.replaceOp(op, logSoftmax(rewriter, loc, adaptor.getInput(),
-                                        axis, element));
+      y = logSoftmax(rewriter, loc, x, axis, element);
     } else {
-      auto [shifted, sum] =
-          softmaxParts(rewriter, loc, adaptor.getInput(), axis, element);
-      rewriter.replaceOp(
-          op, elementwise(rewriter, loc, shapeOf(shifted), signless(element),
-                          ValueRange{shifted, sum},
-                          [&](OpBuilder &b, Location l, ValueRange a) {
-                            Scalar s{b, l, element};
-                            return s.div(math::ExpOp::create(b, l, a[0]), a[1]);
-                          }));
+      auto [shifted, sum] = softmaxParts(rewriter, loc, x, axis, element);
+      y = elementwise(rewriter, loc, shapeOf(shifted), signless(element),
+                      ValueRange{shifted, sum},
+                      [&](OpBuilder &b, Location l, ValueRange a) {
+                        Scalar s{b, l, element};
+                        return s.div(math::ExpOp::create(b, l, a[0]), a[1]);
+                      });
     }
+    rewriter.replaceOp(op, narrowed(rewriter, loc, y, original));
     return success();
   }
 };
@@ -124,14 +135,18 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Type element = originalElement(op.getInput());
+    Type original = originalElement(op.getInput());
+    Type element = accumulatorType(original);
+    auto wide = [&](Value v) { return widened(rewriter, loc, v, original); };
+    Value x = wide(adaptor.getInput());
     SmallVector<int64_t> dims;
     for (int64_t d = op.getAxis(), e = op.getType().getRank(); d < e; ++d)
       dims.push_back(d);
-    auto [mean, var] = moments(rewriter, loc, adaptor.getInput(), dims, element);
-    rewriter.replaceOp(op, normalize(rewriter, loc, adaptor.getInput(), mean, var,
-                                     adaptor.getScale(), adaptor.getBias(),
-                                     op.getEpsilon().convertToDouble(), element));
+    auto [mean, var] = moments(rewriter, loc, x, dims, element);
+    Value y = normalize(rewriter, loc, x, mean, var, wide(adaptor.getScale()),
+                        wide(adaptor.getBias()),
+                        op.getEpsilon().convertToDouble(), element);
+    rewriter.replaceOp(op, narrowed(rewriter, loc, y, original));
     return success();
   }
 };
@@ -149,13 +164,17 @@ struct BatchNormInferenceLowering : OpConversionPattern<BatchNormInferenceOp> {
   matchAndRewrite(BatchNormInferenceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Type element = originalElement(op.getInput());
+    Type original = originalElement(op.getInput());
+    Type element = accumulatorType(original);
     int64_t rank = op.getType().getRank();
-    auto ch = [&](Value v) { return perChannel(rewriter, loc, v, rank); };
-    rewriter.replaceOp(op, normalize(rewriter, loc, adaptor.getInput(),
-                                     ch(adaptor.getMean()), ch(adaptor.getVariance()),
-                                     ch(adaptor.getScale()), ch(adaptor.getBias()),
-                                     op.getEpsilon().convertToDouble(), element));
+    auto ch = [&](Value v) {
+      return perChannel(rewriter, loc, widened(rewriter, loc, v, original), rank);
+    };
+    Value y = normalize(rewriter, loc, widened(rewriter, loc, adaptor.getInput(), original),
+                        ch(adaptor.getMean()), ch(adaptor.getVariance()),
+                        ch(adaptor.getScale()), ch(adaptor.getBias()),
+                        op.getEpsilon().convertToDouble(), element);
+    rewriter.replaceOp(op, narrowed(rewriter, loc, y, original));
     return success();
   }
 };
@@ -166,20 +185,24 @@ struct BatchNormTrainingLowering : OpConversionPattern<BatchNormTrainingOp> {
   matchAndRewrite(BatchNormTrainingOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Type element = originalElement(op.getInput());
+    Type original = originalElement(op.getInput());
+    Type element = accumulatorType(original);
+    auto wide = [&](Value v) { return widened(rewriter, loc, v, original); };
+    auto narrow = [&](Value v) { return narrowed(rewriter, loc, v, original); };
     int64_t rank = op.getResult().getType().getRank();
     SmallVector<int64_t> dims;
     for (int64_t d = 0; d < rank; ++d)
       if (d != 1)
         dims.push_back(d);
-    auto [mean, var] = moments(rewriter, loc, adaptor.getInput(), dims, element);
-    auto ch = [&](Value v) { return perChannel(rewriter, loc, v, rank); };
-    Value y = normalize(rewriter, loc, adaptor.getInput(), mean, var,
-                        ch(adaptor.getScale()), ch(adaptor.getBias()),
+    Value x = wide(adaptor.getInput());
+    auto [mean, var] = moments(rewriter, loc, x, dims, element);
+    auto ch = [&](Value v) { return perChannel(rewriter, loc, wide(v), rank); };
+    Value y = normalize(rewriter, loc, x, mean, var, ch(adaptor.getScale()),
+                        ch(adaptor.getBias()),
                         op.getEpsilon().convertToDouble(), element);
     int64_t c = op.getBatchMean().getType().getDimSize(0);
-    rewriter.replaceOp(op, {y, reshape(rewriter, loc, mean, {c}),
-                            reshape(rewriter, loc, var, {c})});
+    rewriter.replaceOp(op, {narrow(y), narrow(reshape(rewriter, loc, mean, {c})),
+                            narrow(reshape(rewriter, loc, var, {c}))});
     return success();
   }
 };
