@@ -53,6 +53,9 @@ def main():
     p.add_argument("--virtual-stages", type=int, default=1, help="loomc --virtual-stages")
     p.add_argument("--eps", default=None, help="loomc --eps (Adam's epsilon) on both sides")
     p.add_argument("--plan-stages", default=None, help="loomc --plan-stages (--mesh choose)")
+    p.add_argument("--precision", default=None, help="loomc --precision on both sides")
+    p.add_argument("--grad-compression", default=None,
+                   help="loomc --grad-compression on both sides")
     a = p.parse_args()
 
     torch.manual_seed(0)
@@ -94,6 +97,10 @@ def main():
         common += [f"--eps={a.eps}"]
     if a.micro_batches > 1:
         common += [f"--micro-batches={a.micro_batches}"]
+    if a.precision:
+        common += [f"--precision={a.precision}"]
+    if a.grad_compression:
+        common += [f"--grad-compression={a.grad_compression}"]
     single, spmd = os.path.join(a.work, "single"), os.path.join(a.work, "spmd")
     subprocess.run(["loomc", *common, "-o", single], check=True, capture_output=True)
     extra = ["--cluster", a.cluster] if a.cluster else []
