@@ -823,6 +823,7 @@ bool PipelineTrainer::runSteps() {
   if (!startTrace())
     return false;
   for (int64_t step = firstStep; step < options.steps; ++step) {
+    injectFault(options, result.rank, step);
     inbox.clear();
     outbox.clear();
     stash.clear();

@@ -357,8 +357,15 @@ std::vector<HostTensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
 }
 
 void Trainer::injectFault(int64_t s) {
+  mlir::loom::injectFault(options, result.rank, s);
+}
+
+} // namespace
+
+void mlir::loom::injectFault(const TrainOptions &options, int rank,
+                             int64_t s) {
   if (options.faultMode.empty() || options.faultMode == "save" ||
-      result.rank != options.faultRank || s != options.faultStep)
+      rank != options.faultRank || s != options.faultStep)
     return;
   // One write (errs() is unbuffered): mpirun interleaves the ranks' output
   // and a line written in pieces can be split by another rank's.
@@ -374,6 +381,8 @@ void Trainer::injectFault(int64_t s) {
   else
     _exit(3);
 }
+
+namespace {
 
 /// "[dp, tp]": the axes of `mesh` whose bits `mask` sets.
 std::string axesNamed(MeshOp mesh, uint64_t mask) {

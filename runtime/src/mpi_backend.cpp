@@ -188,9 +188,15 @@ private:
   MPI_Comm world = MPI_COMM_NULL, health = MPI_COMM_NULL;
   std::vector<MPI_Request> pongs;
   MPI_Op ops16[2][4] = {};
+  /// A peer died or stalled (diagnose() said so): MPI_Finalize would wait
+  /// for it forever, so the destructor leaves MPI alone and the launcher,
+  /// seeing this process exit, ends the job.
+  bool peerLost = false;
 };
 
 MpiBackend::~MpiBackend() {
+  if (peerLost)
+    return;
   for (MPI_Request &r : pongs)
     if (r != MPI_REQUEST_NULL)
       MPI_Request_free(&r);
@@ -342,6 +348,7 @@ loom_status_t MpiBackend::diagnose(const CallInfo &info,
   for (MPI_Request &r : pings)
     MPI_Request_free(&r);
   end();
+  peerLost = true;
   if (!missing.empty())
     return loom_status_make(
         LOOM_STATUS_PEER_FAILED,

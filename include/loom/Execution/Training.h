@@ -95,6 +95,9 @@ HostTensor syntheticTensor(RankedTensorType type, int64_t bound,
 /// Parses RANK:STEP:kill|stop|exit|save into `options`' fault fields; returns an
 /// error message or "".
 std::string parseFault(llvm::StringRef spec, TrainOptions &options);
+/// LOOM_FAULT's kill, stop or exit: `rank` fails before step `step` when
+/// the options name both (save faults happen while saving).
+void injectFault(const TrainOptions &options, int rank, int64_t step);
 
 struct TrainResult {
   /// This process's rank (0 when not distributed).
