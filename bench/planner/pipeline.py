@@ -46,9 +46,8 @@ def plan_one(loomc, work, layers, devices, b, global_batch, a):
                         "--hidden", str(a.hidden), "--heads", str(a.heads), "--seq", str(a.seq),
                         "--batch", str(b)], stdout=f, check=True)
     t0 = time.time()
-    # --precision=bf16: fp32 master weights and Adam moments (Megatron-LM's).
     r = subprocess.run([loomc, model, "--train", "--loss=none", "--optimizer=adamw",
-                        "--precision=bf16", "--strategy", "auto", "--cluster", cluster(devices), "--plan-only",
+                        "--strategy", "auto", "--cluster", cluster(devices), "--plan-only",
                         "--plan-stages=0", f"--micro-batches={global_batch // b}",
                         "--compare-megatron", "--plan-report=json",
                         "-o", os.path.join(work, "out")], capture_output=True, text=True)

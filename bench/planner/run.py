@@ -60,10 +60,8 @@ def main():
                                 "--heads", str(a.heads), "--seq", str(a.seq),
                                 "--batch", str(max(8, devices))], stdout=f, check=True)
             t0 = time.time()
-            # --precision=bf16: fp32 master weights and Adam moments, as
-            # Megatron-LM trains GPT-3 (the bf16 model's weights become f32).
             r = subprocess.run([loomc, model, "--train", "--loss=none", "--optimizer=adamw",
-                                "--precision=bf16", "--strategy", "auto", "--cluster", cluster(devices),
+                                "--strategy", "auto", "--cluster", cluster(devices),
                                 "--plan-only", "--compare-megatron", "--plan-report=json",
                                 "-o", os.path.join(work, "out")],
                                capture_output=True, text=True)

@@ -81,10 +81,20 @@ bool usesAxis(ShardingAttr s, StringRef axis) {
   return false;
 }
 
-/// The weight argument a dot operand reads (directly or transposed), or -1.
+/// `v` before any casts (autocast's 16-bit copy of a weight reads the
+/// weight elementwise: its dimensions are the weight's).
+Value skipCasts(Value v) {
+  while (auto c = v.getDefiningOp<CastOp>())
+    v = c.getInput();
+  return v;
+}
+
+/// The weight argument a dot operand reads (directly or transposed, through
+/// casts), or -1.
 int weightOperand(Value v, const Classified &c) {
+  v = skipCasts(v);
   if (auto t = v.getDefiningOp<TransposeOp>())
-    v = t.getInput();
+    v = skipCasts(t.getInput());
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg || c.kinds[arg.getArgNumber()] != ArgKind::Weight)
     return -1;
@@ -144,7 +154,7 @@ DenseMap<unsigned, ShardingAttr> tensorParallel(func::FuncOp step,
   // The weight's dimension a dot operand dimension reads (through one
   // transpose at most).
   auto weightDim = [&](WeightDot d, int64_t operandDim) {
-    Value v = d.dot->getOperand(d.operand);
+    Value v = skipCasts(d.dot->getOperand(d.operand));
     if (auto t = v.getDefiningOp<TransposeOp>())
       return static_cast<int64_t>(t.getPermutation()[operandDim]);
     return operandDim;
