@@ -606,14 +606,13 @@ Checkpoint::readBlock(StringRef name, RankedTensorType type,
   return out;
 }
 
-bool Checkpoint::checkResume(const std::set<std::string> &used,
-                             bool exhaustive, int64_t steps,
-                             std::string &error) const {
+bool Checkpoint::checkResume(const std::set<std::string> &model,
+                             int64_t steps, std::string &error) const {
   std::vector<std::string> extra;
   for (const auto &[name, t] : tensors)
-    if (!used.count(name))
+    if (!model.count(name))
       extra.push_back(name);
-  if (exhaustive && !extra.empty()) {
+  if (!extra.empty()) {
     error = llvm::formatv("checkpoint {0} holds tensors the model does not "
                           "have: {1}{2} (a checkpoint of another model?)",
                           dir,
@@ -654,7 +653,10 @@ std::optional<CheckpointState> mlir::loom::resumeFromCheckpoint(
       *e.local = std::move(*block);
     used.insert(e.name);
   }
-  ok = ok && ckpt->checkResume(used, options.exhaustive, options.steps, error);
+  // A pipeline stage reads only its own tensors; the model's are all
+  // stages'.
+  ok = ok && ckpt->checkResume(options.exhaustive ? used : options.modelTensors,
+                               options.steps, error);
   if (mesh && !mesh->agree(ok, "load the checkpoint", error))
     return std::nullopt;
   if (!ok)

@@ -412,14 +412,19 @@ bool PipelineTrainer::bindParameters() {
 }
 
 /// With TrainOptions::resume: this rank's stages' parameters from the
-/// checkpoint, as this rank holds them (a stage sees only its own tensors:
-/// tensors of no stage are not reported).
+/// checkpoint, as this rank holds them. A stage reads only its own tensors;
+/// a checkpoint tensor that no stage has (every stage's are the module's
+/// loom.parameters) is an error, as for an unpipelined step.
 bool PipelineTrainer::resume() {
   if (options.resume.empty())
     return true;
-  std::optional<CheckpointState> state = resumeFromCheckpoint(
-      options.resume, module.getContext(), checkpointEntries(), mesh.get(),
-      {options.steps, options.seed, options.data, /*exhaustive=*/false}, error);
+  ResumeOptions resumeOptions{options.steps, options.seed, options.data,
+                              /*exhaustive=*/false, {}};
+  for (ParameterOp p : module.getOps<ParameterOp>())
+    resumeOptions.modelTensors.insert(p.getSymName().str());
+  std::optional<CheckpointState> state =
+      resumeFromCheckpoint(options.resume, module.getContext(),
+                           checkpointEntries(), mesh.get(), resumeOptions, error);
   if (!state)
     return false;
   firstStep = state->step;

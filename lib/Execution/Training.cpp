@@ -216,7 +216,8 @@ bool Trainer::resume() {
     return true;
   std::optional<CheckpointState> state = resumeFromCheckpoint(
       options.resume, module.getContext(), checkpointEntries(), mesh.get(),
-      {options.steps, options.seed, options.data, /*exhaustive=*/true}, error);
+      {options.steps, options.seed, options.data, /*exhaustive=*/true, {}},
+      error);
   if (!state)
     return false;
   firstStep = state->step;

@@ -79,6 +79,9 @@ struct ResumeOptions {
   /// `entries` are every tensor of the model: the checkpoint may hold no
   /// others (false for a pipeline stage, which sees only its own).
   bool exhaustive = true;
+  /// When not exhaustive: the names of every tensor of the model (every
+  /// stage's); the checkpoint may hold no others.
+  std::set<std::string> modelTensors;
 };
 
 /// Replaces every entry's tensor with its block from the checkpoint at (or
@@ -123,12 +126,11 @@ public:
                                       RankedTensorType block,
                                       std::string &error) const;
 
-  /// Resuming a run of `steps` steps in total that read the tensors
-  /// `used` from this checkpoint: fails when the checkpoint is not before
-  /// `steps`, or, with `exhaustive` (the caller reads every tensor of its
-  /// model), when it holds tensors the model does not have.
-  bool checkResume(const std::set<std::string> &used, bool exhaustive,
-                   int64_t steps, std::string &error) const;
+  /// Resuming a run of `steps` steps in total whose model has the tensors
+  /// `model`: fails when the checkpoint is not before `steps` or holds
+  /// tensors the model does not have.
+  bool checkResume(const std::set<std::string> &model, int64_t steps,
+                   std::string &error) const;
 
   const std::string &getDirectory() const { return dir; }
   const CheckpointState &getState() const { return state; }
