@@ -12,7 +12,9 @@ Loom: loomc builds the artifact, `loom-run DIR --steps S --data D` trains;
 its own timer gives seconds per step after compilation. PyTorch: the usual
 zero_grad / forward / backward / step loop, timed after 2 warm-up steps.
 Both single process with the same thread setting. Prints seconds per step,
-Loom's compile time and the ratio Loom / PyTorch (lower is better).
+Loom's compile time and the ratio Loom / PyTorch (lower is better). With
+--precision bf16: Loom's --precision=bf16 against torch.autocast("cpu",
+bfloat16), both with fp32 weights.
 """
 
 import argparse
@@ -31,11 +33,14 @@ sys.path.insert(0, os.path.dirname(__file__))
 from forward import MLP, Block  # noqa: E402
 
 
-def torch_step_seconds(model, xs, ys, steps):
+def torch_step_seconds(model, xs, ys, steps, precision="fp32"):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
     def step(i):
         opt.zero_grad()
-        F.mse_loss(model(torch.from_numpy(xs[i])), torch.from_numpy(ys[i])).backward()
+        with autocast:
+            loss = F.mse_loss(model(torch.from_numpy(xs[i])), torch.from_numpy(ys[i]))
+        loss.backward()
         opt.step()
     for i in range(2):
         step(i)
@@ -45,11 +50,11 @@ def torch_step_seconds(model, xs, ys, steps):
     return (time.perf_counter() - start) / steps
 
 
-def loom_step_seconds(tools, onnx_path, work, steps, threads):
+def loom_step_seconds(tools, onnx_path, work, steps, threads, precision="fp32"):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
     out = os.path.join(work, "out")
     subprocess.run([os.path.join(tools, "loomc"), onnx_path, "--train", "--loss=mse",
-                    "--optimizer=adamw", "--lr=1e-4", "-o", out],
+                    "--optimizer=adamw", "--lr=1e-4", f"--precision={precision}", "-o", out],
                    check=True, capture_output=True, env=env)
     run = subprocess.run([os.path.join(tools, "loom-run"), out, "--steps", str(steps),
                           "--data", os.path.join(work, "data")],
@@ -63,13 +68,15 @@ def main():
     p.add_argument("--build", default=os.environ.get("LOOM_BUILD_DIR", "build"))
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                   help="bf16: loomc --precision=bf16 against torch.autocast(cpu, bf16)")
     a = p.parse_args()
     tools = os.path.join(a.build, "bin")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     models = {"mlp": (MLP(), (256, 1024)), "block": (Block(), (8, 128, 512))}
-    print(f"threads: {a.threads}, steps: {a.steps}")
+    print(f"threads: {a.threads}, steps: {a.steps}, precision: {a.precision}")
     print(f"{'model':8} {'torch s/step':>13} {'loom s/step':>12} {'loom compile s':>15} {'ratio':>7}")
     for name, (model, shape) in models.items():
         with tempfile.TemporaryDirectory() as work:
@@ -84,8 +91,9 @@ def main():
                               input_names=["x"], output_names=["y"],
                               do_constant_folding=False,
                               training=torch.onnx.TrainingMode.TRAINING)
-            loom, compile_s = loom_step_seconds(tools, path, work, a.steps, a.threads)
-            t = torch_step_seconds(model, xs, ys, a.steps)
+            loom, compile_s = loom_step_seconds(tools, path, work, a.steps, a.threads,
+                                                a.precision)
+            t = torch_step_seconds(model, xs, ys, a.steps, a.precision)
             print(f"{name:8} {t:13.4f} {loom:12.4f} {compile_s:15.2f} {loom / t:7.2f}")
 
 
