@@ -36,6 +36,9 @@ namespace {
 
 struct GlooGroup final : Group {
   std::shared_ptr<gloo::Context> context;
+  /// Reduce-scatters run so far (every member runs the same sequence, so
+  /// the count names a call's slots alike on all of them).
+  uint64_t ringCalls = 0;
 };
 
 struct GlooRequest final : Request {
@@ -45,6 +48,8 @@ struct GlooRequest final : Request {
 
 /// Point-to-point slots, clear of the collectives' (prefix << 56 | tag).
 constexpr uint64_t kP2PSlot = uint64_t(0xfe) << 56;
+/// The ring reduce-scatter's slots (call * 1024 + step).
+constexpr uint64_t kRingSlot = uint64_t(0xfd) << 56;
 
 class GlooBackend final : public Backend {
 public:
@@ -271,20 +276,39 @@ loom_status_t GlooBackend::allGather(Group &g, const CallInfo &info,
 loom_status_t GlooBackend::reduceScatter(Group &g, const CallInfo &info,
                                          loom_reduction_t reduction,
                                          const void *send, void *recv) {
-  // All-reduce of the whole buffer, then this member's block: twice the
-  // bytes of a ring reduce-scatter (Gloo has no reduce-scatter for
-  // unbound buffers).
+  // A ring (Gloo has no reduce-scatter for unbound buffers): in n - 1
+  // steps each member passes one block, reduced so far, to the next and
+  // reduces the one it receives into its own, ending with its block
+  // complete; each member sends (n - 1) / n of the buffer, the planner's
+  // ring model (an all-reduce and a copy sent twice that).
   auto &group = static_cast<GlooGroup &>(g);
   if (loom_status_t s = checkSignature(group, info, 3))
     return s;
   size_t block = bytesOf(info);
-  CallInfo whole = info;
-  whole.count = info.count * group.size;
-  std::vector<char> all(static_cast<const char *>(send),
-                        static_cast<const char *>(send) + bytesOf(whole));
-  if (loom_status_t s = reduceInPlace(group, whole, reduction, all.data()))
+  int n = group.size, r = group.rank;
+  std::vector<char> acc(static_cast<const char *>(send),
+                        static_cast<const char *>(send) + block * n);
+  std::vector<char> incoming(block);
+  uint64_t call = group.ringCalls++;
+  loom_status_t s = guard(info, [&] {
+    auto in = group.context->createUnboundBuffer(incoming.data(), block);
+    for (int step = 0; step + 1 < n; ++step) {
+      int sendIdx = ((r - step - 1) % n + n) % n;
+      int recvIdx = ((r - step - 2) % n + n) % n;
+      auto out = group.context->createUnboundBuffer(
+          acc.data() + size_t(sendIdx) * block, block);
+      uint64_t slot = kRingSlot + call * 1024 + uint64_t(step);
+      in->recv((r + n - 1) % n, slot);
+      out->send((r + 1) % n, slot);
+      in->waitRecv(timeout);
+      out->waitSend(timeout);
+      reduceInto(info.dtype, reduction, incoming.data(),
+                 acc.data() + size_t(recvIdx) * block, info.count);
+    }
+  });
+  if (s)
     return s;
-  std::memcpy(recv, all.data() + block * group.rank, block);
+  std::memcpy(recv, acc.data() + size_t(r) * block, block);
   return nullptr;
 }
 
