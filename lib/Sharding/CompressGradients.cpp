@@ -87,7 +87,10 @@ void moveAbove(CastOp narrow, Operation *reduction,
   auto early = CastOp::create(
       b, narrow.getLoc(), cast<RankedTensorType>(input.getType()).clone(low),
       input);
-  early->setAttrs(narrow->getAttrs());
+  // Only the marker: the cast now reads the partial sum, so a layout
+  // recorded for the reduced value would not describe it.
+  early->setAttr(LoomDialect::kGradCompressionAttrName,
+                 narrow->getAttr(LoomDialect::kGradCompressionAttrName));
   reduction->setOperand(0, early);
   retype(reduction->getResult(0), low);
   for (Operation *op : path)
