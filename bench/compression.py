@@ -27,6 +27,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "e2e", "Inputs"))
+from e2e_util import export_with_data  # noqa: E402
+
 
 class Net(nn.Module):
     def __init__(self):
@@ -61,14 +64,7 @@ def main():
     teacher = rng.standard_normal((256, 10)).astype(np.float32)
     xs = rng.standard_normal((a.steps, 64, 256)).astype(np.float32)
     ys = np.argmax(xs @ teacher, axis=-1).astype(np.int64)
-    onnx_path = os.path.join(work, "model.onnx")
-    torch.onnx.export(Net(), torch.from_numpy(xs[0]), onnx_path, opset_version=14,
-                      input_names=["x"], output_names=["y"], do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.TRAINING)
-    data = os.path.join(work, "data")
-    os.makedirs(data)
-    np.save(os.path.join(data, "x.npy"), xs)
-    np.save(os.path.join(data, "labels.npy"), ys)
+    onnx_path, data = export_with_data(Net(), xs, ys, work)
 
     rows = []
     for c in ("none", "fp16", "bf16"):

@@ -653,10 +653,9 @@ std::optional<CheckpointState> mlir::loom::resumeFromCheckpoint(
       *e.local = std::move(*block);
     used.insert(e.name);
   }
-  // A pipeline stage reads only its own tensors; the model's are all
-  // stages'.
-  ok = ok && ckpt->checkResume(options.exhaustive ? used : options.modelTensors,
-                               options.steps, error);
+  ok = ok && ckpt->checkResume(
+                  options.modelTensors.empty() ? used : options.modelTensors,
+                  options.steps, error);
   if (mesh && !mesh->agree(ok, "load the checkpoint", error))
     return std::nullopt;
   if (!ok)

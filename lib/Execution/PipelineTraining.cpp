@@ -418,8 +418,7 @@ bool PipelineTrainer::bindParameters() {
 bool PipelineTrainer::resume() {
   if (options.resume.empty())
     return true;
-  ResumeOptions resumeOptions{options.steps, options.seed, options.data,
-                              /*exhaustive=*/false, {}};
+  ResumeOptions resumeOptions{options.steps, options.seed, options.data, {}};
   for (ParameterOp p : module.getOps<ParameterOp>())
     resumeOptions.modelTensors.insert(p.getSymName().str());
   std::optional<CheckpointState> state =

@@ -114,7 +114,6 @@ private:
   bool afterStep(int64_t s, double loss, std::optional<double> scaleBefore);
   bool gatherMemory();
   bool gatherTrace();
-  void injectFault(int64_t step);
   bool save(StringRef outDir, bool trainable);
 
   HostTensor toLocal(unsigned arg, const HostTensor &global) const {
@@ -216,8 +215,7 @@ bool Trainer::resume() {
     return true;
   std::optional<CheckpointState> state = resumeFromCheckpoint(
       options.resume, module.getContext(), checkpointEntries(), mesh.get(),
-      {options.steps, options.seed, options.data, /*exhaustive=*/true, {}},
-      error);
+      {options.steps, options.seed, options.data, {}}, error);
   if (!state)
     return false;
   firstStep = state->step;
@@ -357,10 +355,6 @@ std::vector<HostTensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
   return values;
 }
 
-void Trainer::injectFault(int64_t s) {
-  mlir::loom::injectFault(options, result.rank, s);
-}
-
 } // namespace
 
 void mlir::loom::injectFault(const TrainOptions &options, int rank,
@@ -427,7 +421,7 @@ bool Trainer::runSteps() {
       next = std::async(std::launch::async, [this, &gen, s] {
         return stepData(s + 1, gen);
       });
-    injectFault(s);
+    injectFault(options, result.rank, s);
     std::vector<const HostTensor *> argPtrs;
     for (auto [i, info] : llvm::enumerate(args))
       argPtrs.push_back(info.parameter.empty() ? &dataValues[i]

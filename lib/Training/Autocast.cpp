@@ -300,7 +300,7 @@ private:
     case Policy::Follow:
       break;
     }
-    if (auto barrier = dyn_cast<OptimizationBarrierOp>(op)) {
+    if (isa<OptimizationBarrierOp>(op)) {
       for (auto [in, out] : llvm::zip(op->getOperands(), op->getResults()))
         out.setType(in.getType());
       return;

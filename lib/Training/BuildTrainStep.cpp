@@ -314,10 +314,10 @@ FailureOr<ParameterOp> StepBuilder::declareState(Operation *after,
     ob.setInsertionPointAfter(after);
   else
     ob.setInsertionPointToStart(module.getBody());
-  Attribute zero = scalarAttr(type.getElementType(), init);
+  Attribute value = scalarAttr(type.getElementType(), init);
   Location loc = after ? after->getLoc() : fn.getLoc();
   return ParameterOp::create(ob, loc, name, type,
-                             DenseElementsAttr::get(type, zero),
+                             DenseElementsAttr::get(type, value),
                              /*trainable=*/false, owner);
 }
 

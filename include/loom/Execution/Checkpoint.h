@@ -76,11 +76,9 @@ struct ResumeOptions {
   /// The run's data seed and source: rank 0 warns when they differ.
   uint64_t seed = 0;
   std::string data;
-  /// `entries` are every tensor of the model: the checkpoint may hold no
-  /// others (false for a pipeline stage, which sees only its own).
-  bool exhaustive = true;
-  /// When not exhaustive: the names of every tensor of the model (every
-  /// stage's); the checkpoint may hold no others.
+  /// The names of every tensor of the model (a pipeline stage's entries are
+  /// only its own); empty: the entries are. The checkpoint may hold no
+  /// others.
   std::set<std::string> modelTensors;
 };
 

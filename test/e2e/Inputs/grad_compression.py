@@ -26,7 +26,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -35,25 +34,10 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "Target", "ONNX", "Inputs"))
+from e2e_util import export_with_data, fail, losses, run  # noqa: E402
 from export_torch_models import MLP  # noqa: E402
 
 STEPS, LR = 20, 0.1
-
-
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        fail(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout}{r.stderr}")
-    return r.stdout
-
-
-def losses(out):
-    return [float(l.split()[3]) for l in out.splitlines() if l.startswith("step ")]
 
 
 def hand_step(model, x, y, compression):
@@ -91,14 +75,7 @@ def main():
     xs = rng.standard_normal((STEPS, 8, 32)).astype(np.float32)
     ys = rng.integers(0, 10, size=(STEPS, 8)).astype(np.int64)
     model = MLP()
-    onnx_path = os.path.join(work, "model.onnx")
-    torch.onnx.export(model, torch.from_numpy(xs[0]), onnx_path, opset_version=14,
-                      input_names=["x"], output_names=["y"], do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.TRAINING)
-    data = os.path.join(work, "data")
-    os.makedirs(data)
-    np.save(os.path.join(data, "x.npy"), xs)
-    np.save(os.path.join(data, "labels.npy"), ys)
+    onnx_path, data = export_with_data(model, xs, ys, work)
 
     def compile_(name, *flags, report=False):
         out = os.path.join(work, name)

@@ -30,7 +30,6 @@ Prints one line per check; exits 1 on the first failure.
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -39,23 +38,12 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "Target", "ONNX", "Inputs"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
+from e2e_util import export_with_data, fail, run  # noqa: E402
 from export_torch_models import MLP  # noqa: E402
 from loom import checkpoint  # noqa: E402
 
 STEPS, FORCE, INIT, INTERVAL = 8, 5, 1024.0, 2
 COUNTERS = {"optimizer.step", "amp.loss_scale", "amp.growth_tracker", "amp.updates"}
-
-
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        fail(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout}{r.stderr}")
-    return r.stdout
 
 
 def grad_scaler_rules(found_inf, init, interval, backoff=0.5, growth=2.0):
@@ -107,14 +95,7 @@ def main():
     xs = rng.standard_normal((STEPS, 8, 32)).astype(np.float32)
     ys = rng.integers(0, 10, size=(STEPS, 8)).astype(np.int64)
     xs[FORCE, 0, 0] = 6e4
-    onnx_path = os.path.join(work, "model.onnx")
-    torch.onnx.export(MLP(), torch.from_numpy(xs[0]), onnx_path, opset_version=14,
-                      input_names=["x"], output_names=["y"], do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.TRAINING)
-    data = os.path.join(work, "data")
-    os.makedirs(data)
-    np.save(os.path.join(data, "x.npy"), xs)
-    np.save(os.path.join(data, "labels.npy"), ys)
+    onnx_path, data = export_with_data(MLP(), xs, ys, work)
 
     common = [onnx_path, "--train", "--loss=cross_entropy", "--optimizer=adamw", "--lr=1e-3",
               "--eps=1e-4", "--precision=fp16", f"--loss-scale-init={INIT:g}",

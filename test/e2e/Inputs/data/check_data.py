@@ -26,25 +26,11 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "Target", "ONNX", "Inputs"))
+sys.path.insert(0, os.path.join(HERE, ".."))
 from export_torch_models import MLP  # noqa: E402
+from e2e_util import export_onnx, fail, losses, run  # noqa: E402
 
 STEPS = 6
-
-
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        fail(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stdout}{r.stderr}")
-    return r.stdout
-
-
-def losses(out):
-    return [float(l.split()[3]) for l in out.splitlines() if l.startswith("step ")]
 
 
 def main():
@@ -55,9 +41,7 @@ def main():
     xs = rng.standard_normal((3, 8, 32)).astype(np.float32)
     ys = rng.integers(0, 10, size=(3, 8)).astype(np.int64)
     onnx_path = os.path.join(work, "model.onnx")
-    torch.onnx.export(MLP(), torch.from_numpy(xs[0]), onnx_path, opset_version=14,
-                      input_names=["x"], output_names=["y"], do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.TRAINING)
+    export_onnx(MLP(), xs[0], onnx_path)
     three, six = os.path.join(work, "three"), os.path.join(work, "six")
     for d, reps in ((three, 1), (six, 2)):
         os.makedirs(d, exist_ok=True)
