@@ -8,9 +8,30 @@
 // reducing the 16-bit values is the compression itself: each device's
 // partial sum rounds to 16 bits, and the sum is taken in 16 bits.
 //
+// Top-k with error feedback (Lin et al., "Deep Gradient Compression"; Stich
+// et al., "Sparsified SGD with Memory") selects on each device's partial
+// gradient, so it is written here, after partitioning: the step marks each
+// weight gradient with an optimization barrier, in front of which the
+// partitioner reduces it; the reduction becomes
+//
+//   acc      = partial + residual            (this device's error feedback)
+//   idx      = top_k_indices(acc, k)          k = ceil(RATIO * elements)
+//   sent     = acc[idx]
+//   all      = scatter_add(all_gather(sent), all_gather(idx))
+//   residual = acc - scatter_add(sent, idx)   (what was not sent)
+//
+// and a reduce-scatter keeps this device's block of `all`. The residual is
+// state of each device: a parameter `<weight>.error_feedback` whose global
+// tensor stacks every device's block along dimension 0 (split over every
+// mesh axis), carried from step to step and checkpointed like optimizer
+// state.
+//
 //===----------------------------------------------------------------------===//
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cmath>
 #include "loom/Sharding/Passes.h"
 #include "loom/Support/Debug.h"
 
@@ -119,9 +140,180 @@ void moveWidenBelow(CastOp widen, Operation *reduction,
   widen.erase();
 }
 
+/// The sum reduction that produces `v` through relayouts, or null.
+Operation *reductionOf(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (isSumReduction(def))
+      return def;
+    if (!isa<TransposeOp, ReshapeOp>(def))
+      return nullptr;
+    v = def->getOperand(0);
+  }
+  return nullptr;
+}
+
+class TopK {
+public:
+  TopK(ModuleOp module, func::FuncOp fn, MeshOp mesh, double ratio)
+      : module(module), fn(fn), mesh(mesh), ratio(ratio),
+        ctx(module.getContext()) {}
+
+  /// Replaces the reduction in front of `barrier` (if any) with the top-k
+  /// exchange; removes the barrier.
+  LogicalResult rewrite(OptimizationBarrierOp barrier);
+  unsigned exchanged = 0;
+
+private:
+  FailureOr<ParameterOp> declareResidual(StringRef weight,
+                                         RankedTensorType local);
+  ModuleOp module;
+  func::FuncOp fn;
+  MeshOp mesh;
+  double ratio;
+  MLIRContext *ctx;
+};
+
+/// `<weight>.error_feedback`: zeros, every device's block stacked along
+/// dimension 0 (split over every mesh axis, in mesh order).
+FailureOr<ParameterOp> TopK::declareResidual(StringRef weight,
+                                             RankedTensorType local) {
+  std::string name = (weight + ".error_feedback").str();
+  if (Operation *clash = module.lookupSymbol(name))
+    return clash->emitError()
+           << "loom-compress-gradients: the top-k residual @" << name
+           << " would clash with this symbol";
+  SmallVector<int64_t> shape(local.getShape());
+  shape[0] *= mesh.getNumDevices();
+  auto global = local.clone(shape);
+  // After the weight and the state it owns.
+  Operation *after = nullptr;
+  for (auto p : module.getOps<ParameterOp>())
+    if (p.getSymName() == weight ||
+        (p.getStateOf() && *p.getStateOf() == weight))
+      after = p;
+  if (!after)
+    return fn.emitError() << "loom-compress-gradients: no parameter @"
+                          << weight << " for a top-k compressed gradient";
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(after);
+  Attribute zero = b.getZeroAttr(global.getElementType());
+  return ParameterOp::create(b, after->getLoc(), name, global,
+                             DenseElementsAttr::get(global, zero),
+                             /*trainable=*/false,
+                             FlatSymbolRefAttr::get(ctx, weight));
+}
+
+LogicalResult TopK::rewrite(OptimizationBarrierOp barrier) {
+  Value marked = barrier.getInputs()[0];
+  Operation *reduction = reductionOf(marked);
+  auto weight =
+      barrier->getAttrOfType<FlatSymbolRefAttr>(LoomDialect::kParamAttrName);
+  barrier.getResult(0).replaceAllUsesWith(marked);
+  barrier.erase();
+  // Nothing is reduced (one device, or a gradient no device splits the
+  // batch of): nothing to compress.
+  if (!reduction)
+    return success();
+  if (!weight)
+    return reduction->emitError()
+           << "loom-compress-gradients: a top-k compressed gradient names no "
+              "weight (loom.param on its barrier)";
+  Value partial = reduction->getOperand(0);
+  auto local = cast<RankedTensorType>(partial.getType());
+  auto axes = reduction->getAttrOfType<ArrayAttr>("axes");
+  FlatSymbolRefAttr meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  FailureOr<ParameterOp> decl = declareResidual(weight.getValue(), local);
+  if (failed(decl))
+    return failure();
+
+  // The residual: an argument and a result of the step.
+  SmallVector<SmallVector<StringRef>> dims(local.getRank());
+  for (MeshAxisAttr axis : mesh.getAxes().getAsRange<MeshAxisAttr>())
+    dims[0].push_back(axis.getName().getValue());
+  NamedAttrList attrs;
+  attrs.set(LoomDialect::kParamAttrName,
+            FlatSymbolRefAttr::get(decl->getSymNameAttr()));
+  attrs.set(LoomDialect::kShardingAttrName,
+            ShardingAttr::get(ctx, mesh.getSymName(), dims));
+  unsigned argIndex = fn.getNumArguments();
+  if (failed(fn.insertArgument(argIndex, local, attrs.getDictionary(ctx),
+                               decl->getLoc())))
+    return failure();
+  Value residual = fn.getArgument(argIndex);
+
+  int64_t n = local.getNumElements();
+  int64_t k = std::min<int64_t>(
+      n, std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ratio * n))));
+  int64_t group = 1;
+  for (Attribute a : axes)
+    group *= mesh.getAxis(cast<StringAttr>(a).getValue()).getSize();
+  Type element = local.getElementType();
+  auto i64 = IntegerType::get(ctx, 64);
+  auto flatType = RankedTensorType::get({n}, element);
+  ImplicitLocOpBuilder b(reduction->getLoc(), reduction);
+  IntegerAttr zero = b.getI64IntegerAttr(0);
+  Value acc = AddOp::create(b, partial, residual);
+  Value flat = ReshapeOp::create(b, flatType, acc);
+  Value idx = TopKIndicesOp::create(b, RankedTensorType::get({k}, i64), flat,
+                                    b.getI64IntegerAttr(k));
+  Value sent = GatherOp::create(b, flat, idx, zero);
+  Value allIdx = AllGatherOp::create(b, RankedTensorType::get({group * k}, i64),
+                                     idx, meshRef, axes, zero);
+  Value allSent = AllGatherOp::create(
+      b, RankedTensorType::get({group * k}, element), sent, meshRef, axes, zero);
+  Value sum = ReshapeOp::create(
+      b, local, ScatterAddOp::create(b, flatType, allSent, allIdx, zero));
+  Value kept = SubOp::create(b, flat,
+                             ScatterAddOp::create(b, flatType, sent, idx, zero));
+  Value newResidual = ReshapeOp::create(b, local, kept);
+  if (auto rs = dyn_cast<ReduceScatterOp>(reduction))
+    sum = AllSliceOp::create(b, rs.getType(), sum, meshRef, axes,
+                             rs.getDimAttr());
+  reduction->getResult(0).replaceAllUsesWith(sum);
+  reduction->erase();
+
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  unsigned resultIndex = fn.getNumResults();
+  if (failed(fn.insertResult(resultIndex, local, attrs.getDictionary(ctx))))
+    return failure();
+  ret->insertOperands(ret->getNumOperands(), newResidual);
+  ++exchanged;
+  return success();
+}
+
 struct CompressGradientsPass
     : loom::impl::LoomCompressGradientsBase<CompressGradientsPass> {
   void runOnOperation() override {
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      auto mode =
+          fn->getAttrOfType<StringAttr>(LoomDialect::kGradCompressionAttrName);
+      std::optional<double> ratio =
+          mode ? LoomDialect::topKRatio(mode.getValue()) : std::nullopt;
+      if (!ratio)
+        continue;
+      SmallVector<OptimizationBarrierOp> marked;
+      fn.walk([&](OptimizationBarrierOp barrier) {
+        if (barrier->hasAttr(LoomDialect::kGradCompressionAttrName))
+          marked.push_back(barrier);
+      });
+      auto meshRef =
+          fn->getAttrOfType<FlatSymbolRefAttr>(LoomDialect::kPartitionedAttrName);
+      MeshOp mesh = meshRef ? SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+                                  fn, meshRef)
+                            : MeshOp();
+      TopK topk(getOperation(), fn, mesh, *ratio);
+      for (OptimizationBarrierOp barrier : marked) {
+        if (!mesh) {
+          barrier.getResult(0).replaceAllUsesWith(barrier.getInputs()[0]);
+          barrier.erase();
+          continue;
+        }
+        if (failed(topk.rewrite(barrier)))
+          return signalPassFailure();
+      }
+      LLVM_DEBUG(llvm::dbgs() << "loom-compress-gradients: " << topk.exchanged
+                              << " top-k exchanges\n");
+    }
     unsigned moved = 0, left = 0;
     // Collected first: rewriting erases casts the walk has not reached.
     SmallVector<CastOp> marked;

@@ -134,6 +134,7 @@ private:
   LogicalResult forwardAndBackward();
   void clipGradients();
   void compressGradients();
+  void markTopK();
   void unscaleGradients();
   void updateLossScale();
   /// Applied optimizer updates so far: the step counter, or with dynamic
@@ -256,6 +257,10 @@ LogicalResult StepBuilder::checkPipeline() {
     return fn.emitError()
            << pass << ": gradient clipping needs the norm over every stage's "
            << "gradients; it is not supported with pipeline stages yet";
+  if (StringRef(config.gradCompression).starts_with("topk:"))
+    return fn.emitError()
+           << pass << ": top-k gradient compression is not supported with "
+           << "pipeline stages yet (use --grad-compression=fp16 or bf16)";
   if (config.dynamicLossScale)
     return fn.emitError()
            << pass << ": dynamic loss scaling needs the overflow check over "
@@ -619,6 +624,12 @@ void StepBuilder::adamUpdate(Value param, Value g, ArrayRef<Value> state,
 /// data-parallel devices passes through them, and the plan reduces it where
 /// it is cheapest: in 16 bits.
 void StepBuilder::compressGradients() {
+  step->setAttr(LoomDialect::kGradCompressionAttrName,
+                b.getStringAttr(config.gradCompression));
+  if (StringRef(config.gradCompression).starts_with("topk:")) {
+    markTopK();
+    return;
+  }
   Type low = config.gradCompression == "fp16" ? Type(b.getF16Type())
                                               : Type(b.getBF16Type());
   for (Value &g : grads) {
@@ -632,8 +643,26 @@ void StepBuilder::compressGradients() {
                                     b.getStringAttr(config.gradCompression));
     g = a.castTo(narrow, element);
   }
-  step->setAttr(LoomDialect::kGradCompressionAttrName,
-                b.getStringAttr(config.gradCompression));
+}
+
+/// Top-k compression with error feedback selects on each device's own
+/// partial gradient, so it has no single-device form: each weight gradient
+/// passes through a marked optimization barrier, which the partitioner
+/// reduces in front of (the barrier is not linear), and
+/// loom-compress-gradients replaces that reduction with the exchange of
+/// each device's top-k entries, adding the per-device residual.
+void StepBuilder::markTopK() {
+  for (auto [p, g] : llvm::enumerate(grads)) {
+    if (!g || Arith::typeOf(g).getRank() == 0)
+      continue;
+    auto barrier = OptimizationBarrierOp::create(b, ValueRange{g});
+    barrier->setAttr(LoomDialect::kGradCompressionAttrName,
+                     b.getStringAttr(config.gradCompression));
+    barrier->setAttr(LoomDialect::kParamAttrName,
+                     FlatSymbolRefAttr::get(
+                         boundParameter(fn, params[p]).getSymNameAttr()));
+    g = barrier.getResult(0);
+  }
 }
 
 /// GradScaler.unscale_: gradients times the f32 reciprocal of the scale
@@ -810,11 +839,23 @@ LogicalResult BuildTrainStepPass::checkOptions(func::FuncOp fn) {
     return fail() << "grad-clip must be >= 0";
   if (microBatches < 1)
     return fail() << "micro-batches must be at least 1";
-  if (gradCompression != "none" && gradCompression != "fp16" &&
-      gradCompression != "bf16")
+  if (StringRef(gradCompression).starts_with("topk:")) {
+    if (!LoomDialect::topKRatio(gradCompression))
+      return fail() << "grad-compression '" << gradCompression
+                    << "': the top-k ratio must be a number in (0, 1], e.g. "
+                       "topk:0.01 sends 1% of each gradient";
+    if (lossScale == "dynamic")
+      return fail() << "grad-compression=" << gradCompression
+                    << " keeps residuals of scaled gradients across steps, "
+                       "which dynamic loss scaling would rescale; use "
+                       "--precision=bf16 (no loss scaling) or fp16 "
+                       "compression";
+  } else if (gradCompression != "none" && gradCompression != "fp16" &&
+             gradCompression != "bf16") {
     return fail() << "unknown grad-compression '" << gradCompression
-                  << "' (expected none, fp16 or bf16; top-k and PowerSGD "
-                     "are not implemented yet)";
+                  << "' (expected none, fp16, bf16 or topk:RATIO; PowerSGD "
+                     "is not implemented yet)";
+  }
   if (lossScale != "none" && lossScale != "dynamic")
     return fail() << "unknown loss-scale '" << lossScale
                   << "' (expected none or dynamic)";

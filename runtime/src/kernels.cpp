@@ -3,7 +3,10 @@
 #include "loom/kernels.h"
 
 #include <cblas.h>
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -219,4 +222,53 @@ extern "C" __bf16 __truncdfbf2(double d) {
     std::memcpy(&f, &bits, 4);
   }
   return fromBits(bf16Bits(f));
+}
+
+namespace {
+/// |x| as an unsigned integer that orders like the magnitude: the IEEE bits
+/// with the sign cleared.
+template <typename Bits>
+void topKByBits(const Bits *x, int64_t n, int64_t k, int64_t *out) {
+  const Bits mask = static_cast<Bits>(~(Bits(1) << (8 * sizeof(Bits) - 1)));
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i)
+    order[i] = i;
+  auto larger = [&](int64_t a, int64_t b) {
+    Bits ma = x[a] & mask, mb = x[b] & mask;
+    return ma != mb ? ma > mb : a < b;
+  };
+  if (k < n)
+    std::nth_element(order.begin(), order.begin() + (k - 1), order.end(),
+                     larger);
+  std::sort(order.begin(), order.begin() + k);
+  std::memcpy(out, order.data(), k * sizeof(int64_t));
+}
+} // namespace
+
+extern "C" void _mlir_ciface_loom_rt_top_k_indices(int64_t k, int64_t dtype,
+                                                   loom_memref1 *input,
+                                                   loom_memref1 *indices) {
+  int64_t n = input->size;
+  auto *out = static_cast<int64_t *>(indices->aligned) + indices->offset;
+  if (k < 1 || k > n || indices->size != k) {
+    std::fprintf(stderr, "loom: top_k_indices: k = %lld for %lld elements\n",
+                 static_cast<long long>(k), static_cast<long long>(n));
+    std::exit(1);
+  }
+  switch (dtype) {
+  case 0: // f32
+    return topKByBits(static_cast<const uint32_t *>(input->aligned) +
+                          input->offset, n, k, out);
+  case 1: // f64
+    return topKByBits(static_cast<const uint64_t *>(input->aligned) +
+                          input->offset, n, k, out);
+  case 2: // f16
+  case 3: // bf16
+    return topKByBits(static_cast<const uint16_t *>(input->aligned) +
+                          input->offset, n, k, out);
+  default:
+    std::fprintf(stderr, "loom: top_k_indices: dtype %lld is not a float\n",
+                 static_cast<long long>(dtype));
+    std::exit(1);
+  }
 }

@@ -104,7 +104,9 @@ static cl::opt<int64_t> lossScaleGrowthInterval("loss-scale-growth-interval",
     cl::init(2000), cl::cat(category));
 static cl::opt<std::string> gradCompression("grad-compression",
     cl::desc("none, fp16 or bf16: reduce weight gradients across devices in "
-             "16 bits (Horovod's Compression.fp16)"),
+             "16 bits (Horovod's Compression.fp16); topk:RATIO: each device "
+             "sends the largest RATIO of its gradient's entries and keeps the "
+             "rest as a residual added next step (error feedback)"),
     cl::init("none"), cl::cat(category));
 static cl::opt<std::string> init("init",
     cl::desc("onnx (the model's initializers, default) or seeded"), cl::init("onnx"),

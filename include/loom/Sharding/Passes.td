@@ -148,8 +148,19 @@ def LoomCompressGradients : Pass<"loom-compress-gradients", "mlir::ModuleOp"> {
     element) is then what the program sends. A marked cast with no
     reduction above it (one device, or a gradient that is not partial) is
     left as it is: the values are still rounded, as Horovod rounds them.
+
+    With `loom.grad_compression = "topk:RATIO"` on the step, each weight
+    gradient passes through an optimization barrier so marked (and naming
+    the weight, `loom.param`); the sum reduction in front of it becomes an
+    exchange of each device's `ceil(RATIO * n)` largest entries (two
+    all-gathers: positions and values) after adding the device's residual,
+    which the step takes and returns as the parameter
+    `<weight>.error_feedback` (every device's block stacked along dimension
+    0). A reduce-scatter keeps its block of the exchanged sum (all_slice).
+    Barriers with no reduction in front are removed.
   }];
-  let dependentDialects = ["mlir::loom::LoomDialect"];
+  let dependentDialects = ["mlir::loom::LoomDialect",
+                           "mlir::func::FuncDialect"];
 }
 
 def LoomBucketAllReduce : Pass<"loom-bucket-all-reduce", "mlir::ModuleOp"> {

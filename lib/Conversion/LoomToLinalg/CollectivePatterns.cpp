@@ -6,7 +6,8 @@
 // and handed over with bufferization.to_buffer; the result is a fresh buffer
 // the call fills, turned back into a tensor and reshaped/transposed into the
 // result type. all_slice needs no communication: an extract_slice at this
-// device's group index.
+// device's group index. loom.top_k_indices, not a collective, is a runtime
+// call the same way (it selects what top-k gradient compression sends).
 //
 //===----------------------------------------------------------------------===//
 
@@ -390,11 +391,51 @@ struct AllSliceLowering : CollectiveLowering<AllSliceOp> {
   }
 };
 
+/// loom.top_k_indices: a runtime call (loom_rt_top_k_indices_<type>) that
+/// fills a new i64 buffer; selection has no linalg form worth the name.
+struct TopKIndicesLowering : OpConversionPattern<TopKIndicesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TopKIndicesOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value input = adaptor.getInput();
+    Type element = tensorType(input).getElementType();
+    int64_t n = tensorType(input).getNumElements(), k = op.getK();
+    auto i64 = rewriter.getI64Type();
+    auto anyIn = MemRefType::get({ShapedType::kDynamic}, element);
+    auto anyOut = MemRefType::get({ShapedType::kDynamic}, i64);
+    std::string symbol;
+    llvm::raw_string_ostream os(symbol);
+    os << "loom_rt_top_k_indices_" << element;
+    declare(rewriter, op, symbol,
+            FunctionType::get(ctx, {i64, i64, anyIn, anyOut}, {}));
+    Value in = bufferization::ToBufferOp::create(
+        rewriter, loc, MemRefType::get({n}, element), input,
+        /*read_only=*/true);
+    auto outType = MemRefType::get({k}, i64);
+    Value out = memref::AllocOp::create(rewriter, loc, outType);
+    SmallVector<Value> args = {
+        arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(k)),
+        arith::ConstantOp::create(rewriter, loc,
+                                  rewriter.getI64IntegerAttr(dtypeCode(element))),
+        memref::CastOp::create(rewriter, loc, anyIn, in),
+        memref::CastOp::create(rewriter, loc, anyOut, out)};
+    func::CallOp::create(rewriter, loc, symbol, TypeRange{}, args);
+    rewriter.replaceOp(op, bufferization::ToTensorOp::create(
+                               rewriter, loc, RankedTensorType::get({k}, i64),
+                               out, /*restrict=*/true, /*writable=*/true));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::loom::lowering::populateCollectivePatterns(
     LoomTypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<AllReduceLowering, AllGatherLowering, ReduceScatterLowering,
-               AllToAllLowering, AllSliceLowering, SendRecvLowering>(converter,
+               AllToAllLowering, AllSliceLowering, SendRecvLowering,
+               TopKIndicesLowering>(converter,
                                                    patterns.getContext());
 }

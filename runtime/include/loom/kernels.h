@@ -97,6 +97,15 @@ void _mlir_ciface_loom_rt_send_recv(int64_t axes, int64_t dtype,
 /* This rank's index in the group of `axes` (row-major over them). */
 int64_t loom_rt_group_index(int64_t axes);
 
+/* The positions of the k elements of largest magnitude of a 1-D buffer of
+ * floats (dtype: loom_dtype_t f32, f64, f16 or bf16), ascending, into
+ * `indices` (k int64 values). Magnitude is compared on the bits with the
+ * sign cleared (IEEE order, NaN above infinity); ties go to the lower
+ * position. Registered as loom_rt_top_k_indices_<type>. */
+void _mlir_ciface_loom_rt_top_k_indices(int64_t k, int64_t dtype,
+                                        loom_memref1 *input,
+                                        loom_memref1 *indices);
+
 /* float and double to bfloat16, rounding to nearest even: the library calls
  * LLVM emits for fptrunc to bf16 where the target has no instruction
  * (compiler-rt's names; libgcc 12 lacks them). */

@@ -138,9 +138,18 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kGradCompressionAttrName) {
     auto type = dyn_cast<StringAttr>(attr.getValue());
-    if (!type || !llvm::is_contained({"fp16", "bf16"}, type.getValue()))
-      return op->emitOpError("'loom.grad_compression' must be \"fp16\" or "
-                             "\"bf16\"");
+    if (!type || (!llvm::is_contained({"fp16", "bf16"}, type.getValue()) &&
+                  !topKRatio(type.getValue())))
+      return op->emitOpError("'loom.grad_compression' must be \"fp16\", "
+                             "\"bf16\" or \"topk:RATIO\" with RATIO in "
+                             "(0, 1]");
+    return success();
+  }
+  // The weight a top-k compressed gradient (the barrier's operand) is of.
+  if (attr.getName() == kParamAttrName &&
+      op->getName().getStringRef() == "loom.optimization_barrier") {
+    if (!isa<FlatSymbolRefAttr>(attr.getValue()))
+      return op->emitOpError("'loom.param' must name a parameter");
     return success();
   }
   if (attr.getName() == kPipelineAttrName) {
@@ -285,4 +294,12 @@ LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
     return verifyPipe(op, attr.getValue(), what);
   return op->emitOpError("has unknown loom result attribute '")
          << attr.getName().getValue() << "'";
+}
+
+std::optional<double> LoomDialect::topKRatio(StringRef compression) {
+  double ratio;
+  if (!compression.consume_front("topk:") || compression.getAsDouble(ratio) ||
+      !(ratio > 0) || ratio > 1)
+    return std::nullopt;
+  return ratio;
 }

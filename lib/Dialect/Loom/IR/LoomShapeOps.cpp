@@ -183,6 +183,19 @@ LogicalResult ScatterAddOp::verify() {
   return success();
 }
 
+LogicalResult TopKIndicesOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getType();
+  if (in.getRank() != 1)
+    return emitOpError("input must be 1-D, got rank ") << in.getRank();
+  int64_t n = in.getDimSize(0), k = getK();
+  if (k < 1 || k > n)
+    return emitOpError("k = ") << k << " must be in [1, " << n << "]";
+  if (out.getRank() != 1 || out.getDimSize(0) != k ||
+      !out.getElementType().isInteger(64))
+    return emitOpError("result must be tensor<") << k << "xi64>, got " << out;
+  return success();
+}
+
 static LogicalResult inferPad(MLIRContext *ctx, std::optional<Location> loc,
                              PadOp::Adaptor adaptor,
                              SmallVectorImpl<Type> &inferred) {

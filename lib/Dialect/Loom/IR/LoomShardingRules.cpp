@@ -81,6 +81,15 @@ ShardingRule OpaqueOp::getShardingRule() {
   return b.rule;
 }
 
+// A selection over the whole input: nothing is split.
+ShardingRule TopKIndicesOp::getShardingRule() {
+  RuleBuilder b;
+  b.operand(b.factorsFor(shapeOf(getInput()), FactorKind::Replicated));
+  b.result(b.factorsFor(shapeOf(getResult()), FactorKind::Replicated));
+  b.rule.setNeedsWholeTensors();
+  return b.rule;
+}
+
 // Each result is its operand: the same factors.
 ShardingRule OptimizationBarrierOp::getShardingRule() {
   return passThroughRule(getInputs());

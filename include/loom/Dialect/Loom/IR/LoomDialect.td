@@ -96,10 +96,15 @@ def Loom_Dialect : Dialect {
     /// ops its op's stage, the training step an update its weight's stage.
     static constexpr ::llvm::StringLiteral kStageAttrName = "loom.stage";
     /// On a training step: its weight gradients are reduced in this 16-bit
-    /// type ("fp16" or "bf16"); on a cast: the narrowing cast of a weight
-    /// gradient that loom-compress-gradients moves before its reduction.
+    /// type ("fp16" or "bf16"), or each device sends its largest entries
+    /// ("topk:RATIO", error feedback); on a cast: the narrowing cast of a
+    /// weight gradient that loom-compress-gradients moves before its
+    /// reduction; on an optimization barrier: a weight gradient whose
+    /// reduction it replaces with the top-k exchange.
     static constexpr ::llvm::StringLiteral kGradCompressionAttrName =
         "loom.grad_compression";
+    /// The fraction of "topk:RATIO" (in (0, 1]), or none.
+    static std::optional<double> topKRatio(::llvm::StringRef compression);
     /// Op attribute of a pipelined training step: "forward", "backward" or
     /// "update", the part of the step the op belongs to.
     static constexpr ::llvm::StringLiteral kPhaseAttrName = "loom.phase";

@@ -170,6 +170,30 @@ def Loom_ScatterAddOp : Loom_Op<"scatter_add",
   let hasVerifier = 1;
 }
 
+def Loom_TopKIndicesOp : Loom_Op<"top_k_indices", [Pure]> {
+  let summary = "positions of the k elements of largest magnitude";
+  let description = [{
+    Returns, in ascending order, the positions of the `k` elements of the
+    1-D `input` with the largest absolute value; among equal magnitudes the
+    lower position wins, and NaN counts as larger than any number, so the
+    result is deterministic. Top-k gradient compression
+    (loom-compress-gradients) selects what each device sends with it; the
+    values are then a `loom.gather` at these positions.
+
+    Example:
+
+    ```mlir
+    %idx = loom.top_k_indices %g k = 20 : (tensor<2048xf32>) -> tensor<20xi64>
+    ```
+  }];
+  let arguments = (ins Loom_FloatTensor:$input, I64Attr:$k);
+  let results = (outs Loom_IndexTensor:$result);
+  let assemblyFormat = [{
+    $input `k` `=` $k attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Loom_PadOp : Loom_InferredOp<"pad",
     [AllElementTypesMatch<["input", "result"]>, Loom_Differentiable]> {
   let summary = "pad with a constant value";
