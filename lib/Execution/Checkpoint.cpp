@@ -511,6 +511,15 @@ const llvm::MemoryBuffer *Checkpoint::shardFile(const std::string &file,
   return (files[file] = std::move(*buffer)).get();
 }
 
+/// Why a tensor may not match: top-k residuals are per device.
+static std::string mismatchHint(StringRef name) {
+  if (name.contains(".error_feedback"))
+    return " (top-k error-feedback residuals are state of each device, "
+           "stacked along dimension 0 over every device of the mesh: resume "
+           "with the same --grad-compression on a mesh of as many devices)";
+  return " (a checkpoint of another model?)";
+}
+
 std::optional<HostTensor>
 Checkpoint::readBlock(StringRef name, RankedTensorType type,
                       ArrayRef<int64_t> offset, RankedTensorType block,
@@ -518,8 +527,7 @@ Checkpoint::readBlock(StringRef name, RankedTensorType type,
   auto it = tensors.find(name.str());
   std::string where = "checkpoint " + dir;
   if (it == tensors.end()) {
-    error = where + " has no tensor '" + name.str() +
-            "' (a checkpoint of another model?)";
+    error = where + " has no tensor '" + name.str() + "'" + mismatchHint(name);
     return std::nullopt;
   }
   const Tensor &t = it->second;
@@ -528,9 +536,8 @@ Checkpoint::readBlock(StringRef name, RankedTensorType type,
     llvm::raw_string_ostream g(got), w(want);
     g << t.type;
     w << type;
-    error = llvm::formatv("{0}: tensor '{1}' is {2} but the model's is {3} "
-                          "(a checkpoint of another model?)",
-                          where, name, got, want)
+    error = llvm::formatv("{0}: tensor '{1}' is {2} but the model's is {3}{4}",
+                          where, name, got, want, mismatchHint(name))
                 .str();
     return std::nullopt;
   }

@@ -265,8 +265,9 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner) {
         reinterpret_cast<void *>(&_mlir_ciface_loom_rt_send_recv));
   }
   for (const char *e : {"f16", "bf16", "f32", "f64"})
-    add(std::string("_mlir_ciface_loom_rt_top_k_indices_") + e,
-        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_top_k_indices));
+    for (const char *i : {"i32", "i64"})
+      add(std::string("_mlir_ciface_loom_rt_top_k_indices_") + e + "_" + i,
+          reinterpret_cast<void *>(&_mlir_ciface_loom_rt_top_k_indices));
   add("loom_rt_group_index", reinterpret_cast<void *>(&loom_rt_group_index));
   add("__truncsfbf2", reinterpret_cast<void *>(&__truncsfbf2));
   add("__truncdfbf2", reinterpret_cast<void *>(&__truncdfbf2));

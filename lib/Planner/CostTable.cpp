@@ -72,10 +72,38 @@ Mask mlir::loom::planner::stateExtra(const Graph &g, const Node &u,
   return zeroExtra(storage, gradPartial, u.type, mesh, dimOut);
 }
 
+/// Top-k with error feedback over the axes `grad` is partial over: each
+/// device adds its residual, selects k = ceil(ratio * n) of its n local
+/// entries and all-gathers their positions (i32 below 2^31 entries, else
+/// i64) and values; the sum is
+/// scattered back. Returns the time; the residual (n elements per device)
+/// is optimizer-state memory.
+static double topKExchange(const Graph &g, const AxisSharding &grad,
+                           ArrayRef<int64_t> shape, double element,
+                           Costs &costs, double &residual) {
+  SmallVector<int64_t, 4> local = grad.localShape(shape, costs.mesh.sizes);
+  double n = 1;
+  for (int64_t d : local)
+    n *= static_cast<double>(d);
+  double k = std::min(n, std::max(1.0, std::ceil(g.topKRatio * n)));
+  Mask axes = maskOf(grad.partial);
+  double group = static_cast<double>(costs.mesh.n(axes));
+  double indexBytes = n <= 2147483647.0 ? 4 : 8;
+  double t =
+      costs.collective(CollectiveKind::AllGather, axes, group * k * indexBytes);
+  t += costs.collective(CollectiveKind::AllGather, axes, group * k * element);
+  residual = n * element;
+  // Selection (nth_element over n, a sort of k) and two scatters.
+  t += costs.compute(n * std::log2(std::max(2.0, k)) + group * k,
+                     (3 * n + 2 * group * k) * element, false);
+  return t;
+}
+
 EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
                                        const Strategy &a, const Strategy &b,
                                        Costs &costs) {
   EdgeCost c;
+  double residual = 0;
   const AxisSharding &src = a.results[e.res];
   ArrayRef<int64_t> shape = e.type.getShape();
   double element = e.elementBytes();
@@ -98,6 +126,14 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
     Mask extra = e.firstUse ? stateExtra(g, u, src, b.gradPartial[e.operand],
                                          costs.mesh, &dim)
                             : 0;
+    if (u.kind == NodeKind::Param && g.topKRatio > 0 && grad.isPartial()) {
+      // Top-k compression (loom-compress-gradients): the sum reduction
+      // becomes each device's top-k exchange; what follows (a reduce-
+      // scatter's slice, a state split's gather) is priced as before.
+      costs.bucketed = false;
+      c.time += topKExchange(g, grad, shape, element, costs, residual);
+      grad.partial.clear();
+    }
     if (extra && dim >= 0) {
       AxisSharding state = src;
       appendAxes(state, dim, extra);
@@ -123,6 +159,10 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
     if (costs.device.newUpdateBuffers)
       c.updates = e.bytes() / costs.mesh.n(src.usedMask()) + c.optimizer;
   }
+  // A top-k residual is state of its own, carried and returned each step.
+  c.optimizer += residual;
+  if (costs.device.newUpdateBuffers)
+    c.updates += residual;
   return c;
 }
 

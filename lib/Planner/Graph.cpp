@@ -81,8 +81,13 @@ Graph mlir::loom::planner::buildGraph(func::FuncOp fn, int defaultStates) {
   DenseSet<Operation *> forward = lossAncestors(fn);
   g.stateOwner = optimizerStateOwners(fn);
   g.nStates = countStates(fn, g.stateOwner, defaultStates);
-  if (fn->hasAttr(LoomDialect::kGradCompressionAttrName))
-    g.gradElementBytes = 2;
+  if (auto mode = fn->getAttrOfType<StringAttr>(
+          LoomDialect::kGradCompressionAttrName)) {
+    if (std::optional<double> ratio = LoomDialect::topKRatio(mode.getValue()))
+      g.topKRatio = *ratio;
+    else
+      g.gradElementBytes = 2;
+  }
 
   // Arguments the forward pass reads: weights and data.
   DenseMap<Value, std::pair<int, int>> nodeOf;

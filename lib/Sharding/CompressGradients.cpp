@@ -15,7 +15,7 @@
 // partitioner reduces it; the reduction becomes
 //
 //   acc      = partial + residual            (this device's error feedback)
-//   idx      = top_k_indices(acc, k)          k = ceil(RATIO * elements)
+//   idx      = top_k_indices(acc, k)          k = ceil(RATIO * elements), i32
 //   sent     = acc[idx]
 //   all      = scatter_add(all_gather(sent), all_gather(idx))
 //   residual = acc - scatter_add(sent, idx)   (what was not sent)
@@ -164,7 +164,9 @@ public:
   unsigned exchanged = 0;
 
 private:
-  FailureOr<ParameterOp> declareResidual(StringRef weight,
+  LogicalResult exchange(Operation *reduction, StringRef name,
+                         StringRef weight);
+  FailureOr<ParameterOp> declareResidual(StringRef name, StringRef weight,
                                          RankedTensorType local);
   ModuleOp module;
   func::FuncOp fn;
@@ -175,9 +177,9 @@ private:
 
 /// `<weight>.error_feedback`: zeros, every device's block stacked along
 /// dimension 0 (split over every mesh axis, in mesh order).
-FailureOr<ParameterOp> TopK::declareResidual(StringRef weight,
+FailureOr<ParameterOp> TopK::declareResidual(StringRef name,
+                                             StringRef weight,
                                              RankedTensorType local) {
-  std::string name = (weight + ".error_feedback").str();
   if (Operation *clash = module.lookupSymbol(name))
     return clash->emitError()
            << "loom-compress-gradients: the top-k residual @" << name
@@ -203,26 +205,54 @@ FailureOr<ParameterOp> TopK::declareResidual(StringRef weight,
                              FlatSymbolRefAttr::get(ctx, weight));
 }
 
+/// The sum reductions whose results make `v`: one through relayouts, or
+/// several added (a weight used more than once is reduced per use).
+void collectReductions(Value v, SmallVectorImpl<Operation *> &out) {
+  if (Operation *r = reductionOf(v)) {
+    out.push_back(r);
+    return;
+  }
+  if (auto add = v.getDefiningOp<AddOp>()) {
+    collectReductions(add.getLhs(), out);
+    collectReductions(add.getRhs(), out);
+  }
+}
+
 LogicalResult TopK::rewrite(OptimizationBarrierOp barrier) {
   Value marked = barrier.getInputs()[0];
-  Operation *reduction = reductionOf(marked);
+  SmallVector<Operation *> reductions;
+  collectReductions(marked, reductions);
   auto weight =
       barrier->getAttrOfType<FlatSymbolRefAttr>(LoomDialect::kParamAttrName);
   barrier.getResult(0).replaceAllUsesWith(marked);
   barrier.erase();
   // Nothing is reduced (one device, or a gradient no device splits the
   // batch of): nothing to compress.
-  if (!reduction)
+  if (reductions.empty())
     return success();
   if (!weight)
-    return reduction->emitError()
+    return reductions[0]->emitError()
            << "loom-compress-gradients: a top-k compressed gradient names no "
               "weight (loom.param on its barrier)";
+  for (auto [i, reduction] : llvm::enumerate(reductions)) {
+    std::string name = (weight.getValue() + ".error_feedback").str();
+    if (i > 0)
+      name += "." + std::to_string(i);
+    if (failed(exchange(reduction, name, weight.getValue())))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult TopK::exchange(Operation *reduction, StringRef name,
+                             StringRef weight) {
   Value partial = reduction->getOperand(0);
   auto local = cast<RankedTensorType>(partial.getType());
+  if (local.getRank() == 0)
+    return success();
   auto axes = reduction->getAttrOfType<ArrayAttr>("axes");
   FlatSymbolRefAttr meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
-  FailureOr<ParameterOp> decl = declareResidual(weight.getValue(), local);
+  FailureOr<ParameterOp> decl = declareResidual(name, weight, local);
   if (failed(decl))
     return failure();
 
@@ -248,16 +278,18 @@ LogicalResult TopK::rewrite(OptimizationBarrierOp barrier) {
   for (Attribute a : axes)
     group *= mesh.getAxis(cast<StringAttr>(a).getValue()).getSize();
   Type element = local.getElementType();
-  auto i64 = IntegerType::get(ctx, 64);
+  // Positions in 32 bits where they fit (as Deep Gradient Compression
+  // sends them): 4 + 4 bytes per f32 entry sent.
+  auto index = IntegerType::get(ctx, n <= INT32_MAX ? 32 : 64);
   auto flatType = RankedTensorType::get({n}, element);
   ImplicitLocOpBuilder b(reduction->getLoc(), reduction);
   IntegerAttr zero = b.getI64IntegerAttr(0);
   Value acc = AddOp::create(b, partial, residual);
   Value flat = ReshapeOp::create(b, flatType, acc);
-  Value idx = TopKIndicesOp::create(b, RankedTensorType::get({k}, i64), flat,
+  Value idx = TopKIndicesOp::create(b, RankedTensorType::get({k}, index), flat,
                                     b.getI64IntegerAttr(k));
   Value sent = GatherOp::create(b, flat, idx, zero);
-  Value allIdx = AllGatherOp::create(b, RankedTensorType::get({group * k}, i64),
+  Value allIdx = AllGatherOp::create(b, RankedTensorType::get({group * k}, index),
                                      idx, meshRef, axes, zero);
   Value allSent = AllGatherOp::create(
       b, RankedTensorType::get({group * k}, element), sent, meshRef, axes, zero);

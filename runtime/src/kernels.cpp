@@ -1,6 +1,7 @@
 //===- kernels.cpp - BLAS-backed kernels for compiled Loom code -----------===//
 
 #include "loom/kernels.h"
+#include "loom/runtime.h"
 
 #include <cblas.h>
 #include <algorithm>
@@ -228,7 +229,8 @@ namespace {
 /// |x| as an unsigned integer that orders like the magnitude: the IEEE bits
 /// with the sign cleared.
 template <typename Bits>
-void topKByBits(const Bits *x, int64_t n, int64_t k, int64_t *out) {
+void topKByBits(const Bits *x, int64_t n, int64_t k, int64_t *out,
+                int32_t *out32) {
   const Bits mask = static_cast<Bits>(~(Bits(1) << (8 * sizeof(Bits) - 1)));
   std::vector<int64_t> order(n);
   for (int64_t i = 0; i < n; ++i)
@@ -241,31 +243,42 @@ void topKByBits(const Bits *x, int64_t n, int64_t k, int64_t *out) {
     std::nth_element(order.begin(), order.begin() + (k - 1), order.end(),
                      larger);
   std::sort(order.begin(), order.begin() + k);
-  std::memcpy(out, order.data(), k * sizeof(int64_t));
+  if (out)
+    std::memcpy(out, order.data(), k * sizeof(int64_t));
+  else
+    for (int64_t i = 0; i < k; ++i)
+      out32[i] = static_cast<int32_t>(order[i]);
 }
 } // namespace
 
 extern "C" void _mlir_ciface_loom_rt_top_k_indices(int64_t k, int64_t dtype,
+                                                   int64_t indexDtype,
                                                    loom_memref1 *input,
                                                    loom_memref1 *indices) {
   int64_t n = input->size;
-  auto *out = static_cast<int64_t *>(indices->aligned) + indices->offset;
-  if (k < 1 || k > n || indices->size != k) {
+  int64_t *out = nullptr;
+  int32_t *out32 = nullptr;
+  if (indexDtype == LOOM_DTYPE_I64)
+    out = static_cast<int64_t *>(indices->aligned) + indices->offset;
+  else
+    out32 = static_cast<int32_t *>(indices->aligned) + indices->offset;
+  if (k < 1 || k > n || indices->size != k ||
+      (indexDtype != LOOM_DTYPE_I64 && (indexDtype != LOOM_DTYPE_I32 || n > INT32_MAX))) {
     std::fprintf(stderr, "loom: top_k_indices: k = %lld for %lld elements\n",
                  static_cast<long long>(k), static_cast<long long>(n));
     std::exit(1);
   }
   switch (dtype) {
-  case 0: // f32
+  case LOOM_DTYPE_F32:
     return topKByBits(static_cast<const uint32_t *>(input->aligned) +
-                          input->offset, n, k, out);
-  case 1: // f64
+                          input->offset, n, k, out, out32);
+  case LOOM_DTYPE_F64:
     return topKByBits(static_cast<const uint64_t *>(input->aligned) +
-                          input->offset, n, k, out);
-  case 2: // f16
-  case 3: // bf16
+                          input->offset, n, k, out, out32);
+  case LOOM_DTYPE_F16:
+  case LOOM_DTYPE_BF16:
     return topKByBits(static_cast<const uint16_t *>(input->aligned) +
-                          input->offset, n, k, out);
+                          input->offset, n, k, out, out32);
   default:
     std::fprintf(stderr, "loom: top_k_indices: dtype %lld is not a float\n",
                  static_cast<long long>(dtype));

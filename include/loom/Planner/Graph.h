@@ -122,6 +122,9 @@ struct Graph {
   /// Gradient compression (loom.grad_compression on the step): the bytes
   /// per element a trainable weight's gradient is reduced in (0: its own).
   double gradElementBytes = 0;
+  /// Top-k compression ("topk:RATIO"): the fraction of each device's
+  /// gradient entries it sends (0: none).
+  double topKRatio = 0;
 };
 
 /// Forward ops, parameters and inputs of `fn`. `defaultStates`: optimizer

@@ -92,7 +92,9 @@ struct TrainingPipelineOptions
   Option<std::string> gradCompression{
       *this, "grad-compression",
       llvm::cl::desc("none, fp16 or bf16: weight gradients are reduced in "
-                     "16 bits (cast before the reduction, back after)"),
+                     "16 bits (cast before the reduction, back after); "
+                     "topk:RATIO: each device sends its largest entries, "
+                     "with error feedback"),
       llvm::cl::init("none")};
   Option<std::string> lossScale{
       *this, "loss-scale",

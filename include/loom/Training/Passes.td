@@ -188,7 +188,9 @@ def LoomBuildTrainStep : Pass<"loom-build-train-step", "mlir::ModuleOp"> {
            /*default=*/"\"none\"",
            "none, fp16 or bf16: every weight gradient is cast to it and back "
            "(Horovod's Compression.fp16), so that its reduction across "
-           "devices sends 16-bit values">,
+           "devices sends 16-bit values; topk:RATIO: every weight gradient "
+           "passes a marked barrier whose reduction loom-compress-gradients "
+           "turns into each device's top-k exchange with error feedback">,
     Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"none\"",
            "none, dynamic (PyTorch GradScaler's rules) or a constant scale">,
     Option<"lossScaleInit", "loss-scale-init", "double", /*default=*/"65536.0",

@@ -404,27 +404,30 @@ struct TopKIndicesLowering : OpConversionPattern<TopKIndicesOp> {
     Type element = tensorType(input).getElementType();
     int64_t n = tensorType(input).getNumElements(), k = op.getK();
     auto i64 = rewriter.getI64Type();
+    Type index = op.getType().getElementType();
     auto anyIn = MemRefType::get({ShapedType::kDynamic}, element);
-    auto anyOut = MemRefType::get({ShapedType::kDynamic}, i64);
+    auto anyOut = MemRefType::get({ShapedType::kDynamic}, index);
     std::string symbol;
     llvm::raw_string_ostream os(symbol);
-    os << "loom_rt_top_k_indices_" << element;
+    os << "loom_rt_top_k_indices_" << element << "_" << index;
     declare(rewriter, op, symbol,
-            FunctionType::get(ctx, {i64, i64, anyIn, anyOut}, {}));
+            FunctionType::get(ctx, {i64, i64, i64, anyIn, anyOut}, {}));
     Value in = bufferization::ToBufferOp::create(
         rewriter, loc, MemRefType::get({n}, element), input,
         /*read_only=*/true);
-    auto outType = MemRefType::get({k}, i64);
+    auto outType = MemRefType::get({k}, index);
     Value out = memref::AllocOp::create(rewriter, loc, outType);
     SmallVector<Value> args = {
         arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(k)),
         arith::ConstantOp::create(rewriter, loc,
                                   rewriter.getI64IntegerAttr(dtypeCode(element))),
+        arith::ConstantOp::create(rewriter, loc,
+                                  rewriter.getI64IntegerAttr(dtypeCode(index))),
         memref::CastOp::create(rewriter, loc, anyIn, in),
         memref::CastOp::create(rewriter, loc, anyOut, out)};
     func::CallOp::create(rewriter, loc, symbol, TypeRange{}, args);
     rewriter.replaceOp(op, bufferization::ToTensorOp::create(
-                               rewriter, loc, RankedTensorType::get({k}, i64),
+                               rewriter, loc, RankedTensorType::get({k}, index),
                                out, /*restrict=*/true, /*writable=*/true));
     return success();
   }

@@ -99,10 +99,12 @@ int64_t loom_rt_group_index(int64_t axes);
 
 /* The positions of the k elements of largest magnitude of a 1-D buffer of
  * floats (dtype: loom_dtype_t f32, f64, f16 or bf16), ascending, into
- * `indices` (k int64 values). Magnitude is compared on the bits with the
- * sign cleared (IEEE order, NaN above infinity); ties go to the lower
- * position. Registered as loom_rt_top_k_indices_<type>. */
+ * `indices` (k values of loom_dtype_t index_dtype, i32 or i64). Magnitude
+ * is compared on the bits with the sign cleared (IEEE order, NaN above
+ * infinity); ties go to the lower position. Registered as
+ * loom_rt_top_k_indices_<type>_<index type>. */
 void _mlir_ciface_loom_rt_top_k_indices(int64_t k, int64_t dtype,
+                                        int64_t index_dtype,
                                         loom_memref1 *input,
                                         loom_memref1 *indices);
 

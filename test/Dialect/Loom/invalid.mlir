@@ -1028,3 +1028,27 @@ func.func @cotangent_of_another_type(%g: tensor<4xf32>, %v: tensor<8xf32>) {
   %0 = "loom.cotangent"(%g, %v) : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @top_k_rank(%x: tensor<4x4xf32>) {
+  // expected-error @+1 {{input must be 1-D, got rank 2}}
+  %0 = loom.top_k_indices %x k = 2 : (tensor<4x4xf32>) -> tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @top_k_k(%x: tensor<8xf32>) {
+  // expected-error @+1 {{k = 9 must be in [1, 8]}}
+  %0 = loom.top_k_indices %x k = 9 : (tensor<8xf32>) -> tensor<9xi64>
+  return
+}
+
+// -----
+
+func.func @top_k_result(%x: tensor<8xf32>) {
+  // expected-error @+1 {{result must be tensor<2xi64> (or xi32 for at most 2^31 - 1 elements), got 'tensor<3xi64>'}}
+  %0 = loom.top_k_indices %x k = 2 : (tensor<8xf32>) -> tensor<3xi64>
+  return
+}

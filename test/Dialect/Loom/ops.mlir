@@ -204,6 +204,9 @@ func.func @shapes(%x: tensor<2x3x4xf32>, %b: tensor<4xf32>, %t: tensor<10x4xf32>
   %6 = loom.gather %t[%i] axis = 1 : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<10x2x3xf32>
   // CHECK: loom.scatter_add %{{.*}}[%{{.*}}] axis = 0 : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<10x4xf32>
   %8 = loom.scatter_add %5[%i] axis = 0 : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<10x4xf32>
+  // CHECK: loom.top_k_indices %{{.*}} k = 3 : (tensor<40xf32>) -> tensor<3xi32>
+  %flat = loom.reshape %t : (tensor<10x4xf32>) -> tensor<40xf32>
+  %9 = loom.top_k_indices %flat k = 3 : (tensor<40xf32>) -> tensor<3xi32>
   // CHECK: loom.pad %{{.*}} low = [0, 1, 0] high = [1, 0, 2] value = 0.000000e+00 : f32 : (tensor<2x3x4xf32>) -> tensor<3x4x6xf32>
   %7 = loom.pad %x low = [0, 1, 0] high = [1, 0, 2] value = 0.0 : f32 : (tensor<2x3x4xf32>) -> tensor<3x4x6xf32>
   return

@@ -190,9 +190,12 @@ LogicalResult TopKIndicesOp::verify() {
   int64_t n = in.getDimSize(0), k = getK();
   if (k < 1 || k > n)
     return emitOpError("k = ") << k << " must be in [1, " << n << "]";
+  Type index = out.getElementType();
   if (out.getRank() != 1 || out.getDimSize(0) != k ||
-      !out.getElementType().isInteger(64))
-    return emitOpError("result must be tensor<") << k << "xi64>, got " << out;
+      !(index.isInteger(64) || (index.isInteger(32) && n <= INT32_MAX)))
+    return emitOpError("result must be tensor<")
+           << k << "xi64> (or xi32 for at most 2^31 - 1 elements), got "
+           << out;
   return success();
 }
 

@@ -176,14 +176,15 @@ def Loom_TopKIndicesOp : Loom_Op<"top_k_indices", [Pure]> {
     Returns, in ascending order, the positions of the `k` elements of the
     1-D `input` with the largest absolute value; among equal magnitudes the
     lower position wins, and NaN counts as larger than any number, so the
-    result is deterministic. Top-k gradient compression
+    result is deterministic. The positions are i64, or i32 when the input
+    has fewer than 2^31 elements. Top-k gradient compression
     (loom-compress-gradients) selects what each device sends with it; the
     values are then a `loom.gather` at these positions.
 
     Example:
 
     ```mlir
-    %idx = loom.top_k_indices %g k = 20 : (tensor<2048xf32>) -> tensor<20xi64>
+    %idx = loom.top_k_indices %g k = 20 : (tensor<2048xf32>) -> tensor<20xi32>
     ```
   }];
   let arguments = (ins Loom_FloatTensor:$input, I64Attr:$k);
