@@ -95,7 +95,8 @@ public:
         pass(pass), b(fn.getLoc(), ctx), a{b} {}
 
   LogicalResult build() {
-    if (failed(classifyArguments()) || failed(checkPipeline()) ||
+    if (failed(classifyArguments()) || failed(checkTopK()) ||
+        failed(checkPipeline()) ||
         failed(declareStates()))
       return failure();
     createStep();
@@ -135,6 +136,7 @@ private:
   void clipGradients();
   void compressGradients();
   void markTopK();
+  LogicalResult checkTopK();
   void unscaleGradients();
   void updateLossScale();
   /// Applied optimizer updates so far: the step counter, or with dynamic
@@ -242,6 +244,29 @@ LogicalResult StepBuilder::classifyArguments() {
            << " has no trainable parameters: nothing to train (parameters "
               "are arguments with loom.param naming a `trainable` "
               "loom.parameter)";
+  return success();
+}
+
+/// Top-k compression selects on the gradient where it is reduced; a weight
+/// read through a cast (--precision's 16-bit copy of an f32 master weight)
+/// is reduced at the copy, which the planner does not price as a weight's
+/// gradient yet.
+LogicalResult StepBuilder::checkTopK() {
+  if (!StringRef(config.gradCompression).starts_with("topk:"))
+    return success();
+  for (unsigned i : params)
+    for (Operation *user : fn.getArgument(i).getUsers())
+      if (auto c = dyn_cast<CastOp>(user))
+        if (c.getType().getElementType() !=
+            c.getInput().getType().getElementType())
+          return c.emitError()
+                 << pass << ": grad-compression=" << config.gradCompression
+                 << " of weights read through casts (--precision's 16-bit "
+                    "copies of f32 master weights) is not supported yet: "
+                    "parameter @"
+                 << boundParameter(fn, i).getSymName()
+                 << " is cast to " << c.getType().getElementType()
+                 << " (use --grad-compression=bf16|fp16, or top-k in f32)";
   return success();
 }
 
