@@ -3,6 +3,7 @@
 #include "loom/Pipelines/Pipelines.h"
 
 #include "loom/Codegen/CPU/Passes.h"
+#include "loom/Codegen/CUDA/Passes.h"
 #include "loom/Conversion/Passes.h"
 #include "loom/Execution/Passes.h"
 #include "loom/Planner/Passes.h"
@@ -127,6 +128,7 @@ void mlir::loom::registerLoomPassesAndPipelines() {
   registerLoomPlannerPasses();
   registerLoomConversionPasses();
   registerLoomCodegenCPUPasses();
+  registerLoomCodegenCUDAPasses();
   registerLoomExecutionPasses();
   PassPipelineRegistration<TrainingPipelineOptions>(
       "loom-training-pipeline",
@@ -143,4 +145,9 @@ void mlir::loom::registerLoomPassesAndPipelines() {
       "Lower loom to the LLVM dialect for CPU execution (what loom-run "
       "compiles)",
       buildLoomCpuPipeline);
+  PassPipelineRegistration<CudaPipelineOptions>(
+      "loom-cuda-pipeline",
+      "Lower a (partitioned) step to CUDA kernels in a gpu.binary, cuBLAS "
+      "calls and host code in the LLVM dialect (loomc --target=cuda)",
+      buildLoomCudaPipeline);
 }

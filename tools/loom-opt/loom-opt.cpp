@@ -13,6 +13,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 namespace mlir::loom::test {
@@ -29,6 +30,8 @@ int main(int argc, char **argv) {
   registry.insert<mlir::loom::LoomDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // gpu-module-to-binary (the CUDA pipeline) translates kernels to LLVM IR.
+  mlir::registerAllToLLVMIRTranslations(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Loom optimizer driver\n", registry));
 }

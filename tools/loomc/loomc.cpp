@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "loom/Codegen/CUDA/Passes.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/Artifact.h"
 #include "loom/Execution/Passes.h"
@@ -28,10 +29,14 @@
 #include "loom/Training/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -108,6 +113,12 @@ static cl::opt<std::string> gradCompression("grad-compression",
              "sends the largest RATIO of its gradient's entries and keeps the "
              "rest as a residual added next step (error feedback)"),
     cl::init("none"), cl::cat(category));
+static cl::opt<std::string> target("target",
+    cl::desc("cpu (default) or cuda[:sm_XX]: also compile the per-device step "
+             "to CUDA kernels (cubin for sm_XX, default sm_90) and cuBLAS "
+             "calls, written to out/train.cuda.mlir (compile only: no GPU "
+             "runtime runs it yet)"),
+    cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string> init("init",
     cl::desc("onnx (the model's initializers, default) or seeded"), cl::init("onnx"),
     cl::cat(category));
@@ -472,6 +483,77 @@ LogicalResult runPipeline(MLIRContext &ctx, ModuleOp module,
   return pm.run(module);
 }
 
+/// The GPU architecture of --target=cuda[:sm_XX], or "" (with `error` set
+/// when the flag is malformed) for the CPU.
+std::string cudaChip(std::string &error) {
+  StringRef t = target;
+  if (t == "cpu")
+    return "";
+  if (!t.consume_front("cuda")) {
+    error = "unknown --target '" + target + "' (expected cpu or cuda[:sm_XX])";
+    return "";
+  }
+  std::string toolkit = cudaToolkitPath();
+  SmallString<256> libdevice(toolkit);
+  llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
+  if (!llvm::sys::fs::exists(libdevice)) {
+    error = "--target=" + target + ": no CUDA toolkit at " + toolkit + " (" +
+            libdevice.str().str() +
+            " is missing); set CUDA_ROOT to the toolkit's directory";
+    return "";
+  }
+  if (t.empty())
+    return "sm_90";
+  unsigned sm = 0;
+  if (!t.consume_front(":sm_") || t.getAsInteger(10, sm) || sm < 75) {
+    error = "--target=" + target +
+            ": expected cuda:sm_XX with XX >= 75 (what CUDA 13 supports), "
+            "e.g. cuda:sm_90";
+    return "";
+  }
+  return "sm_" + t.str();
+}
+
+/// --target=cuda: the step lowered by the CUDA pipeline into
+/// out/train.cuda.mlir, with what it became.
+int writeCuda(MLIRContext &ctx, ModuleOp module, StringRef chip) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  ctx.appendDialectRegistry(registry);
+  OwningOpRef<ModuleOp> cuda = module.clone();
+  CudaPipelineOptions options;
+  options.chip = chip.str();
+  options.format = "bin";
+  if (failed(runPipeline(ctx, *cuda, [&](OpPassManager &pm) {
+        buildLoomCudaPipeline(pm, options);
+      })))
+    return 2;
+  std::string error;
+  if (!writeModule(*cuda, outDir, "train.cuda.mlir", error))
+    return fail(error);
+  int64_t kernels = 0, cublas = 0, collectives = 0;
+  cuda->walk([&](Operation *op) {
+    if (op->getName().getStringRef() == "gpu.binary")
+      ++kernels;
+    if (auto call = dyn_cast<LLVM::CallOp>(op); call && call.getCallee()) {
+      StringRef callee = *call.getCallee();
+      cublas += callee.starts_with("loom_rt_cublas_");
+      collectives += callee.starts_with("loom_rt_all_") ||
+                     callee.starts_with("loom_rt_reduce_scatter") ||
+                     callee.starts_with("loom_rt_send_recv");
+    }
+  });
+  messages() << llvm::formatv(
+      "loomc: CUDA {0}: {1} kernels compiled to cubin (ptxas), {2} cuBLAS "
+      "calls, {3} collectives; wrote {4}/train.cuda.mlir (compile only: "
+      "Loom's GPU runtime does not run it yet; loom-run runs train.mlir on "
+      "the CPU)\n",
+      chip, kernels, cublas, collectives, outDir);
+  return 0;
+}
+
 /// `spec` without its axes of size 1 ("pp=2,rep=1" -> "pp=2").
 std::string dropUnitAxes(StringRef spec) {
   SmallVector<StringRef> axes;
@@ -570,6 +652,10 @@ int main(int argc, char **argv) {
   double beta1 = 0.9, beta2 = 0.999;
   if (std::string err = checkFlags(beta1, beta2); !err.empty())
     return fail(err);
+  std::string targetError;
+  std::string chip = cudaChip(targetError);
+  if (!targetError.empty())
+    return fail(targetError);
 
   MLIRContext ctx;
   ctx.loadDialect<LoomDialect, func::FuncDialect>();
@@ -663,5 +749,7 @@ int main(int argc, char **argv) {
       "loomc: {0} trainable parameters ({1} values), loss {2}, optimizer {3}; "
       "wrote {4}/train.mlir and {4}/params.bin\n",
       numParams, numElements, loss, optimizer, outDir);
+  if (!chip.empty())
+    return writeCuda(ctx, *module, chip);
   return 0;
 }

@@ -33,7 +33,9 @@ bool isMap(AffineMap map, unsigned x, unsigned y) {
 }
 
 struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
+  BatchMatmulToBlas(MLIRContext *ctx, StringRef prefix)
+      : OpRewritePattern(ctx), prefix(prefix.str()) {}
+  std::string prefix;
 
   LogicalResult matchAndRewrite(linalg::BatchMatmulOp op,
                                 PatternRewriter &rewriter) const override {
@@ -80,8 +82,7 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
     int64_t dyn = ShapedType::kDynamic;
     auto anyLayout = StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn});
     auto argType = MemRefType::get({dyn, dyn, dyn}, element, anyLayout);
-    StringRef name = element.isF32() ? "loom_rt_batch_matmul_f32"
-                                     : "loom_rt_batch_matmul_f64";
+    std::string name = prefix + (element.isF32() ? "_f32" : "_f64");
     auto module = op->getParentOfType<ModuleOp>();
     auto i64 = rewriter.getI64Type();
     auto fnType =
@@ -112,9 +113,19 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
 
 struct LowerMatmulToBlasPass
     : loom::impl::LoomLowerMatmulToBlasBase<LowerMatmulToBlasPass> {
+  using LoomLowerMatmulToBlasBase::LoomLowerMatmulToBlasBase;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<BatchMatmulToBlas>(&getContext());
+    if (library != "blas" && library != "cublas") {
+      getOperation().emitError()
+          << "loom-lower-matmul-to-blas: unknown library '" << library
+          << "' (expected blas or cublas)";
+      return signalPassFailure();
+    }
+    patterns.add<BatchMatmulToBlas>(&getContext(),
+                                    library == "cublas"
+                                        ? "loom_rt_cublas_batch_matmul"
+                                        : "loom_rt_batch_matmul");
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -1,8 +1,8 @@
 //===- Pipeline.cpp - loom -> LLVM dialect for CPU execution --------------===//
 //
 // The CPU pipeline (`--loom-cpu-pipeline`): loom-convert-to-linalg, fusion,
-// bufferization, BLAS calls, loops, LLVM dialect. Executor JIT-compiles its
-// output.
+// bufferization (the front half, shared with the CUDA pipeline), BLAS
+// calls, loops, LLVM dialect. Executor JIT-compiles its output.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,8 +21,7 @@
 
 using namespace mlir;
 
-void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
-                                      const CpuPipelineOptions &options) {
+void mlir::loom::buildLoomBufferizePipeline(OpPassManager &pm) {
   // loom -> tensors of linalg/tensor/arith/math, elementwise chains fused.
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createConvertLoomToLinalg());
@@ -46,6 +45,11 @@ void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   // Free each temporary after its last use, not at the end of the step.
   pm.addPass(createLoomFreeBuffersEarly());
+}
+
+void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
+                                      const CpuPipelineOptions &options) {
+  buildLoomBufferizePipeline(pm);
 
   // Buffers -> loops (or BLAS) -> LLVM.
   if (options.useBlas)

@@ -26,6 +26,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                        llvm::cl::init(true)};
 };
 
+/// loom -> linalg on tensors, elementwise chains fused -> buffers, the entry
+/// function in destination-passing style, each temporary freed after its
+/// last use: the front half of the CPU and CUDA pipelines.
+void buildLoomBufferizePipeline(OpPassManager &pm);
+
 /// loom -> linalg -> bufferized -> LLVM dialect, ready for the JIT or
 /// mlir-translate --mlir-to-llvmir.
 void buildLoomCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options);

@@ -50,8 +50,14 @@ def LoomLowerMatmulToBlas : Pass<"loom-lower-matmul-to-blas", "mlir::ModuleOp"> 
     `loom_rt_batch_matmul_{f32,f64}`, which run OpenBLAS gemm per batch
     with the right transpose flags and leading dimensions; a zero fill of
     the output right before is folded into the call (beta = 0). Other
-    element types stay for the generic loop lowering.
+    element types stay for the generic loop lowering. With
+    `library=cublas` (the CUDA pipeline) the calls are
+    `loom_rt_cublas_batch_matmul_{f32,f64}` on device buffers instead.
   }];
+  let options = [
+    Option<"library", "library", "std::string", /*default=*/"\"blas\"",
+           "blas (OpenBLAS, host buffers) or cublas (device buffers)">,
+  ];
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::arith::ArithDialect"];
 }
 

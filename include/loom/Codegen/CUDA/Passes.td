@@ -1,0 +1,54 @@
+//===- Passes.td - CUDA code generation passes -------------*- tablegen -*-===//
+//
+// Passes between bufferization and MLIR's GPU lowering for the CUDA target:
+// device buffers, one-dimensional kernels, and a check that the host part of
+// a step touches no device memory. buildLoomCudaPipeline (Passes.h) orders
+// them with the CPU pipeline's front half and upstream GPU lowering.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_CODEGEN_CUDA_PASSES_TD
+#define LOOM_CODEGEN_CUDA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LoomGpuDeviceBuffers : Pass<"loom-gpu-device-buffers", "mlir::ModuleOp"> {
+  let summary = "Allocate a step's temporaries on the device; copies as loops";
+  let description = [{
+    After bufferization, in every function: `memref.alloc` becomes
+    `gpu.alloc` and `memref.dealloc` `gpu.dealloc` (the caller's buffers,
+    the step's arguments and results, are device memory too), and
+    `memref.copy` becomes a `linalg.copy`, so that it is a kernel like every
+    other loop nest rather than a host copy. Constant globals
+    (`memref.get_global`) stay: kernel outlining copies them into the GPU
+    module.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::linalg::LinalgDialect"];
+}
+
+def LoomGpuFlattenParallelLoops : Pass<"loom-gpu-flatten-parallel-loops", "mlir::ModuleOp"> {
+  let summary = "Collapse each outermost scf.parallel into one dimension";
+  let description = [{
+    A loop nest from `convert-linalg-to-parallel-loops` has one parallel
+    dimension per parallel iterator, of any sizes (`1 x 8 x 64`). Collapsed
+    into one dimension and tiled by the block size, every thread of every
+    block has an element, whatever the shape; the reduction loops inside
+    (`scf.for`) stay per thread. Serial host code on buffers (a reduction
+    over every dimension, scalar loads and stores and the arithmetic
+    between them) becomes a one-iteration `scf.parallel`: a one-thread
+    kernel.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
+}
+
+def LoomGpuCheckHost : Pass<"loom-gpu-check-host", "mlir::ModuleOp"> {
+  let summary = "Fail if host code reads or writes device memory";
+  let description = [{
+    After kernel outlining, every load and store of a buffer must be inside
+    a GPU module: a `memref.load`, `memref.store` or `memref.copy` left in a
+    host function would read device memory from the host (or need a copy
+    inside the step). Reports each one with its location.
+  }];
+}
+
+#endif // LOOM_CODEGEN_CUDA_PASSES_TD

@@ -1,0 +1,65 @@
+//===- Pipeline.cpp - loom -> GPU kernels and host code for CUDA ----------===//
+//
+// The CUDA pipeline (`--loom-cuda-pipeline`): the CPU pipeline's front half
+// (linalg, fusion, bufferization), matmuls as cuBLAS calls, temporaries on
+// the device, every other loop nest a one-dimensional kernel (blocks of
+// `block-size` threads), kernels outlined and lowered through NVVM to
+// PTX/cubin (gpu.binary), the host part to the LLVM dialect
+// (gpu-lower-to-nvvm-pipeline).
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Codegen/CUDA/Passes.h"
+#include "loom/Codegen/CPU/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+
+std::string mlir::loom::cudaToolkitPath() {
+  for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *path = std::getenv(var); path && *path)
+      return path;
+  return LOOM_CUDA_ROOT;
+}
+
+void mlir::loom::buildLoomCudaPipeline(OpPassManager &pm,
+                                       const CudaPipelineOptions &options) {
+  // gpu-module-to-binary finds ptxas and libdevice through these variables
+  // (NVVM::getCUDAToolkitPath), else a path fixed when MLIR was built;
+  // without them the kernels' math calls (__nv_expf) stay unresolved. The
+  // toolkit Loom was configured with is the default.
+  setenv("CUDA_ROOT", cudaToolkitPath().c_str(), /*overwrite=*/0);
+  buildLoomBufferizePipeline(pm);
+  LoomLowerMatmulToBlasOptions cublas;
+  cublas.library = "cublas";
+  pm.addPass(createLoomLowerMatmulToBlas(cublas));
+  pm.addPass(createLoomGpuDeviceBuffers());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLoomGpuFlattenParallelLoops());
+  pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
+      {static_cast<int64_t>(options.blockSize)}, /*noMinMaxBounds=*/true));
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createLoomGpuCheckHost());
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.chip;
+  nvvm.cubinFeatures = options.features;
+  nvvm.cubinFormat = options.format;
+  nvvm.cmdOptions = options.ptxasOptions;
+  nvvm.optLevel = 3;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}

@@ -1,0 +1,28 @@
+// RUN: loom-opt %s --loom-cuda-pipeline="chip=sm_90 format=isa" | FileCheck %s
+// RUN: loom-opt %s --loom-cuda-pipeline="chip=sm_90 format=bin" | FileCheck %s --check-prefix=BIN
+// RUN: not loom-opt %s --loom-cuda-pipeline="chip=sm_90 format=bin ptxas-options=--no-such-option" 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// A matmul, bias, GELU and a mean: the product is a cuBLAS call on device
+// buffers, the elementwise chain one fused kernel of 256-thread blocks, the
+// full reduction a one-thread kernel; every kernel is PTX for sm_90 in a
+// gpu.binary; the host code launches them and allocates on the device.
+// CHECK: llvm.func @step(
+// CHECK-NOT: llvm.call @malloc
+// CHECK: gpu.alloc () : memref<1x16x64xf32>
+// CHECK-NOT: llvm.call @malloc
+// CHECK: llvm.call @loom_rt_cublas_batch_matmul_f32(
+// CHECK: gpu.launch_func @step_kernel::@step_kernel blocks in
+// CHECK: gpu.alloc () : memref<f32>
+// CHECK: gpu.launch_func @step_kernel_0::@step_kernel blocks in
+// CHECK: llvm.func @_mlir_ciface_step(
+// CHECK: gpu.binary @step_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx86", flags = {"ptxas-cmd-options" = ["--warn-on-spills", "-Werror"]}>{{.*}}.target sm_90
+// CHECK: gpu.binary @step_kernel_0 [#gpu.object<#nvvm.target<O = 3, chip = "sm_90"{{.*}}.target sm_90
+// BIN: gpu.binary @step_kernel {{.*}}bin =
+// PTXAS: `ptxas` invocation failed
+func.func @step(%x: tensor<16x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> (tensor<16x64xf32>, tensor<f32>) {
+  %y = loom.dot_general %x, %w contracting_dims = [1] x [1] : (tensor<16x32xf32>, tensor<64x32xf32>) -> tensor<16x64xf32>
+  %z = loom.add %y, %b : (tensor<16x64xf32>, tensor<64xf32>) -> tensor<16x64xf32>
+  %g = loom.gelu %z approximate = tanh : tensor<16x64xf32>
+  %m = loom.reduce_mean %g dims = [0, 1] : (tensor<16x64xf32>) -> tensor<f32>
+  return %g, %m : tensor<16x64xf32>, tensor<f32>
+}

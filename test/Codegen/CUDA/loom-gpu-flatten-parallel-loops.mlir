@@ -1,0 +1,51 @@
+// RUN: loom-opt %s --loom-gpu-flatten-parallel-loops | FileCheck %s
+
+// A 2-D parallel loop becomes one dimension of 8 x 64 = 512 iterations.
+// CHECK-LABEL: func.func @nest
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[N:.*]]) step
+// CHECK-NOT: scf.parallel
+func.func @nest(%a: memref<8x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %z = arith.constant 0.0 : f32
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c64) step (%c1, %c1) {
+    memref.store %z, %a[%i, %j] : memref<8x64xf32>
+  }
+  return
+}
+
+// A reduction over every dimension (no parallel loop) and the scalar code
+// after it become one one-iteration loop: a one-thread kernel. The scalar
+// constant the host uses later is recomputed outside.
+// CHECK-LABEL: func.func @serial
+// CHECK: %[[K:.*]] = arith.addf
+// CHECK: scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c1{{.*}}) step (%c1{{.*}}) {
+// CHECK: scf.for
+// CHECK: memref.load
+// CHECK: arith.divf
+// CHECK: memref.store
+// CHECK: }
+// CHECK: call @use(%[[K]])
+func.func private @use(f32)
+func.func @serial(%x: memref<8xf32>, %acc: memref<f32>, %out: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %z = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  memref.store %z, %acc[] : memref<f32>
+  scf.for %i = %c0 to %c8 step %c1 {
+    %v = memref.load %x[%i] : memref<8xf32>
+    %s = memref.load %acc[] : memref<f32>
+    %t = arith.addf %s, %v : f32
+    memref.store %t, %acc[] : memref<f32>
+  }
+  %k = arith.addf %two, %two : f32
+  %sum = memref.load %acc[] : memref<f32>
+  %mean = arith.divf %sum, %k : f32
+  memref.store %mean, %out[] : memref<f32>
+  func.call @use(%k) : (f32) -> ()
+  return
+}
