@@ -3,6 +3,7 @@
 #include "loom/Execution/Executor.h"
 
 #include "loom/Codegen/CPU/Passes.h"
+#include "loom/Codegen/CUDA/Passes.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/kernels.h"
 
@@ -159,7 +160,10 @@ OwningOpRef<ModuleOp> lowerToLLVM(ModuleOp module, StringRef function,
   PassManager pm(ctx);
   CpuPipelineOptions pipelineOptions;
   pipelineOptions.useBlas = options.useBlas;
-  buildLoomCpuPipeline(pm, pipelineOptions);
+  if (options.gpuLoopsOnCpu)
+    buildLoomCudaLoopsOnCpuPipeline(pm);
+  else
+    buildLoomCpuPipeline(pm, pipelineOptions);
   if (failed(pm.run(*lowered))) {
     if (error.empty())
       error = "lowering to LLVM failed";

@@ -150,4 +150,9 @@ void mlir::loom::registerLoomPassesAndPipelines() {
       "Lower a (partitioned) step to CUDA kernels in a gpu.binary, cuBLAS "
       "calls and host code in the LLVM dialect (loomc --target=cuda)",
       buildLoomCudaPipeline);
+  PassPipelineRegistration<>(
+      "loom-cuda-loops-on-cpu-pipeline",
+      "The CUDA pipeline's kernel loop nests lowered for the CPU (what "
+      "loom-run --gpu-loops-on-cpu compiles)",
+      buildLoomCudaLoopsOnCpuPipeline);
 }

@@ -82,6 +82,11 @@ static cl::opt<bool> specialize("specialize-inputs",
              "(needed when they are shapes, axes or bounds)"),
     cl::init(false), cl::cat(category));
 static cl::opt<bool> noBlas("no-blas", cl::desc("Do not call OpenBLAS for matmuls"), cl::cat(category));
+static cl::opt<bool> gpuLoopsOnCpu("gpu-loops-on-cpu",
+    cl::desc("Compile with the CUDA pipeline's kernel loop nests (flattened, "
+             "tiled into blocks) and run them on the CPU: checks what "
+             "loomc --target=cuda generates without a GPU"),
+    cl::cat(category));
 static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3, default 2)"), cl::init(2),
                                   cl::Prefix, cl::cat(category));
 static cl::opt<int> repeat("repeat", cl::desc("Run this many times and report the time per run"),
@@ -226,6 +231,7 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   options.seed = seed;
   options.executor.useBlas = !noBlas;
   options.executor.optLevel = optLevel;
+  options.executor.gpuLoopsOnCpu = gpuLoopsOnCpu;
   SmallString<256> out(modelPath);
   llvm::sys::path::append(out, "params-final");
   options.paramsOut = paramsOut.empty() ? std::string(out) : paramsOut.getValue();
@@ -603,6 +609,7 @@ int runModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   ExecutorOptions options;
   options.useBlas = !noBlas;
   options.optLevel = optLevel;
+  options.gpuLoopsOnCpu = gpuLoopsOnCpu;
   auto compileStart = std::chrono::steady_clock::now();
   std::unique_ptr<Executor> executor =
       Executor::create(*module, function, options, error);

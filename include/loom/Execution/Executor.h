@@ -28,6 +28,10 @@ struct ExecutorOptions {
   /// 2-4x the code-generation time of 2 on training steps and measured no
   /// faster on bench/forward.py's models.
   unsigned optLevel = 2;
+  /// Compile with the CUDA pipeline's kernel loop structure run on the CPU
+  /// (buildLoomCudaLoopsOnCpuPipeline): checks the generated kernels'
+  /// arithmetic without a GPU.
+  bool gpuLoopsOnCpu = false;
 };
 
 /// One argument or result of the compiled function.

@@ -50,10 +50,13 @@ void mlir::loom::buildLoomBufferizePipeline(OpPassManager &pm) {
 void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
                                       const CpuPipelineOptions &options) {
   buildLoomBufferizePipeline(pm);
-
   // Buffers -> loops (or BLAS) -> LLVM.
   if (options.useBlas)
     pm.addPass(createLoomLowerMatmulToBlas());
+  buildLoomCpuLoweringTail(pm);
+}
+
+void mlir::loom::buildLoomCpuLoweringTail(OpPassManager &pm) {
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

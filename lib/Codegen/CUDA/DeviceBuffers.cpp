@@ -25,11 +25,13 @@ namespace {
 
 struct DeviceBuffersPass
     : loom::impl::LoomGpuDeviceBuffersBase<DeviceBuffersPass> {
+  using LoomGpuDeviceBuffersBase::LoomGpuDeviceBuffersBase;
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp>(op))
+      if (isa<memref::CopyOp>(op) ||
+          (allocations && isa<memref::AllocOp, memref::DeallocOp>(op)))
         ops.push_back(op);
     });
     for (Operation *op : ops) {

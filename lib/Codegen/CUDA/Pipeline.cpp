@@ -25,6 +25,29 @@
 
 using namespace mlir;
 
+/// Every loop nest one-dimensional, tiled into blocks of `blockSize`
+/// iterations (threads): what becomes kernels.
+namespace mlir::loom {
+static void addKernelLoops(OpPassManager &pm, int blockSize,
+                           bool deviceAllocations) {
+  LoomGpuDeviceBuffersOptions buffers;
+  buffers.allocations = deviceAllocations;
+  pm.addPass(createLoomGpuDeviceBuffers(buffers));
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLoomGpuFlattenParallelLoops());
+  pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
+      {static_cast<int64_t>(blockSize)}, /*noMinMaxBounds=*/true));
+}
+} // namespace mlir::loom
+
+void mlir::loom::buildLoomCudaLoopsOnCpuPipeline(OpPassManager &pm) {
+  buildLoomBufferizePipeline(pm);
+  pm.addPass(createLoomLowerMatmulToBlas());
+  addKernelLoops(pm, CudaPipelineOptions().blockSize, /*deviceAllocations=*/false);
+  buildLoomCpuLoweringTail(pm);
+}
+
 std::string mlir::loom::cudaToolkitPath() {
   for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
     if (const char *path = std::getenv(var); path && *path)
@@ -43,12 +66,7 @@ void mlir::loom::buildLoomCudaPipeline(OpPassManager &pm,
   LoomLowerMatmulToBlasOptions cublas;
   cublas.library = "cublas";
   pm.addPass(createLoomLowerMatmulToBlas(cublas));
-  pm.addPass(createLoomGpuDeviceBuffers());
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createLoomGpuFlattenParallelLoops());
-  pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
-      {static_cast<int64_t>(options.blockSize)}, /*noMinMaxBounds=*/true));
+  addKernelLoops(pm, options.blockSize, /*deviceAllocations=*/true);
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createCanonicalizerPass());

@@ -1,6 +1,7 @@
 // RUN: loom-opt %s --loom-cuda-pipeline="chip=sm_90 format=isa" | FileCheck %s
 // RUN: loom-opt %s --loom-cuda-pipeline="chip=sm_90 format=bin" | FileCheck %s --check-prefix=BIN
 // RUN: not loom-opt %s --loom-cuda-pipeline="chip=sm_90 format=bin ptxas-options=--no-such-option" 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: loom-opt %s --loom-cuda-loops-on-cpu-pipeline --mlir-print-ir-before=convert-scf-to-cf -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOOPS
 
 // A matmul, bias, GELU and a mean: the product is a cuBLAS call on device
 // buffers, the elementwise chain one fused kernel of 256-thread blocks, the
@@ -19,6 +20,14 @@
 // CHECK: gpu.binary @step_kernel_0 [#gpu.object<#nvvm.target<O = 3, chip = "sm_90"{{.*}}.target sm_90
 // BIN: gpu.binary @step_kernel {{.*}}bin =
 // PTXAS: `ptxas` invocation failed
+
+// The kernels' loop structure, as loom-run --gpu-loops-on-cpu runs it: the
+// 16 x 64 elementwise chain is 4 blocks of 256 guarded iterations; the mean
+// one guarded iteration.
+// LOOPS: scf.parallel (%[[B:.*]]) = (%c0) to (%c1024) step (%c256) {
+// LOOPS-NEXT: scf.parallel (%[[T:.*]]) = (%c0) to (%c256) step (%c1) {
+// LOOPS: scf.if
+// LOOPS: scf.parallel (%{{.*}}) = (%c0) to (%c1) step (%c256) {
 func.func @step(%x: tensor<16x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> (tensor<16x64xf32>, tensor<f32>) {
   %y = loom.dot_general %x, %w contracting_dims = [1] x [1] : (tensor<16x32xf32>, tensor<64x32xf32>) -> tensor<16x64xf32>
   %z = loom.add %y, %b : (tensor<16x64xf32>, tensor<64xf32>) -> tensor<16x64xf32>

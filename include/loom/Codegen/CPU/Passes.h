@@ -31,6 +31,10 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
 /// last use: the front half of the CPU and CUDA pipelines.
 void buildLoomBufferizePipeline(OpPassManager &pm);
 
+/// Buffers (linalg, scf, library calls) -> loops -> the LLVM dialect: the
+/// CPU pipeline's back half.
+void buildLoomCpuLoweringTail(OpPassManager &pm);
+
 /// loom -> linalg -> bufferized -> LLVM dialect, ready for the JIT or
 /// mlir-translate --mlir-to-llvmir.
 void buildLoomCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options);

@@ -53,6 +53,12 @@ std::string cudaToolkitPath();
 void buildLoomCudaPipeline(OpPassManager &pm,
                            const CudaPipelineOptions &options);
 
+/// The CUDA pipeline's kernel loop nests (flattened, wrapped, tiled into
+/// blocks of the default size, guards included) run as host loops, with
+/// host buffers and BLAS where the GPU calls cuBLAS: the arithmetic of the
+/// generated kernels, checked on the CPU (`loom-run --gpu-loops-on-cpu`).
+void buildLoomCudaLoopsOnCpuPipeline(OpPassManager &pm);
+
 } // namespace mlir::loom
 
 #endif // LOOM_CODEGEN_CUDA_PASSES_H

@@ -23,6 +23,11 @@ def LoomGpuDeviceBuffers : Pass<"loom-gpu-device-buffers", "mlir::ModuleOp"> {
     (`memref.get_global`) stay: kernel outlining copies them into the GPU
     module.
   }];
+  let options = [
+    Option<"allocations", "allocations", "bool", /*default=*/"true",
+           "Move allocations to the device (false: copies only, for "
+           "running the kernels' loop structure on the CPU)">,
+  ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::linalg::LinalgDialect"];
 }
 
