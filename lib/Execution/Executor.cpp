@@ -16,16 +16,27 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <array>
 #include <atomic>
+#include <chrono>
+#include <thread>
+#include <cerrno>
+#include <csignal>
+#include <unistd.h>
 #include <cstdlib>
 #include <malloc.h>
 #include <mutex>
@@ -172,9 +183,16 @@ OwningOpRef<ModuleOp> lowerToLLVM(ModuleOp module, StringRef function,
   return lowered;
 }
 
-/// An execution engine generating code for this CPU (vector width, FMA).
+llvm::CodeGenOptLevel codegenLevel(const ExecutorOptions &options) {
+  return options.optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
+                               : llvm::CodeGenOptLevel::Default;
+}
+
+/// An execution engine generating code for this CPU (vector width, FMA);
+/// with `keepObject`, the object it compiles can be dumped.
 std::unique_ptr<ExecutionEngine> jitCompile(ModuleOp lowered,
                                             const ExecutorOptions &options,
+                                            bool keepObject,
                                             std::string &error) {
   MLIRContext *ctx = lowered.getContext();
   initializeNativeTarget();
@@ -185,9 +203,7 @@ std::unique_ptr<ExecutionEngine> jitCompile(ModuleOp lowered,
     error = "cannot detect the host CPU: " + llvm::toString(builder.takeError());
     return nullptr;
   }
-  llvm::CodeGenOptLevel codegen = options.optLevel >= 3
-                                      ? llvm::CodeGenOptLevel::Aggressive
-                                      : llvm::CodeGenOptLevel::Default;
+  llvm::CodeGenOptLevel codegen = codegenLevel(options);
   builder->setCodeGenOptLevel(codegen);
   auto targetMachine = builder->createTargetMachine();
   if (!targetMachine) {
@@ -200,6 +216,7 @@ std::unique_ptr<ExecutionEngine> jitCompile(ModuleOp lowered,
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = codegen;
+  engineOptions.enableObjectDump = keepObject;
   auto engine = ExecutionEngine::create(lowered, engineOptions,
                                         std::move(*targetMachine));
   if (!engine) {
@@ -281,7 +298,174 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner) {
   return symbols;
 }
 
+/// The machine-code cache (ExecutorOptions::cacheDir): objects named by a
+/// hash of everything that determines them.
+class ObjectCache {
+public:
+  ObjectCache(StringRef dir, ModuleOp lowered, const ExecutorOptions &options)
+      : dir(dir.str()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    lowered.print(os);
+    os << "\nopt " << options.optLevel << " cpu " << llvm::sys::getHostCPUName()
+       << " llvm " << LLVM_VERSION_STRING;
+    for (const auto &f : llvm::sys::getHostCPUFeatures())
+      os << (f.second ? " +" : " -") << f.first();
+    std::array<uint8_t, 32> hash = llvm::SHA256::hash(
+        ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(text.data()),
+                          text.size()));
+    key = llvm::toHex(hash, /*LowerCase=*/true);
+  }
+
+  std::string object() const { return path(".o"); }
+  std::string lock() const { return path(".lock"); }
+
+  std::unique_ptr<llvm::MemoryBuffer> load() const {
+    auto buffer = llvm::MemoryBuffer::getFile(object());
+    return buffer ? std::move(*buffer) : nullptr;
+  }
+
+  /// Takes the lock (true), or another process holds it (false). The lock
+  /// names its holder: "<host> <pid>".
+  bool tryLock() const {
+    if (llvm::sys::fs::create_directories(dir))
+      return false;
+    int fd;
+    if (llvm::sys::fs::openFileForWrite(lock(), fd,
+                                        llvm::sys::fs::CD_CreateNew))
+      return false;
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << hostName() << " " << ::getpid();
+    return true;
+  }
+
+  /// Waits while another live process holds the lock; its object, or null
+  /// when it is gone without one (killed while compiling: the lock is
+  /// removed) or took longer than `seconds`.
+  std::unique_ptr<llvm::MemoryBuffer> waitForOther(int seconds) const {
+    for (int waited = 0; waited < seconds * 20; ++waited) {
+      if (auto buffer = load())
+        return buffer;
+      if (!llvm::sys::fs::exists(lock()))
+        return load();
+      if (waited % 20 == 0 && holderDied()) {
+        unlock();
+        return nullptr;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return nullptr;
+  }
+
+  /// Publishes `engine`'s object under the key (write, then rename).
+  void store(ExecutionEngine &engine) const {
+    std::string tmp = path(".o.tmp" + std::to_string(::getpid()));
+    engine.dumpToObjectFile(tmp);
+    if (llvm::sys::fs::rename(tmp, object()))
+      llvm::sys::fs::remove(tmp);
+  }
+
+  void unlock() const { llvm::sys::fs::remove(lock()); }
+
+private:
+  static std::string hostName() {
+    char name[256] = {0};
+    ::gethostname(name, sizeof(name) - 1);
+    return name;
+  }
+  /// Whether the lock's holder ran on this host and no longer exists.
+  bool holderDied() const {
+    auto text = llvm::MemoryBuffer::getFile(lock());
+    if (!text)
+      return false;
+    auto [host, pid] = (*text)->getBuffer().trim().split(' ');
+    int id;
+    if (host != hostName() || pid.getAsInteger(10, id))
+      return false;
+    return ::kill(id, 0) != 0 && errno == ESRCH;
+  }
+
+  std::string path(StringRef suffix) const {
+    SmallString<256> p(dir);
+    llvm::sys::path::append(p, key + suffix);
+    return std::string(p);
+  }
+  std::string dir, key;
+};
+
+/// A JIT that only links `object` (no compilation) against the runtime.
+std::unique_ptr<llvm::orc::LLJIT>
+loadObject(std::unique_ptr<llvm::MemoryBuffer> object,
+           const ExecutorOptions &options, std::string &error) {
+  initializeNativeTarget();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    error = "cannot detect the host CPU: " + llvm::toString(builder.takeError());
+    return nullptr;
+  }
+  builder->setCodeGenOptLevel(codegenLevel(options));
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(*builder))
+                 .create();
+  if (!jit) {
+    error = "cannot create a JIT: " + llvm::toString(jit.takeError());
+    return nullptr;
+  }
+  llvm::orc::JITDylib &dylib = (*jit)->getMainJITDylib();
+  llvm::orc::MangleAndInterner interner(dylib.getExecutionSession(),
+                                        (*jit)->getDataLayout());
+  llvm::Error err = dylib.define(
+      llvm::orc::absoluteSymbols(runtimeSymbols(interner)));
+  if (!err) {
+    auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+        (*jit)->getDataLayout().getGlobalPrefix());
+    if (process)
+      dylib.addGenerator(std::move(*process));
+    else
+      err = process.takeError();
+  }
+  if (!err)
+    err = (*jit)->addObjectFile(std::move(object));
+  if (err) {
+    error = "cannot load the cached object: " + llvm::toString(std::move(err));
+    return nullptr;
+  }
+  return std::move(*jit);
+}
+
 } // namespace
+
+bool Executor::useObject(std::unique_ptr<llvm::MemoryBuffer> object,
+                         const ExecutorOptions &options, std::string &error) {
+  loaded = loadObject(std::move(object), options, error);
+  if (!loaded)
+    return false;
+  auto fn = loaded->lookup("_mlir__mlir_ciface_" + entry);
+  if (!fn) {
+    error = "the cached object has no @" + entry + ": " +
+            llvm::toString(fn.takeError());
+    loaded.reset();
+    return false;
+  }
+  packedEntry = fn->toPtr<void (*)(void **)>();
+  cached = true;
+  return true;
+}
+
+bool Executor::compile(ModuleOp lowered, const ExecutorOptions &options,
+                       bool keepObject, std::string &error) {
+  engine = jitCompile(lowered, options, keepObject, error);
+  if (!engine)
+    return false;
+  engine->registerSymbols(runtimeSymbols);
+  // Generate machine code now (ORC would do it at the first call), so that
+  // compile errors surface here and run times measure running.
+  if (auto fnPtr = engine->lookupPacked("_mlir_ciface_" + entry); !fnPtr) {
+    error = "JIT compilation failed: " + llvm::toString(fnPtr.takeError());
+    return false;
+  }
+  return true;
+}
 
 std::unique_ptr<Executor> Executor::create(ModuleOp module,
                                            StringRef function,
@@ -302,18 +486,46 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
   OwningOpRef<ModuleOp> lowered = lowerToLLVM(module, function, options, error);
   if (!lowered)
     return nullptr;
-  executor->engine = jitCompile(*lowered, options, error);
-  if (!executor->engine)
-    return nullptr;
-  executor->engine->registerSymbols(runtimeSymbols);
-  // Generate machine code now (ORC would do it at the first call), so that
-  // compile errors surface here and run times measure running.
-  if (auto fnPtr = executor->engine->lookupPacked("_mlir_ciface_" + executor->entry);
-      !fnPtr) {
-    error = "JIT compilation failed: " + llvm::toString(fnPtr.takeError());
-    return nullptr;
+  if (options.cacheDir.empty())
+    return executor->compile(*lowered, options, false, error)
+               ? std::move(executor)
+               : nullptr;
+
+  // Compiled once: a cached object, or the one another process (another
+  // rank) is compiling, or compile and publish it. A cache that cannot be
+  // read or written only costs the compilation.
+  ObjectCache cache(options.cacheDir, *lowered, options);
+  std::string ignored;
+  if (auto object = cache.load())
+    if (executor->useObject(std::move(object), options, ignored))
+      return executor;
+  bool owner = cache.tryLock();
+  if (!owner) {
+    if (auto object = cache.waitForOther(/*seconds=*/600))
+      if (executor->useObject(std::move(object), options, ignored))
+        return executor;
+    // The holder died (its lock is gone) or its object did not load.
+    owner = cache.tryLock();
   }
-  return executor;
+  bool ok = executor->compile(*lowered, options, owner, error);
+  if (owner) {
+    if (ok)
+      cache.store(*executor->engine);
+    cache.unlock();
+  }
+  return ok ? std::move(executor) : nullptr;
+}
+
+bool Executor::invoke(MutableArrayRef<void *> packed, std::string &error) {
+  if (packedEntry) {
+    packedEntry(packed.data());
+    return true;
+  }
+  if (llvm::Error err = engine->invokePacked("_mlir_ciface_" + entry, packed)) {
+    error = "cannot call @" + entry + ": " + llvm::toString(std::move(err));
+    return false;
+  }
+  return true;
 }
 
 std::optional<HostTensor> mlir::loom::readInitialValue(Attribute value,
@@ -414,10 +626,8 @@ bool Executor::run(ArrayRef<const HostTensor *> args,
     packed.push_back(&p);
   int64_t liveBefore = liveBytes.load();
   peakBytes = liveBefore;
-  if (llvm::Error err = engine->invokePacked("_mlir_ciface_" + entry, packed)) {
-    error = "cannot call @" + entry + ": " + llvm::toString(std::move(err));
+  if (!invoke(packed, error))
     return false;
-  }
   if (memory) {
     *memory = MemoryUse();
     memory->temporaries = peakBytes.load() - liveBefore;

@@ -178,6 +178,7 @@ bool Trainer::compile() {
                               .count();
   args = exec->getArguments();
   results = exec->getResults();
+  result.compileCached = exec->fromCache();
   return true;
 }
 

@@ -82,6 +82,10 @@ static cl::opt<bool> specialize("specialize-inputs",
              "(needed when they are shapes, axes or bounds)"),
     cl::init(false), cl::cat(category));
 static cl::opt<bool> noBlas("no-blas", cl::desc("Do not call OpenBLAS for matmuls"), cl::cat(category));
+static cl::opt<bool> noCache("no-cache",
+    cl::desc("Training: compile the step even when ARTIFACT/cache holds its "
+             "machine code (and do not write it there)"),
+    cl::cat(category));
 static cl::opt<bool> gpuLoopsOnCpu("gpu-loops-on-cpu",
     cl::desc("Compile with the CUDA pipeline's kernel loop nests (flattened, "
              "tiled into blocks) and run them on the CPU: checks what "
@@ -232,6 +236,11 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   options.executor.useBlas = !noBlas;
   options.executor.optLevel = optLevel;
   options.executor.gpuLoopsOnCpu = gpuLoopsOnCpu;
+  if (!noCache) {
+    SmallString<256> cache(modelPath);
+    llvm::sys::path::append(cache, "cache");
+    options.executor.cacheDir = std::string(cache);
+  }
   SmallString<256> out(modelPath);
   llvm::sys::path::append(out, "params-final");
   options.paramsOut = paramsOut.empty() ? std::string(out) : paramsOut.getValue();
@@ -292,10 +301,11 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   if (result.rank != 0)
     return 0;
   llvm::outs() << llvm::formatv(
-      "trained {0} steps in {1:f3} s ({2:f4} s/step, compile {3:f3} s); "
+      "trained {0} steps in {1:f3} s ({2:f4} s/step, compile {3:f3} s{5}); "
       "parameters in {4}\n",
       steps, result.trainSeconds, result.trainSeconds / steps,
-      result.compileSeconds, options.paramsOut);
+      result.compileSeconds, options.paramsOut,
+      result.compileCached ? ", machine code from the cache" : "");
   // Each rank's peak: the caller's buffers plus the temporaries' high-water
   // mark, the most any step held.
   auto mib = [](int64_t bytes) { return double(bytes) / (1 << 20); };

@@ -10,6 +10,7 @@
 #define LOOM_EXECUTION_EXECUTOR_H
 
 #include "loom/Execution/HostTensor.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/SmallVector.h"
 #include <memory>
@@ -32,6 +33,12 @@ struct ExecutorOptions {
   /// (buildLoomCudaLoopsOnCpuPipeline): checks the generated kernels'
   /// arithmetic without a GPU.
   bool gpuLoopsOnCpu = false;
+  /// Where compiled machine code is kept, keyed by a hash of the lowered
+  /// program, the optimization level, the host CPU and LLVM's version
+  /// (empty: no cache). A hit skips LLVM's optimization and code
+  /// generation; concurrent processes (the ranks of one job) compile once:
+  /// the first takes a lock and the others wait for its object.
+  std::string cacheDir;
 };
 
 /// One argument or result of the compiled function.
@@ -109,9 +116,25 @@ public:
            llvm::SmallVectorImpl<HostTensor> &results, std::string &error,
            MemoryUse *memory = nullptr);
 
+  /// Whether the machine code came from ExecutorOptions::cacheDir.
+  bool fromCache() const { return cached; }
+
 private:
   Executor() = default;
+  /// Calls the packed entry point (`_mlir__mlir_ciface_<entry>`).
+  bool invoke(llvm::MutableArrayRef<void *> packed, std::string &error);
+  /// Compiles `lowered` with the execution engine (keeping its object for
+  /// the cache when `keepObject`).
+  bool compile(ModuleOp lowered, const ExecutorOptions &options,
+               bool keepObject, std::string &error);
+  /// Links a cached object instead.
+  bool useObject(std::unique_ptr<llvm::MemoryBuffer> object,
+                 const ExecutorOptions &options, std::string &error);
   std::unique_ptr<ExecutionEngine> engine;
+  /// A cached object, loaded without the MLIR execution engine.
+  std::unique_ptr<llvm::orc::LLJIT> loaded;
+  void (*packedEntry)(void **) = nullptr;
+  bool cached = false;
   std::string entry;
   llvm::SmallVector<ValueInfo> arguments, results;
 };

@@ -106,6 +106,8 @@ struct TrainResult {
   /// Dynamic loss scaling: the steps skipped for inf/NaN gradients.
   std::vector<int64_t> skippedSteps;
   double compileSeconds = 0, trainSeconds = 0;
+  /// Whether this rank's machine code came from the compile cache.
+  bool compileCached = false;
   /// Samples (the data's leading batch size times micro-batches) and, for
   /// integer inputs of rank >= 2 (token ids), tokens per step; set before
   /// the first step.
