@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "loom/Codegen/CUDA/Toolkit.h"
 #include "loom/Dialect/Loom/IR/LoomDialect.h"
 #include "loom/Pipelines/Pipelines.h"
 #include "loom/Support/Debug.h"
@@ -21,6 +22,9 @@ void registerTestReshardPass();
 } // namespace mlir::loom::test
 
 int main(int argc, char **argv) {
+  // --loom-cuda-pipeline: ptxas and libdevice from the toolkit Loom was
+  // configured with unless the environment names one.
+  mlir::loom::useCudaToolkit();
   mlir::loom::registerDebugOptions();
   mlir::registerAllPasses();
   mlir::loom::registerLoomPassesAndPipelines();

@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "loom/Codegen/CUDA/Passes.h"
+#include "loom/Codegen/CUDA/Toolkit.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/Artifact.h"
 #include "loom/Execution/Passes.h"
@@ -493,7 +493,7 @@ std::string cudaChip(std::string &error) {
     error = "unknown --target '" + target + "' (expected cpu or cuda[:sm_XX])";
     return "";
   }
-  std::string toolkit = cudaToolkitPath();
+  std::string toolkit = useCudaToolkit();
   SmallString<256> libdevice(toolkit);
   llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
   if (!llvm::sys::fs::exists(libdevice)) {

@@ -21,8 +21,6 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
-#include <cstdlib>
-
 using namespace mlir;
 
 /// Every loop nest one-dimensional, tiled into blocks of `blockSize`
@@ -48,20 +46,10 @@ void mlir::loom::buildLoomCudaLoopsOnCpuPipeline(OpPassManager &pm) {
   buildLoomCpuLoweringTail(pm);
 }
 
-std::string mlir::loom::cudaToolkitPath() {
-  for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
-    if (const char *path = std::getenv(var); path && *path)
-      return path;
-  return LOOM_CUDA_ROOT;
-}
+const char *mlir::loom::configuredCudaToolkit() { return LOOM_CUDA_ROOT; }
 
 void mlir::loom::buildLoomCudaPipeline(OpPassManager &pm,
                                        const CudaPipelineOptions &options) {
-  // gpu-module-to-binary finds ptxas and libdevice through these variables
-  // (NVVM::getCUDAToolkitPath), else a path fixed when MLIR was built;
-  // without them the kernels' math calls (__nv_expf) stay unresolved. The
-  // toolkit Loom was configured with is the default.
-  setenv("CUDA_ROOT", cudaToolkitPath().c_str(), /*overwrite=*/0);
   buildLoomBufferizePipeline(pm);
   LoomLowerMatmulToBlasOptions cublas;
   cublas.library = "cublas";

@@ -43,9 +43,12 @@ struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
                         llvm::cl::init(256)};
 };
 
-/// The CUDA toolkit the pipeline compiles with: $CUDA_ROOT, $CUDA_HOME or
-/// $CUDA_PATH, else the one Loom was configured with (LOOM_CUDA_ROOT).
-std::string cudaToolkitPath();
+/// The CUDA toolkit Loom was configured with (-DLOOM_CUDA_ROOT). The
+/// pipeline's gpu-module-to-binary finds ptxas and libdevice through
+/// $CUDA_ROOT, $CUDA_HOME or $CUDA_PATH (NVVM::getCUDAToolkitPath), else a
+/// path fixed when MLIR was built: the tools set $CUDA_ROOT to this one
+/// when none is set (Toolkit.h).
+const char *configuredCudaToolkit();
 
 /// loom -> linalg -> bufferized on device buffers -> matmuls as cuBLAS
 /// calls, every other loop nest a kernel -> NVVM -> PTX/cubin (gpu.binary)
