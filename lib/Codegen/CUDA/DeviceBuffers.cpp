@@ -15,6 +15,7 @@ namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMGPUDEVICEBUFFERS
 #define GEN_PASS_DEF_LOOMGPUFLATTENPARALLELLOOPS
 #define GEN_PASS_DEF_LOOMGPUCHECKHOST
+#define GEN_PASS_DEF_LOOMGPUORDEREDREDUCTIONS
 #include "loom/Codegen/CUDA/Passes.h.inc"
 } // namespace mlir::loom
 
@@ -148,6 +149,23 @@ struct FlattenParallelLoopsPass
       rewriter.setInsertionPoint(loop);
       collapseParallelLoops(rewriter, loop, {all});
     }
+  }
+};
+
+struct OrderedReductionsPass
+    : loom::impl::LoomGpuOrderedReductionsBase<OrderedReductionsPass> {
+  void runOnOperation() override {
+    getOperation().walk([](arith::ArithFastMathInterface op) {
+      arith::FastMathFlagsAttr attr = op.getFastMathFlagsAttr();
+      if (!attr)
+        return;
+      arith::FastMathFlags flags = attr.getValue();
+      if (!arith::bitEnumContainsAny(flags, arith::FastMathFlags::reassoc))
+        return;
+      op->setAttr(op.getFastMathAttrName(),
+                  arith::FastMathFlagsAttr::get(
+                      op->getContext(), flags & ~arith::FastMathFlags::reassoc));
+    });
   }
 };
 

@@ -43,6 +43,7 @@ void mlir::loom::buildLoomCudaLoopsOnCpuPipeline(OpPassManager &pm) {
   buildLoomBufferizePipeline(pm);
   pm.addPass(createLoomLowerMatmulToBlas());
   addKernelLoops(pm, CudaPipelineOptions().blockSize, /*deviceAllocations=*/false);
+  pm.addPass(createLoomGpuOrderedReductions());
   buildLoomCpuLoweringTail(pm);
 }
 

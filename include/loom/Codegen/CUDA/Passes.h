@@ -58,8 +58,10 @@ void buildLoomCudaPipeline(OpPassManager &pm,
 
 /// The CUDA pipeline's kernel loop nests (flattened, wrapped, tiled into
 /// blocks of the default size, guards included) run as host loops, with
-/// host buffers and BLAS where the GPU calls cuBLAS: the arithmetic of the
-/// generated kernels, checked on the CPU (`loom-run --gpu-loops-on-cpu`).
+/// host buffers and BLAS where the GPU calls cuBLAS, and reductions summed
+/// in order as a GPU thread sums them (loom-gpu-ordered-reductions): the
+/// arithmetic of the generated kernels, checked on the CPU
+/// (`loom-run --gpu-loops-on-cpu`).
 void buildLoomCudaLoopsOnCpuPipeline(OpPassManager &pm);
 
 } // namespace mlir::loom

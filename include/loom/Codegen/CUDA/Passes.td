@@ -46,6 +46,19 @@ def LoomGpuFlattenParallelLoops : Pass<"loom-gpu-flatten-parallel-loops", "mlir:
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }
 
+def LoomGpuOrderedReductions : Pass<"loom-gpu-ordered-reductions", "mlir::ModuleOp"> {
+  let summary = "Drop reassociation from floating-point ops (sums in order)";
+  let description = [{
+    Loom's lowering marks reductions `fastmath<reassoc>` so that the CPU
+    vectorizer may reorder sums. A GPU thread sums its reduction in order;
+    run on the CPU (`loom-run --gpu-loops-on-cpu`), reassociated reductions
+    would take a vector or a scalar path depending on a run-time alias check
+    of buffer addresses, and round differently from run to run. This pass
+    clears `reassoc` so that the check is deterministic.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def LoomGpuCheckHost : Pass<"loom-gpu-check-host", "mlir::ModuleOp"> {
   let summary = "Fail if host code reads or writes device memory";
   let description = [{
