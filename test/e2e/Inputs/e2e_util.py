@@ -46,3 +46,38 @@ def export_with_data(model, xs, ys, work):
     np.save(os.path.join(data, "x.npy"), xs)
     np.save(os.path.join(data, "labels.npy"), ys)
     return onnx_path, data
+
+
+def mlp_with_data(work, entries):
+    """A fresh WORK with Loom's test MLP (Linear 32->64, ReLU, Linear
+    64->10; torch seed 0) exported, and `entries` batches of 8 samples
+    (numpy seed 0) as its data; returns (model, onnx_path, data, xs, ys).
+    `xs` may be changed before use only by a caller that saves it again."""
+    import shutil
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "Target", "ONNX", "Inputs"))
+    from export_torch_models import MLP
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((entries, 8, 32)).astype(np.float32)
+    ys = rng.integers(0, 10, size=(entries, 8)).astype(np.int64)
+    model = MLP()
+    onnx_path, data = export_with_data(model, xs, ys, work)
+    return model, onnx_path, data, xs, ys
+
+
+def compiler(onnx_path, work, loss="cross_entropy"):
+    """compile_(name, *flags, report=False): loomc --train into WORK/NAME;
+    returns (out, the --plan-report=json plan or None)."""
+    import json
+
+    def compile_(name, *flags, report=False):
+        out = os.path.join(work, name)
+        cmd = ["loomc", onnx_path, "--train", f"--loss={loss}", *flags, "-o", out]
+        if report:
+            cmd.insert(-2, "--plan-report=json")
+        text = run(cmd)
+        return out, (json.loads(text[text.index("{"):text.rindex("}") + 1]) if report else None)
+    return compile_

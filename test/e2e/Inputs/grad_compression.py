@@ -22,20 +22,15 @@ The MLP (Linear 32->64, ReLU, Linear 64->10, cross-entropy) on a batch of 8:
 Prints one line per check; exits 1 on the first failure.
 """
 
-import json
 import os
 import re
-import shutil
 import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "Target", "ONNX", "Inputs"))
-from e2e_util import export_with_data, fail, losses, run  # noqa: E402
-from export_torch_models import MLP  # noqa: E402
+from e2e_util import compiler, fail, losses, mlp_with_data, run  # noqa: E402
 
 STEPS, LR = 20, 0.1
 
@@ -68,22 +63,8 @@ def collective_bytes(profile, kind):
 
 def main():
     work = sys.argv[1]
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    torch.manual_seed(0)
-    rng = np.random.default_rng(0)
-    xs = rng.standard_normal((STEPS, 8, 32)).astype(np.float32)
-    ys = rng.integers(0, 10, size=(STEPS, 8)).astype(np.int64)
-    model = MLP()
-    onnx_path, data = export_with_data(model, xs, ys, work)
-
-    def compile_(name, *flags, report=False):
-        out = os.path.join(work, name)
-        cmd = ["loomc", onnx_path, "--train", "--loss=cross_entropy", *flags, "-o", out]
-        if report:
-            cmd.insert(-2, "--plan-report=json")
-        text = run(cmd)
-        return out, (json.loads(text[text.index("{"):text.rindex("}") + 1]) if report else None)
+    model, onnx_path, data, xs, ys = mlp_with_data(work, STEPS)
+    compile_ = compiler(onnx_path, work)
 
     # By hand: one SGD step on dp=2.
     x, y = torch.from_numpy(xs[0]), torch.from_numpy(ys[0])

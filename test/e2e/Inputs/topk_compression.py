@@ -29,7 +29,6 @@ Prints one line per check; exits 1 on the first failure.
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -37,10 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "Target", "ONNX", "Inputs"))
-from e2e_util import export_with_data, fail, losses, run  # noqa: E402
-from export_torch_models import MLP  # noqa: E402
+from e2e_util import compiler, fail, losses, mlp_with_data, run  # noqa: E402
 
 LR, RATIO, BATCHES, EPOCHS = 0.1, 0.1, 20, 10
 
@@ -101,25 +97,8 @@ def sent_per_step(text, ranks, steps):
 
 def main():
     work = sys.argv[1]
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    torch.manual_seed(0)
-    rng = np.random.default_rng(0)
-    xs = rng.standard_normal((BATCHES, 8, 32)).astype(np.float32)
-    ys = rng.integers(0, 10, size=(BATCHES, 8)).astype(np.int64)
-    model = MLP()
-    onnx_path, data = export_with_data(model, xs, ys, work)
-
-    def compile_(name, *flags, report=False):
-        out = os.path.join(work, name)
-        cmd = ["loomc", onnx_path, "--train", "--loss=cross_entropy", *flags, "-o", out]
-        if report:
-            cmd.insert(-2, "--plan-report=json")
-        text = run(cmd)
-        if report:
-            import json
-            return out, json.loads(text[text.index("{"):text.rindex("}") + 1])
-        return out, None
+    model, onnx_path, data, xs, ys = mlp_with_data(work, BATCHES)
+    compile_ = compiler(onnx_path, work)
 
     # By hand: 3 dp=2 SGD steps.
     want, want_res = hand_steps(model, xs, ys, 3)
