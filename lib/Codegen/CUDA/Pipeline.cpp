@@ -62,6 +62,10 @@ void mlir::loom::buildLoomCudaPipeline(OpPassManager &pm,
   pm.addPass(createLowerAffinePass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createLoomGpuCheckHost());
+  // Allocations, launches and frees on one stream, ordered by tokens: the
+  // host lowering (gpu-to-llvm) only converts asynchronous gpu.alloc, and
+  // a synchronous launch would create and destroy a stream per kernel.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip;
   nvvm.cubinFeatures = options.features;

@@ -1,6 +1,7 @@
 // RUN: loom-opt %s --loom-cuda-pipeline="chip=sm_90 format=isa" | FileCheck %s
 // RUN: loom-opt %s --loom-cuda-pipeline="chip=sm_90 format=bin" | FileCheck %s --check-prefix=BIN
 // RUN: not loom-opt %s --loom-cuda-pipeline="chip=sm_90 format=bin ptxas-options=--no-such-option" 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: loom-opt %s --loom-cuda-pipeline="chip=sm_90 format=bin" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVM
 // RUN: loom-opt %s --loom-cuda-loops-on-cpu-pipeline --mlir-print-ir-before=convert-scf-to-cf -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOOPS
 
 // A matmul, bias, GELU and a mean: the product is a cuBLAS call on device
@@ -9,17 +10,29 @@
 // gpu.binary; the host code launches them and allocates on the device.
 // CHECK: llvm.func @step(
 // CHECK-NOT: llvm.call @malloc
-// CHECK: gpu.alloc () : memref<1x16x64xf32>
-// CHECK-NOT: llvm.call @malloc
+// CHECK: llvm.call @mgpuStreamCreate()
+// CHECK: llvm.call @mgpuMemAlloc(
+// CHECK: llvm.call @mgpuStreamSynchronize(
 // CHECK: llvm.call @loom_rt_cublas_batch_matmul_f32(
-// CHECK: gpu.launch_func @step_kernel::@step_kernel blocks in
-// CHECK: gpu.alloc () : memref<f32>
-// CHECK: gpu.launch_func @step_kernel_0::@step_kernel blocks in
+// CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @step_kernel::@step_kernel blocks in
+// CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @step_kernel_0::@step_kernel blocks in
+// CHECK-NOT: llvm.call @malloc
 // CHECK: llvm.func @_mlir_ciface_step(
 // CHECK: gpu.binary @step_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx86", flags = {"ptxas-cmd-options" = ["--warn-on-spills", "-Werror"]}>{{.*}}.target sm_90
 // CHECK: gpu.binary @step_kernel_0 [#gpu.object<#nvvm.target<O = 3, chip = "sm_90"{{.*}}.target sm_90
 // BIN: gpu.binary @step_kernel {{.*}}bin =
 // PTXAS: `ptxas` invocation failed
+
+// The host code translates to LLVM IR: kernels, device memory and streams
+// through the mgpu* functions the GPU runtime is to provide, the cubins
+// embedded.
+// LLVM-DAG: declare ptr @mgpuStreamCreate()
+// LLVM-DAG: declare ptr @mgpuMemAlloc(i64, ptr, i8)
+// LLVM-DAG: declare void @mgpuMemFree(ptr, ptr)
+// LLVM-DAG: declare ptr @mgpuModuleLoad(ptr, i64)
+// LLVM-DAG: declare ptr @mgpuModuleGetFunction(ptr, ptr)
+// LLVM-DAG: declare void @mgpuLaunchKernel(ptr, i64, i64, i64, i64, i64, i64, i32, ptr, ptr, ptr, i64)
+// LLVM-DAG: declare void @_mlir_ciface_loom_rt_cublas_batch_matmul_f32(ptr, ptr, ptr, i64, i64, i64)
 
 // The kernels' loop structure, as loom-run --gpu-loops-on-cpu runs it: the
 // 16 x 64 elementwise chain is 4 blocks of 256 guarded iterations; the mean
