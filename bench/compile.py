@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Compile time of a training step against depth, and what the cache saves.
+
+    bench/compile.py [--build build] [--layers 1,2,4,8] [--d 256]
+
+A stack of L pre-norm GPT blocks (test/Target/ONNX/Inputs/export_torch_models
+Block: d model width, 4 heads, seq 64, batch 4), exported to ONNX and built
+into an AdamW training step with `loomc` (timed: import, autodiff, planning,
+writing the artifact), then run for one step by `loom-run`, which reports
+its compile time (lowering and LLVM): first with `--no-cache` (what every
+rank paid before the cache), then twice with the cache (the first run
+compiles and stores the object, the second links it). Ratios are against
+the shallowest stack measured in the same run; the issue's goal is
+compile time linear in depth (96 layers in under a minute), which the
+growth column shows is not reached.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test",
+                                "Target", "ONNX", "Inputs"))
+from export_torch_models import Block  # noqa: E402
+
+
+class Stack(nn.Module):
+    def __init__(self, layers, d):
+        super().__init__()
+        self.blocks = nn.Sequential(*[Block(d, 4, 64) for _ in range(layers)])
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def compile_seconds(text):
+    return float(re.search(r"compile ([0-9.]+) s", text).group(1))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default="build")
+    p.add_argument("--layers", default="1,2,4,8")
+    p.add_argument("--d", type=int, default=256)
+    a = p.parse_args()
+    bin_dir = os.path.abspath(os.path.join(a.build, "bin"))
+    work = tempfile.mkdtemp(prefix="loom-compile-")
+    rows = []
+    for layers in [int(x) for x in a.layers.split(",")]:
+        torch.manual_seed(0)
+        model = Stack(layers, a.d).eval()
+        onnx_path = os.path.join(work, f"gpt{layers}.onnx")
+        torch.onnx.export(model, torch.randn(4, 64, a.d), onnx_path, opset_version=14,
+                          input_names=["x"], output_names=["y"])
+        out = os.path.join(work, f"gpt{layers}")
+        start = time.perf_counter()
+        run([os.path.join(bin_dir, "loomc"), onnx_path, "--train", "--loss=mse",
+             "--optimizer=adamw", "-o", out])
+        loomc = time.perf_counter() - start
+        step = [os.path.join(bin_dir, "loom-run"), out, "--steps", "1", "--data", "synthetic"]
+        fresh = compile_seconds(run(step + ["--no-cache"]))
+        first = compile_seconds(run(step))
+        cached_text = run(step)
+        if "machine code from the cache" not in cached_text:
+            sys.exit(f"{layers} layers: the second cached run did not use the cache")
+        rows.append((layers, loomc, fresh, first, compile_seconds(cached_text)))
+        print(f"  {layers} layers done", file=sys.stderr)
+
+    base = rows[0]
+    print(f"GPT blocks d={a.d}, 4 heads, seq 64, batch 4, AdamW; one CPU process")
+    print("| layers | loomc s | JIT compile s (no cache) | x shallowest | per layer s | "
+          "first cached run s | cached s | cached / no cache |")
+    print("|---|---|---|---|---|---|---|---|")
+    for layers, loomc, fresh, first, cached in rows:
+        print(f"| {layers} | {loomc:.2f} | {fresh:.2f} | {fresh / base[2]:.2f} | "
+              f"{fresh / layers:.2f} | {first:.2f} | {cached:.3f} | {cached / fresh:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
