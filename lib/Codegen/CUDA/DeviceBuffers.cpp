@@ -67,7 +67,20 @@ struct DeviceBuffersPass
 /// reduction over every dimension has no parallel loop) and the scalar
 /// arithmetic between them.
 bool isSerialCompute(Operation &op) {
-  if (isa<memref::LoadOp, memref::StoreOp, scf::ForOp, scf::IfOp>(op))
+  if (isa<scf::ForOp, scf::IfOp>(op)) {
+    // Only what a kernel can run: no host calls (runtime, cuBLAS), no
+    // device allocation or free (a conditional dealloc stays on the host).
+    WalkResult host = op.walk([](Operation *inner) {
+      return isa<func::CallOp, gpu::AllocOp, gpu::DeallocOp, memref::AllocOp,
+                 memref::DeallocOp>(inner) ||
+                     inner->getDialect() ==
+                         inner->getContext()->getLoadedDialect<gpu::GPUDialect>()
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    return !host.wasInterrupted();
+  }
+  if (isa<memref::LoadOp, memref::StoreOp>(op))
     return true;
   if (op.getNumRegions() || op.hasTrait<OpTrait::ConstantLike>() ||
       !isMemoryEffectFree(&op))

@@ -49,3 +49,24 @@ func.func @serial(%x: memref<8xf32>, %acc: memref<f32>, %out: memref<f32>) {
   func.call @use(%k) : (f32) -> ()
   return
 }
+
+// A conditional free and a loop that calls the host stay on the host.
+// CHECK-LABEL: func.func @host_only
+// CHECK-NOT: scf.parallel
+// CHECK: scf.if
+// CHECK: gpu.dealloc
+// CHECK: scf.for
+// CHECK: call @host
+func.func private @host(index)
+func.func @host_only(%c: i1, %m: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.if %c {
+    gpu.dealloc %m : memref<4xf32>
+  }
+  scf.for %i = %c0 to %c4 step %c1 {
+    func.call @host(%i) : (index) -> ()
+  }
+  return
+}
