@@ -33,6 +33,7 @@ static void addKernelLoops(OpPassManager &pm, int blockSize,
   pm.addPass(createLoomGpuDeviceBuffers(buffers));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLoomGpuSerialKernels());
   pm.addPass(createLoomGpuFlattenParallelLoops());
   pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
       {static_cast<int64_t>(blockSize)}, /*noMinMaxBounds=*/true));

@@ -48,11 +48,11 @@ def export_with_data(model, xs, ys, work):
     return onnx_path, data
 
 
-def mlp_with_data(work, entries):
+def mlp_with_data(work, entries, edit_inputs=None):
     """A fresh WORK with Loom's test MLP (Linear 32->64, ReLU, Linear
     64->10; torch seed 0) exported, and `entries` batches of 8 samples
-    (numpy seed 0) as its data; returns (model, onnx_path, data, xs, ys).
-    `xs` may be changed before use only by a caller that saves it again."""
+    (numpy seed 0) as its data, after `edit_inputs(xs)` when given; returns
+    (model, onnx_path, data, xs, ys)."""
     import shutil
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                     "..", "..", "Target", "ONNX", "Inputs"))
@@ -63,6 +63,8 @@ def mlp_with_data(work, entries):
     rng = np.random.default_rng(0)
     xs = rng.standard_normal((entries, 8, 32)).astype(np.float32)
     ys = rng.integers(0, 10, size=(entries, 8)).astype(np.int64)
+    if edit_inputs:
+        edit_inputs(xs)
     model = MLP()
     onnx_path, data = export_with_data(model, xs, ys, work)
     return model, onnx_path, data, xs, ys

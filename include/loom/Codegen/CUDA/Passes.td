@@ -31,6 +31,21 @@ def LoomGpuDeviceBuffers : Pass<"loom-gpu-device-buffers", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::linalg::LinalgDialect"];
 }
 
+def LoomGpuSerialKernels : Pass<"loom-gpu-serial-kernels", "mlir::ModuleOp"> {
+  let summary = "Serial host code on buffers as one-iteration parallel loops";
+  let description = [{
+    After `convert-linalg-to-parallel-loops`, a reduction over every
+    dimension has no parallel loop, and scalar updates (the step counter,
+    the loss) are loads and stores in host code. Each run of such code
+    (loads, stores, serial loops and conditionals, the scalar arithmetic
+    between them) becomes a one-iteration `scf.parallel`: a one-thread
+    kernel. Loops and conditionals that call the host or allocate or free
+    stay on the host; pure scalar ops whose results the host uses after the
+    run are recomputed in front of it.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
+}
+
 def LoomGpuFlattenParallelLoops : Pass<"loom-gpu-flatten-parallel-loops", "mlir::ModuleOp"> {
   let summary = "Collapse each outermost scf.parallel into one dimension";
   let description = [{
@@ -38,10 +53,7 @@ def LoomGpuFlattenParallelLoops : Pass<"loom-gpu-flatten-parallel-loops", "mlir:
     dimension per parallel iterator, of any sizes (`1 x 8 x 64`). Collapsed
     into one dimension and tiled by the block size, every thread of every
     block has an element, whatever the shape; the reduction loops inside
-    (`scf.for`) stay per thread. Serial host code on buffers (a reduction
-    over every dimension, scalar loads and stores and the arithmetic
-    between them) becomes a one-iteration `scf.parallel`: a one-thread
-    kernel.
+    (`scf.for`) stay per thread.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }
