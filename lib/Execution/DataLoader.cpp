@@ -5,7 +5,6 @@
 #include "loom/Execution/Distributed.h"
 #include "loom/Execution/TensorIO.h"
 #include "llvm/Support/FormatVariadic.h"
-#include <random>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -90,22 +89,4 @@ void DataFile::readBlock(int64_t e, ArrayRef<int64_t> offset, HostTensor &out,
   for (int64_t i = 0, n = out.getNumElements(); i < n; ++i)
     out.setFromDouble(i, isFloat ? scratch.getAsDouble(i)
                                  : double(scratch.getAsInt(i)));
-}
-
-int64_t DataOrder::entry(int64_t position) {
-  int64_t epoch = position / entries, index = position % entries;
-  if (!shuffle)
-    return index;
-  if (epoch != cachedEpoch) {
-    // Fisher-Yates with our own draws: the same permutation from any
-    // standard library.
-    permutation.resize(entries);
-    for (int64_t i = 0; i < entries; ++i)
-      permutation[i] = i;
-    std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + uint64_t(epoch));
-    for (int64_t i = entries - 1; i > 0; --i)
-      std::swap(permutation[i], permutation[gen() % uint64_t(i + 1)]);
-    cachedEpoch = epoch;
-  }
-  return permutation[index];
 }

@@ -3,6 +3,7 @@
 #include "loom/Execution/Distributed.h"
 
 #include "loom/kernels.h"
+#include "loom/program.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -34,6 +35,41 @@ loom_dtype_t mlir::loom::runtimeType(Type t) {
   default:
     return u ? LOOM_DTYPE_U64 : LOOM_DTYPE_I64;
   }
+}
+
+Type mlir::loom::elementTypeOf(loom_dtype_t dtype, MLIRContext *ctx) {
+  auto unsignedInt = [ctx](unsigned width) {
+    return IntegerType::get(ctx, width, IntegerType::Unsigned);
+  };
+  switch (dtype) {
+  case LOOM_DTYPE_F32:
+    return Float32Type::get(ctx);
+  case LOOM_DTYPE_F64:
+    return Float64Type::get(ctx);
+  case LOOM_DTYPE_F16:
+    return Float16Type::get(ctx);
+  case LOOM_DTYPE_BF16:
+    return BFloat16Type::get(ctx);
+  case LOOM_DTYPE_I8:
+    return IntegerType::get(ctx, 8);
+  case LOOM_DTYPE_I16:
+    return IntegerType::get(ctx, 16);
+  case LOOM_DTYPE_I32:
+    return IntegerType::get(ctx, 32);
+  case LOOM_DTYPE_I64:
+    return IntegerType::get(ctx, 64);
+  case LOOM_DTYPE_U8:
+    return unsignedInt(8);
+  case LOOM_DTYPE_U16:
+    return unsignedInt(16);
+  case LOOM_DTYPE_U32:
+    return unsignedInt(32);
+  case LOOM_DTYPE_U64:
+    return unsignedInt(64);
+  case LOOM_DTYPE_BOOL:
+    return IntegerType::get(ctx, 1);
+  }
+  return {};
 }
 
 DistributedContext::~DistributedContext() {
@@ -131,39 +167,13 @@ RankedTensorType DistributedContext::globalType(RankedTensorType local,
 }
 
 void mlir::loom::copyBlock(const char *src, ArrayRef<int64_t> srcShape,
-                      ArrayRef<int64_t> srcOffset, char *dst,
-                      ArrayRef<int64_t> dstShape, ArrayRef<int64_t> dstOffset,
-                      ArrayRef<int64_t> shape, int64_t bytes) {
-  int64_t rank = shape.size();
-  if (rank == 0) {
-    std::memcpy(dst, src, bytes);
-    return;
-  }
-  int64_t count = 1;
-  for (int64_t s : shape)
-    count *= s;
-  if (count == 0)
-    return;
-  SmallVector<int64_t> srcStride(rank, 1), dstStride(rank, 1);
-  for (int64_t d = rank - 2; d >= 0; --d) {
-    srcStride[d] = srcStride[d + 1] * srcShape[d + 1];
-    dstStride[d] = dstStride[d + 1] * dstShape[d + 1];
-  }
-  int64_t row = shape[rank - 1];
-  SmallVector<int64_t> index(rank, 0);
-  for (int64_t done = 0; done < count; done += row) {
-    int64_t s = 0, t = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      s += (srcOffset[d] + index[d]) * srcStride[d];
-      t += (dstOffset[d] + index[d]) * dstStride[d];
-    }
-    std::memcpy(dst + t * bytes, src + s * bytes, row * bytes);
-    for (int64_t d = rank - 2; d >= 0; --d) {
-      if (++index[d] < shape[d])
-        break;
-      index[d] = 0;
-    }
-  }
+                           ArrayRef<int64_t> srcOffset, char *dst,
+                           ArrayRef<int64_t> dstShape,
+                           ArrayRef<int64_t> dstOffset, ArrayRef<int64_t> shape,
+                           int64_t bytes) {
+  ::loom::program::copyBlock(src, srcShape.vec(), srcOffset.vec(), dst,
+                             dstShape.vec(), dstOffset.vec(), shape.vec(),
+                             bytes);
 }
 
 SmallVector<int64_t>

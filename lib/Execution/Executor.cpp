@@ -486,6 +486,16 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
   OwningOpRef<ModuleOp> lowered = lowerToLLVM(module, function, options, error);
   if (!lowered)
     return nullptr;
+  if (!options.objectFile.empty()) {
+    if (!executor->compile(*lowered, options, true, error))
+      return nullptr;
+    executor->engine->dumpToObjectFile(options.objectFile);
+    if (!llvm::sys::fs::exists(options.objectFile)) {
+      error = "cannot write the object file " + options.objectFile;
+      return nullptr;
+    }
+    return executor;
+  }
   if (options.cacheDir.empty())
     return executor->compile(*lowered, options, false, error)
                ? std::move(executor)

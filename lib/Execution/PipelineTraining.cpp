@@ -446,7 +446,7 @@ bool PipelineTrainer::saveCheckpoint(int64_t stepsDone) {
   save.dieBeforeManifest = options.faultMode == "save" &&
                            options.faultRank == result.rank &&
                            options.faultStep == stepsDone;
-  return loom::saveCheckpoint(options.checkpointDir, state,
+  return mlir::loom::saveCheckpoint(options.checkpointDir, state,
                               checkpointEntries(), mesh.get(), save, error);
 }
 

@@ -1,7 +1,9 @@
 //===- TensorIO.cpp - .npy and ONNX .pb tensor files ----------------------===//
 
 #include "loom/Execution/TensorIO.h"
+#include "loom/Execution/Distributed.h"
 #include "loom/Target/ONNX/OnnxTensor.h"
+#include "loom/program.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -14,112 +16,20 @@ using namespace mlir::loom;
 
 namespace {
 
-Type npyElementType(MLIRContext *ctx, StringRef descr) {
-  Builder b(ctx);
-  if (descr.size() < 3)
-    return {};
-  char order = descr[0];
-  if (order != '<' && order != '|' && order != '=')
-    return {};
-  StringRef code = descr.drop_front();
-  if (code == "f4") return b.getF32Type();
-  if (code == "f8") return b.getF64Type();
-  if (code == "f2") return b.getF16Type();
-  if (code == "i8") return b.getI64Type();
-  if (code == "i4") return b.getI32Type();
-  if (code == "i2") return b.getI16Type();
-  if (code == "i1") return b.getI8Type();
-  if (code == "b1") return b.getI1Type();
-  if (code == "u1") return IntegerType::get(ctx, 8, IntegerType::Unsigned);
-  if (code == "u2") return IntegerType::get(ctx, 16, IntegerType::Unsigned);
-  if (code == "u4") return IntegerType::get(ctx, 32, IntegerType::Unsigned);
-  if (code == "u8") return IntegerType::get(ctx, 64, IntegerType::Unsigned);
-  return {};
-}
-
-std::string npyDescr(Type t) {
-  if (t.isF32()) return "<f4";
-  if (t.isF64()) return "<f8";
-  if (t.isF16()) return "<f2";
-  if (t.isInteger(1)) return "|b1";
-  if (auto i = dyn_cast<IntegerType>(t)) {
-    bool u = i.isUnsigned();
-    switch (i.getWidth()) {
-    case 8: return u ? "|u1" : "|i1";
-    case 16: return u ? "<u2" : "<i2";
-    case 32: return u ? "<u4" : "<i4";
-    case 64: return u ? "<u8" : "<i8";
-    }
-  }
-  return "";
-}
-
 std::optional<NpyHeader> parseHeader(StringRef data, StringRef path,
                                      MLIRContext *ctx, std::string &error) {
-  if (!data.starts_with("\x93NUMPY") || data.size() < 10) {
-    error = path.str() + " is not a .npy file";
+  ::loom::program::NpyInfo info;
+  if (!::loom::program::parseNpyHeader(data.data(), data.size(), path.str(),
+                                       info, error))
     return std::nullopt;
-  }
-  uint8_t major = data[6];
-  size_t headerLen, start;
-  if (major == 1) {
-    headerLen = uint8_t(data[8]) | (uint8_t(data[9]) << 8);
-    start = 10;
-  } else {
-    headerLen = uint8_t(data[8]) | (uint8_t(data[9]) << 8) |
-                (uint8_t(data[10]) << 16) | (size_t(uint8_t(data[11])) << 24);
-    start = 12;
-  }
-  if (start + headerLen > data.size()) {
-    error = path.str() + ": truncated .npy header";
+  loom_dtype_t dtype;
+  if (!::loom::program::dtypeOfNpyDescr(info.descr, dtype)) {
+    error = path.str() + ": unsupported .npy dtype '" + info.descr + "'";
     return std::nullopt;
-  }
-  StringRef header = data.substr(start, headerLen);
-  auto field = [&](StringRef key) -> StringRef {
-    size_t at = header.find("'" + key.str() + "'");
-    if (at == StringRef::npos)
-      return {};
-    StringRef rest = header.drop_front(at + key.size() + 2).ltrim(" :");
-    return rest;
-  };
-  StringRef descr = field("descr");
-  if (descr.empty() || (descr[0] != '\'' && descr[0] != '"')) {
-    error = path.str() + ": .npy header has no descr";
-    return std::nullopt;
-  }
-  descr = descr.drop_front().take_until([](char c) { return c == '\'' || c == '"'; });
-  Type element = npyElementType(ctx, descr);
-  if (!element) {
-    error = path.str() + ": unsupported .npy dtype '" + descr.str() + "'";
-    return std::nullopt;
-  }
-  if (field("fortran_order").starts_with("True")) {
-    error = path.str() + ": Fortran-order .npy files are not supported";
-    return std::nullopt;
-  }
-  StringRef shapeText = field("shape");
-  if (!shapeText.starts_with("(")) {
-    error = path.str() + ": .npy header has no shape";
-    return std::nullopt;
-  }
-  shapeText = shapeText.drop_front().take_until([](char c) { return c == ')'; });
-  SmallVector<int64_t> shape;
-  SmallVector<StringRef> parts;
-  shapeText.split(parts, ',');
-  for (StringRef p : parts) {
-    p = p.trim();
-    if (p.empty())
-      continue;
-    int64_t d;
-    if (p.getAsInteger(10, d)) {
-      error = path.str() + ": bad .npy shape";
-      return std::nullopt;
-    }
-    shape.push_back(d);
   }
   NpyHeader h;
-  h.type = RankedTensorType::get(shape, element);
-  h.dataOffset = start + headerLen;
+  h.type = RankedTensorType::get(info.shape, elementTypeOf(dtype, ctx));
+  h.dataOffset = info.dataOffset;
   return h;
 }
 
@@ -145,32 +55,20 @@ bool writeNpy(StringRef path, const HostTensor &input, std::string &error) {
   HostTensor tensor = input;
   if (tensor.getElementType().isBF16())
     tensor = input.convertTo(Builder(input.getType().getContext()).getF32Type());
-  std::string descr = npyDescr(tensor.getElementType());
+  std::string descr =
+      ::loom::program::npyDescr(runtimeType(tensor.getElementType()));
   if (descr.empty()) {
     error = "cannot write this element type to .npy";
     return false;
   }
-  std::string shape = "(";
-  for (int64_t d : tensor.getShape())
-    shape += std::to_string(d) + ", ";
-  if (tensor.getShape().size() > 1)
-    shape.resize(shape.size() - 2);
-  else if (tensor.getShape().size() == 1)
-    shape.resize(shape.size() - 1);
-  shape += ")";
-  std::string header = "{'descr': '" + descr +
-                       "', 'fortran_order': False, 'shape': " + shape + ", }";
-  size_t total = 10 + header.size() + 1;
-  header.append((64 - total % 64) % 64, ' ');
-  header += '\n';
+  std::string header = ::loom::program::npyHeader(descr, tensor.getShape().vec());
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec) {
     error = "cannot write " + path.str() + ": " + ec.message();
     return false;
   }
-  os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
-     << char(header.size() >> 8) << header;
+  os << header;
   os.write(tensor.data(), tensor.byteSize());
   return true;
 }

@@ -241,7 +241,7 @@ bool Trainer::saveCheckpoint(int64_t stepsDone) {
   save.dieBeforeManifest = options.faultMode == "save" &&
                            options.faultRank == result.rank &&
                            options.faultStep == stepsDone;
-  return loom::saveCheckpoint(options.checkpointDir, state,
+  return mlir::loom::saveCheckpoint(options.checkpointDir, state,
                               checkpointEntries(), mesh.get(), save, error);
 }
 
@@ -500,7 +500,7 @@ bool Trainer::afterStep(int64_t s, double loss,
 }
 
 bool Trainer::gatherTrace() {
-  return !mesh || !options.trace || loom::gatherTrace(*mesh, result.trace, error);
+  return !mesh || !options.trace || mlir::loom::gatherTrace(*mesh, result.trace, error);
 }
 
 /// Rank 0 learns every rank's memory.

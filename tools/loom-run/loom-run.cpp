@@ -137,6 +137,10 @@ static cl::opt<std::string> resumeFrom("resume",
              "is the total to reach"),
     cl::cat(category));
 
+static cl::opt<bool> useExecutable("executable",
+    cl::desc("Training: run ARTIFACT/train, the step loomc --emit=executable "
+             "compiled ahead of time, instead of compiling train.mlir"),
+    cl::cat(category));
 static cl::opt<bool> shuffle("shuffle",
     cl::desc("Training: read each epoch of the data files in a permutation "
              "seeded by --seed and the epoch"),
@@ -186,14 +190,67 @@ void printTensor(StringRef name, const HostTensor &t) {
   llvm::outs() << "]\n";
 }
 
-/// `loom-run -np N ARTIFACT ...`: re-runs this command under mpirun with N
-/// ranks (without -np), so that every rank runs the same loom-run.
-int launch(int argc, char **argv) {
+/// `mpirun -np N` and the flags every launch here needs.
+std::vector<std::string> mpirunCommand() {
   std::vector<std::string> command = {"mpirun", "-np", std::to_string(numRanks)};
   if (geteuid() == 0)
     command.push_back("--allow-run-as-root");
   // More ranks than cores is fine for CPU tests; MPI must not refuse it.
   command.push_back("--oversubscribe");
+  return command;
+}
+
+/// Replaces this process with `command` (run through mpirun with -np).
+int execute(std::vector<std::string> &command) {
+  std::vector<char *> cargv;
+  for (std::string &c : command)
+    cargv.push_back(c.data());
+  cargv.push_back(nullptr);
+  execvp(cargv[0], cargv.data());
+  return fail("cannot run " + command[0] + ": " + std::strerror(errno) +
+              (numRanks > 0 ? " (install OpenMPI, or launch the ranks "
+                              "yourself: mpirun -np " +
+                                  std::to_string(numRanks) + " ...)"
+                            : std::string()));
+}
+
+/// `loom-run --executable ARTIFACT`: runs ARTIFACT/train (loomc
+/// --emit=executable) with the training flags it takes, under mpirun with
+/// -np.
+int runExecutable() {
+  SmallString<256> program(modelPath);
+  llvm::sys::path::append(program, "train");
+  if (!llvm::sys::fs::can_execute(program))
+    return fail(modelPath + " has no executable program " +
+                std::string(program) +
+                " (compile it with loomc --emit=executable)");
+  for (const auto *opt :
+       std::initializer_list<const cl::Option *>{
+           &checkpointDir, &checkpointEvery, &checkpointKeep, &resumeFrom,
+           &traceOut, &profile, &noBlas, &optLevel, &gpuLoopsOnCpu, &noCache})
+    if (opt->getNumOccurrences())
+      return fail("--executable runs the program loomc compiled, which does "
+                  "not take --" + opt->ArgStr.str() +
+                  "; drop --executable to compile train.mlir instead");
+  std::vector<std::string> command;
+  if (numRanks > 0)
+    command = mpirunCommand();
+  command.push_back(std::string(program));
+  for (std::string flag :
+       {"--steps=" + std::to_string(steps), "--data=" + dataDir,
+        "--seed=" + std::to_string(seed), "--timeout=" + std::to_string(timeout)})
+    command.push_back(flag);
+  if (shuffle)
+    command.push_back("--shuffle");
+  if (!paramsOut.empty())
+    command.push_back("--params-out=" + paramsOut);
+  return execute(command);
+}
+
+/// `loom-run -np N ARTIFACT ...`: re-runs this command under mpirun with N
+/// ranks (without -np), so that every rank runs the same loom-run.
+int launch(int argc, char **argv) {
+  std::vector<std::string> command = mpirunCommand();
   std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&launch);
   command.push_back(self.empty() ? argv[0] : self);
   for (int i = 1; i < argc; ++i) {
@@ -206,14 +263,7 @@ int launch(int argc, char **argv) {
       continue;
     command.push_back(argv[i]);
   }
-  std::vector<char *> cargv;
-  for (std::string &c : command)
-    cargv.push_back(c.data());
-  cargv.push_back(nullptr);
-  execvp("mpirun", cargv.data());
-  return fail(std::string("cannot run mpirun: ") + std::strerror(errno) +
-              " (install OpenMPI, or launch the ranks yourself: mpirun -np " +
-              std::to_string(numRanks) + " loom-run ...)");
+  return execute(command);
 }
 
 int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
@@ -666,6 +716,8 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
 
+  if (useExecutable)
+    return runExecutable();
   if (numRanks > 0) {
     loom_launch_info_t info;
     loom_status_t st = loom_launch_info_from_env(&info);

@@ -20,6 +20,7 @@
 #include "loom/Codegen/CUDA/Toolkit.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/Artifact.h"
+#include "loom/Execution/Executable.h"
 #include "loom/Execution/Passes.h"
 #include "loom/Pipelines/Pipelines.h"
 #include "loom/Sharding/PartitionReport.h"
@@ -113,6 +114,14 @@ static cl::opt<std::string> gradCompression("grad-compression",
              "sends the largest RATIO of its gradient's entries and keeps the "
              "rest as a residual added next step (error feedback)"),
     cl::init("none"), cl::cat(category));
+static cl::opt<std::string> emit("emit",
+    cl::desc("mlir (default): the artifact loom-run runs (train.mlir, "
+             "params.bin); executable: also out/train, the step compiled "
+             "ahead of time and linked with Loom's runtime (no LLVM/MLIR at "
+             "run time), run as `mpirun -np N out/train --steps K` or through "
+             "loom-run"),
+    cl::init("mlir"), cl::cat(category));
+
 static cl::opt<std::string> target("target",
     cl::desc("cpu (default) or cuda[:sm_XX]: also compile the per-device step "
              "to CUDA kernels (cubin for sm_XX, default sm_90) and cuBLAS "
@@ -652,6 +661,8 @@ int main(int argc, char **argv) {
   double beta1 = 0.9, beta2 = 0.999;
   if (std::string err = checkFlags(beta1, beta2); !err.empty())
     return fail(err);
+  if (emit != "mlir" && emit != "executable")
+    return fail("unknown --emit '" + emit + "' (expected mlir or executable)");
   std::string targetError;
   std::string chip = cudaChip(targetError);
   if (!targetError.empty())
@@ -749,6 +760,16 @@ int main(int argc, char **argv) {
       "loomc: {0} trainable parameters ({1} values), loss {2}, optimizer {3}; "
       "wrote {4}/train.mlir and {4}/params.bin\n",
       numParams, numElements, loss, optimizer, outDir);
+  if (emit == "executable") {
+    double seconds = 0;
+    if (!writeExecutable(*module, outDir, defaultExecutableOptions(), error,
+                         &seconds))
+      return fail("--emit=executable: " + error);
+    messages() << llvm::formatv("loomc: compiled the step ahead of time in "
+                                "{0:f2} s; wrote {1}/train and "
+                                "{1}/train.manifest\n",
+                                seconds, outDir);
+  }
   if (!chip.empty())
     return writeCuda(ctx, *module, chip);
   return 0;

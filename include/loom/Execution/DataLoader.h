@@ -13,6 +13,7 @@
 #define LOOM_EXECUTION_DATALOADER_H
 
 #include "loom/Execution/HostTensor.h"
+#include "loom/program.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <atomic>
 #include <memory>
@@ -54,22 +55,7 @@ private:
 
 /// Which entry the i-th read takes: epochs of `entries`, each shuffled
 /// with a permutation seeded by (seed, epoch) when `shuffle`.
-class DataOrder {
-public:
-  DataOrder(int64_t entries = 1, bool shuffle = false, uint64_t seed = 0)
-      : entries(entries), shuffle(shuffle), seed(seed) {}
-  int64_t entry(int64_t position);
-  int64_t epochs(int64_t positions) const {
-    return (positions + entries - 1) / entries;
-  }
-
-private:
-  int64_t entries;
-  bool shuffle;
-  uint64_t seed;
-  int64_t cachedEpoch = -1;
-  std::vector<int64_t> permutation;
-};
+using DataOrder = ::loom::program::DataOrder;
 
 } // namespace mlir::loom
 

@@ -90,6 +90,8 @@ void copyBlock(const char *src, ArrayRef<int64_t> srcShape,
 
 /// Maps an element type to the runtime's loom_dtype_t.
 loom_dtype_t runtimeType(Type element);
+/// The element type of a runtime dtype.
+Type elementTypeOf(loom_dtype_t dtype, MLIRContext *ctx);
 
 } // namespace mlir::loom
 

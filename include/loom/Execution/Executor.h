@@ -39,6 +39,9 @@ struct ExecutorOptions {
   /// generation; concurrent processes (the ranks of one job) compile once:
   /// the first takes a lock and the others wait for its object.
   std::string cacheDir;
+  /// Where to write the compiled object file as well (loomc
+  /// --emit=executable links it into a program); empty: nowhere.
+  std::string objectFile;
 };
 
 /// One argument or result of the compiled function.

@@ -1,0 +1,221 @@
+//===- Executable.cpp - Rank programs compiled ahead of time --------------===//
+
+#include "loom/Execution/Executable.h"
+
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Execution/Distributed.h"
+#include "loom/program.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace mlir;
+using namespace mlir::loom;
+namespace program = ::loom::program;
+
+ExecutableOptions mlir::loom::defaultExecutableOptions() {
+  ExecutableOptions options;
+  options.linker = LOOM_LINKER;
+  options.libraryDir = LOOM_LIBRARY_DIR;
+  StringRef flags = LOOM_LINK_FLAGS;
+  SmallVector<StringRef> parts;
+  flags.split(parts, ' ', -1, false);
+  for (StringRef f : parts)
+    options.linkFlags.push_back(f.str());
+  return options;
+}
+
+namespace {
+
+std::string path(StringRef dir, StringRef name) {
+  SmallString<256> p(dir);
+  llvm::sys::path::append(p, name);
+  return std::string(p);
+}
+
+/// The manifest's sharding of a value: mesh axes by index.
+program::Sharding shardingOf(ShardingAttr sharding, MeshOp mesh) {
+  program::Sharding out;
+  if (!sharding)
+    return out;
+  for (int64_t d = 0; d < sharding.getRank(); ++d) {
+    out.dims.emplace_back();
+    for (StringRef axis : sharding.getDimAxes(d))
+      out.dims.back().push_back(int32_t(mesh.getAxisIndex(axis)));
+  }
+  for (StringRef axis : sharding.getPartialAxisNames())
+    out.partial.push_back(int32_t(mesh.getAxisIndex(axis)));
+  out.partialKind = static_cast<loom_reduction_t>(sharding.getPartialKind());
+  return out;
+}
+
+/// What the manifest says of an argument or result.
+program::Value describe(const ValueInfo &info, ShardingAttr sharding,
+                        MeshOp mesh) {
+  program::Value v;
+  v.name = info.name;
+  v.parameter = info.parameter;
+  v.trainable = info.trainable;
+  v.indexBound = info.indexBound;
+  v.dtype = runtimeType(info.type.getElementType());
+  v.shape.assign(info.type.getShape().begin(), info.type.getShape().end());
+  v.global = v.shape;
+  if (mesh) {
+    v.sharding = shardingOf(sharding, mesh);
+    for (size_t d = 0; d < v.sharding.dims.size() && d < v.global.size(); ++d)
+      for (int32_t a : v.sharding.dims[d])
+        v.global[d] *= cast<MeshAxisAttr>(mesh.getAxes()[a]).getSize();
+  }
+  return v;
+}
+
+/// Points `v` at its initial value: params.bin (#loom.external), one
+/// repeated element, or other constants appended to `extra`.
+bool bindInitialValue(const ValueInfo &info, program::Value &v,
+                      std::string &extra, std::string &error) {
+  if (auto external = dyn_cast_or_null<ExternalDataAttr>(info.initialValue)) {
+    v.initFile = external.getPath().getValue().str();
+    v.initOffset = external.getOffset();
+    if (llvm::sys::path::is_absolute(v.initFile)) {
+      error = "parameter @" + info.parameter + " reads " + v.initFile +
+              ": an executable reads initial values beside it";
+      return false;
+    }
+    return true;
+  }
+  auto elements = dyn_cast_or_null<ElementsAttr>(info.initialValue);
+  if (!elements) {
+    error = "parameter @" + info.parameter + " has no initial value";
+    return false;
+  }
+  std::optional<HostTensor> value = HostTensor::fromAttr(elements, error);
+  if (!value)
+    return false;
+  int64_t width = HostTensor::elementBytes(value->getElementType());
+  if (elements.isSplat()) {
+    v.splat.assign(value->data(), width);
+    return true;
+  }
+  v.initFile = "train.constants.bin";
+  v.initOffset = static_cast<int64_t>(extra.size());
+  extra.append(value->data(), value->byteSize());
+  return true;
+}
+
+bool writeFile(const std::string &p, StringRef text, std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(p, ec);
+  if (!ec)
+    os << text;
+  if (ec || os.has_error()) {
+    error = "cannot write " + p + ": " + ec.message();
+    return false;
+  }
+  return true;
+}
+
+/// Links the step's object with the rank-program archives and the runtime.
+bool link(const ExecutableOptions &options, const std::string &object,
+          const std::string &output, std::string &error) {
+  std::vector<std::string> args = {options.linker, "-o", output, object};
+  for (const std::string &f : options.linkFlags)
+    args.push_back(f);
+  args.push_back(path(options.libraryDir, "libloom_program_main.a"));
+  args.push_back(path(options.libraryDir, "libloom_program.a"));
+  args.push_back("-L" + options.libraryDir);
+  args.push_back("-lloom_runtime");
+  args.push_back("-Wl,-rpath," + options.libraryDir);
+  // The JIT's code model and relocations: no position-independent code.
+  args.push_back("-no-pie");
+  SmallVector<StringRef> refs(args.begin(), args.end());
+  SmallString<128> log;
+  llvm::sys::fs::createTemporaryFile("loomc-link", "txt", log);
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(options.linker, refs, std::nullopt,
+                                         redirects, 0, 0, &message);
+  auto text = llvm::MemoryBuffer::getFile(log);
+  llvm::sys::fs::remove(log);
+  if (status == 0)
+    return true;
+  error = "linking " + output + " with " + options.linker + " failed" +
+          (message.empty() ? "" : ": " + message) +
+          (text ? ":\n" + (*text)->getBuffer().str() : "");
+  return false;
+}
+
+} // namespace
+
+bool mlir::loom::writeExecutable(ModuleOp module, StringRef dir,
+                                 const ExecutableOptions &options,
+                                 std::string &error, double *seconds) {
+  auto start = std::chrono::steady_clock::now();
+  if (module->hasAttr(LoomDialect::kPipelineAttrName)) {
+    error = "--emit=executable does not build pipelined steps yet (one "
+            "program per stage); run the artifact with loom-run";
+    return false;
+  }
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step) {
+    error = "the module has no @train_step to compile";
+    return false;
+  }
+  MeshOp mesh;
+  if (auto ref = step->getAttrOfType<FlatSymbolRefAttr>(
+          LoomDialect::kPartitionedAttrName))
+    mesh = module.lookupSymbol<MeshOp>(ref);
+
+  ExecutorOptions executor = options.executor;
+  executor.cacheDir.clear();
+  executor.objectFile = path(dir, "train.o");
+  std::unique_ptr<Executor> exec =
+      Executor::create(module, "train_step", executor, error);
+  if (!exec)
+    return false;
+
+  program::Manifest manifest;
+  if (auto micro = step->getAttrOfType<IntegerAttr>(
+          LoomDialect::kMicroBatchesAttrName))
+    manifest.microBatches = micro.getInt();
+  if (mesh)
+    for (Attribute a : mesh.getAxes()) {
+      auto axis = cast<MeshAxisAttr>(a);
+      manifest.axisNames.push_back(axis.getName().str());
+      manifest.axisSizes.push_back(axis.getSize());
+    }
+  std::string constants;
+  for (auto [i, info] : llvm::enumerate(exec->getArguments())) {
+    auto sharding =
+        step.getArgAttrOfType<ShardingAttr>(i, LoomDialect::kShardingAttrName);
+    manifest.arguments.push_back(describe(info, sharding, mesh));
+    if (!info.parameter.empty() &&
+        !bindInitialValue(info, manifest.arguments.back(), constants, error))
+      return false;
+  }
+  for (const ValueInfo &info : exec->getResults()) {
+    manifest.results.push_back(describe(info, nullptr, nullptr));
+    for (const program::Value &arg : manifest.arguments)
+      if (!info.parameter.empty() && arg.parameter == info.parameter)
+        manifest.results.back().trainable = arg.trainable;
+  }
+
+  if ((!constants.empty() &&
+       !writeFile(path(dir, "train.constants.bin"), constants, error)) ||
+      !writeFile(path(dir, "train.manifest"),
+                 program::printManifest(manifest), error))
+    return false;
+  bool linked = link(options, executor.objectFile, path(dir, "train"), error);
+  llvm::sys::fs::remove(executor.objectFile);
+  if (seconds)
+    *seconds = std::chrono::duration<double>(
+                   std::chrono::steady_clock::now() - start)
+                   .count();
+  return linked;
+}

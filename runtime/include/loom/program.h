@@ -1,0 +1,163 @@
+//===- program.h - Ahead-of-time compiled rank programs ---------*- C++ -*-===//
+//
+// What a rank program (loomc --emit=executable) is made of besides its
+// machine code, in plain C++ with no LLVM or MLIR: the manifest that
+// describes the compiled step's arguments and results (written by loomc,
+// read by the program), tensors and .npy files, the block arithmetic of
+// sharded tensors, and the training loop that runs the step.
+//
+// The step is the packed entry point MLIR's ExecutionEngine calls
+// (`_mlir__mlir_ciface_<function>(void **)`): one pointer per argument and
+// then per result, each to a pointer to a memref descriptor; results are
+// written into buffers the caller allocated (destination passing).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PROGRAM_H
+#define LOOM_PROGRAM_H
+
+#include "loom/runtime.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace loom::program {
+
+/// How a tensor is split over the mesh: per dimension the mesh axes
+/// (indices, major first) that split it, and the axes over which it holds
+/// partial values (reduced with `partialKind`).
+struct Sharding {
+  std::vector<std::vector<int32_t>> dims;
+  std::vector<int32_t> partial;
+  loom_reduction_t partialKind = LOOM_REDUCTION_SUM;
+
+  bool splits() const;
+};
+
+/// One argument or result of the compiled step.
+struct Value {
+  std::string name;
+  /// The loom.parameter it is bound to (arguments) or updates (results).
+  std::string parameter;
+  bool trainable = false;
+  /// Integer data lies in [0, indexBound) (0: unknown).
+  int64_t indexBound = 0;
+  loom_dtype_t dtype = LOOM_DTYPE_F32;
+  /// This rank's shape, and the whole tensor's.
+  std::vector<int64_t> shape, global;
+  Sharding sharding;
+  /// A parameter's initial value (the global tensor): `initOffset` bytes
+  /// into `initFile` (relative to the program's directory), or one element
+  /// repeated (`splat`: its bytes).
+  std::string initFile;
+  int64_t initOffset = -1;
+  std::string splat;
+};
+
+struct Manifest {
+  std::string function = "train_step";
+  int64_t microBatches = 1;
+  /// The mesh the step is partitioned over (empty: one device).
+  std::vector<std::string> axisNames;
+  std::vector<int64_t> axisSizes;
+  std::vector<Value> arguments, results;
+};
+
+/// The text form (one `key=value` list per line; names percent-encoded).
+std::string printManifest(const Manifest &manifest);
+bool parseManifest(const std::string &text, Manifest &manifest,
+                   std::string &error);
+
+/// A dense row-major tensor in host memory.
+struct Tensor {
+  loom_dtype_t dtype = LOOM_DTYPE_F32;
+  std::vector<int64_t> shape;
+  std::vector<char> bytes;
+
+  Tensor() = default;
+  Tensor(loom_dtype_t dtype, std::vector<int64_t> shape);
+  int64_t numElements() const;
+  double getAsDouble(int64_t i) const;
+};
+
+int64_t numElements(const std::vector<int64_t> &shape);
+
+/// Copies the `shape` block at `srcOffset` of a row-major `srcShape` tensor
+/// to `dstOffset` of a `dstShape` one; `bytes` per element.
+void copyBlock(const char *src, const std::vector<int64_t> &srcShape,
+               const std::vector<int64_t> &srcOffset, char *dst,
+               const std::vector<int64_t> &dstShape,
+               const std::vector<int64_t> &dstOffset,
+               const std::vector<int64_t> &shape, int64_t bytes);
+
+/// The .npy dtype of `dtype` ("<f4"; bf16 has none: "").
+std::string npyDescr(loom_dtype_t dtype);
+/// The dtype of an .npy descr, or false.
+bool dtypeOfNpyDescr(const std::string &descr, loom_dtype_t &dtype);
+/// The header of a version 1.0 .npy file (magic to newline).
+std::string npyHeader(const std::string &descr,
+                      const std::vector<int64_t> &shape);
+struct NpyInfo {
+  std::string descr;
+  std::vector<int64_t> shape;
+  size_t dataOffset = 0;
+};
+/// Parses the header of the .npy bytes `data` (`path` names it in errors).
+bool parseNpyHeader(const char *data, size_t size, const std::string &path,
+                    NpyInfo &info, std::string &error);
+
+/// Which entry of a data file a position in the stream of entries reads:
+/// epoch after epoch, in order or (`shuffle`) in a permutation seeded by
+/// (seed, epoch), the same from any standard library.
+class DataOrder {
+public:
+  DataOrder(int64_t entries = 1, bool shuffle = false, uint64_t seed = 0)
+      : entries(entries), shuffle(shuffle), seed(seed) {}
+  int64_t entry(int64_t position);
+  int64_t epochs(int64_t positions) const {
+    return (positions + entries - 1) / entries;
+  }
+
+private:
+  int64_t entries;
+  bool shuffle;
+  uint64_t seed;
+  int64_t cachedEpoch = -1;
+  std::vector<int64_t> permutation;
+};
+
+/// Trains with a compiled step.
+struct TrainOptions {
+  int64_t steps = 1;
+  /// A directory of <input>.npy files (leading step axis), or "synthetic".
+  std::string data = "synthetic";
+  uint64_t seed = 0;
+  bool shuffle = false;
+  /// The program's directory (params.bin) and where the final parameters
+  /// and optimizer state go (empty: not written).
+  std::string dir, paramsOut, stateOut;
+  double timeoutSeconds = 60.0;
+  /// Called on rank 0 after each step.
+  std::function<void(int64_t step, double loss)> onStep;
+};
+
+using PackedEntry = void (*)(void **);
+
+struct TrainStats {
+  /// This process's rank (0 without a mesh).
+  int rank = 0;
+  /// Seconds in the steps (from the first step's start).
+  double trainSeconds = 0;
+};
+
+/// Runs `options.steps` steps of `entry`, described by `manifest`: one
+/// rank per device of its mesh (started from the launcher's environment).
+/// Returns false with `error`.
+bool train(const Manifest &manifest, PackedEntry entry,
+           const TrainOptions &options, TrainStats &stats, std::string &error);
+
+} // namespace loom::program
+
+#endif // LOOM_PROGRAM_H

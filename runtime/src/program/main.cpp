@@ -1,0 +1,166 @@
+//===- main.cpp - A rank program's command line ---------------------------===//
+//
+// loomc --emit=executable links this with the step's machine code into
+// ARTIFACT/train. It reads ARTIFACT/train.manifest and ARTIFACT/params.bin
+// and takes loom-run's training flags and data contract:
+//
+//   mpirun -np 4 out/train --steps 10 --data synthetic
+//
+// printing `step K loss L` on rank 0 and writing the final parameters to
+// ARTIFACT/params-final/<name>.npy (optimizer state: optimizer-final/).
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/program.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <malloc.h>
+#include <sstream>
+#include <unistd.h>
+
+extern "C" void _mlir__mlir_ciface_train_step(void **);
+
+namespace {
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "loom: %s\n", message.c_str());
+  std::fflush(stdout);
+  return 1;
+}
+
+const char *kUsage =
+    "usage: %s [--steps N] [--data DIR|synthetic] [--seed S] [--shuffle]\n"
+    "          [--params-out DIR] [--timeout SECONDS]\n"
+    "Trains the step loomc compiled into this program (train.manifest and\n"
+    "params.bin beside it); launch one process per device of its mesh\n"
+    "(mpirun -np N, srun, or loom-run -np N ARTIFACT).\n";
+
+/// The directory and path of this executable.
+bool selfPath(std::string &path, std::string &dir) {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    return false;
+  path.assign(buf, static_cast<size_t>(n));
+  dir = path.substr(0, path.rfind('/'));
+  return true;
+}
+
+bool parseNumber(const std::string &flag, const std::string &text,
+                 double &out, std::string &error) {
+  char *end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end) {
+    error = flag + " expects a number, got '" + text + "'";
+    return false;
+  }
+  return true;
+}
+
+/// loom-run's training flags this program takes; the others name what to
+/// use instead.
+bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
+                std::string &error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    if (arg.rfind("--", 0) != 0 && arg.rfind("-", 0) == 0)
+      arg = "-" + arg; // -steps as --steps
+    size_t eq = arg.find('=');
+    bool inline_ = eq != std::string::npos;
+    std::string flag = inline_ ? arg.substr(0, eq) : arg;
+    if (flag == "--help" || flag == "-h") {
+      std::printf(kUsage, argv[0]);
+      std::exit(0);
+    }
+    if (flag == "--shuffle") {
+      o.shuffle = true;
+      continue;
+    }
+    bool known = flag == "--steps" || flag == "--data" || flag == "--seed" ||
+                 flag == "--params-out" || flag == "--timeout";
+    if (!known) {
+      error = "unknown flag '" + arg + "'";
+      if (flag.rfind("--checkpoint", 0) == 0 || flag == "--resume" ||
+          flag == "--profile" || flag == "--trace")
+        error += ": executables do not checkpoint or trace yet; run the "
+                 "artifact with loom-run";
+      error += " (--help lists the flags)";
+      return false;
+    }
+    if (inline_)
+      value = arg.substr(eq + 1);
+    else if (i + 1 < argc)
+      value = argv[++i];
+    else {
+      error = flag + " needs a value";
+      return false;
+    }
+    double number = 0;
+    if (flag == "--data")
+      o.data = value;
+    else if (flag == "--params-out")
+      o.paramsOut = value;
+    else if (!parseNumber(flag, value, number, error))
+      return false;
+    else if (flag == "--steps")
+      o.steps = static_cast<int64_t>(number);
+    else if (flag == "--seed")
+      o.seed = static_cast<uint64_t>(number);
+    else
+      o.timeoutSeconds = number;
+  }
+  if (o.steps < 1) {
+    error = "--steps must be at least 1";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // As loom-run: the step allocates and frees the same large temporaries
+  // every call; glibc would unmap them each time and fault them back in.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  loom::program::TrainOptions options;
+  std::string self, error;
+  if (!selfPath(self, options.dir))
+    return fail("cannot find this program's path (/proc/self/exe)");
+  options.paramsOut = options.dir + "/params-final";
+  options.stateOut = options.dir + "/optimizer-final";
+  if (!parseFlags(argc, argv, options, error))
+    return fail(error);
+  std::string manifestPath = self + ".manifest";
+  std::ifstream in(manifestPath);
+  if (!in)
+    return fail("cannot read " + manifestPath + " (loomc --emit=executable "
+                "writes it beside the program)");
+  std::stringstream text;
+  text << in.rdbuf();
+  loom::program::Manifest manifest;
+  if (!loom::program::parseManifest(text.str(), manifest, error))
+    return fail(manifestPath + ": " + error);
+  if (manifest.function != "train_step")
+    return fail(manifestPath + " describes @" + manifest.function +
+                ", but this program runs @train_step");
+  options.onStep = [](int64_t step, double loss) {
+    std::printf("step %lld loss %.8e\n", static_cast<long long>(step), loss);
+    std::fflush(stdout);
+  };
+  loom::program::TrainStats stats;
+  if (!loom::program::train(manifest, &_mlir__mlir_ciface_train_step, options,
+                            stats, error))
+    return fail(error);
+  double seconds = stats.trainSeconds;
+  if (stats.rank == 0)
+    std::printf("trained %lld steps in %.3f s (%.4f s/step, compiled ahead of "
+                "time); parameters in %s\n",
+                static_cast<long long>(options.steps), seconds,
+                seconds / double(options.steps), options.paramsOut.c_str());
+  return 0;
+}

@@ -1,0 +1,323 @@
+//===- manifest.cpp - The text form of a rank program's manifest ----------===//
+//
+//   loom-program 1
+//   function train_step
+//   micro-batches 1
+//   mesh dp=2 tp=2
+//   arg name=fc1.weight param=fc1.weight trainable=1 dtype=f32 shape=16,8
+//       global=32,8 split=0/- init=params.bin@1024
+//   result name=loss dtype=f32 shape=
+//
+// (one line per argument and result). Shapes are comma-separated (empty
+// for a scalar); `split` lists per dimension the mesh axes that split it
+// ('.'-separated indices, '-' for none); `partial=sum:1` names partial
+// axes; `splat=` is one element's bytes in hex. Names are percent-encoded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/program.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+
+using namespace loom::program;
+
+namespace {
+
+std::string encode(const std::string &s) {
+  static const char *hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || std::string("._-:/[]").find(char(c)) != std::string::npos) {
+      out += char(c);
+      continue;
+    }
+    out += '%';
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
+bool decode(const std::string &s, std::string &out) {
+  out.clear();
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size())
+      return false;
+    char *end = nullptr;
+    std::string two = s.substr(i + 1, 2);
+    long v = std::strtol(two.c_str(), &end, 16);
+    if (two.size() != 2 || *end)
+      return false;
+    out += char(v);
+    i += 2;
+  }
+  return true;
+}
+
+std::string join(const std::vector<int64_t> &v, char sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i)
+    out += (i ? std::string(1, sep) : "") + std::to_string(v[i]);
+  return out;
+}
+
+bool parseInts(const std::string &s, char sep, std::vector<int64_t> &out) {
+  out.clear();
+  if (s.empty())
+    return true;
+  std::stringstream in(s);
+  std::string part;
+  while (std::getline(in, part, sep)) {
+    char *end = nullptr;
+    long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end)
+      return false;
+    out.push_back(v);
+  }
+  return true;
+}
+
+std::string toHex(const std::string &bytes) {
+  static const char *hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
+bool fromHex(const std::string &s, std::string &out) {
+  if (s.size() % 2)
+    return false;
+  out.clear();
+  for (size_t i = 0; i < s.size(); i += 2) {
+    char *end = nullptr;
+    std::string two = s.substr(i, 2);
+    long v = std::strtol(two.c_str(), &end, 16);
+    if (*end)
+      return false;
+    out += char(v);
+  }
+  return true;
+}
+
+const char *reductionName(loom_reduction_t r) {
+  switch (r) {
+  case LOOM_REDUCTION_MAX:
+    return "max";
+  case LOOM_REDUCTION_MIN:
+    return "min";
+  case LOOM_REDUCTION_PROD:
+    return "prod";
+  default:
+    return "sum";
+  }
+}
+
+void printValue(std::ostream &os, const char *kind, const Value &v,
+                bool meshed) {
+  os << kind << " name=" << encode(v.name);
+  if (!v.parameter.empty())
+    os << " param=" << encode(v.parameter)
+       << " trainable=" << (v.trainable ? 1 : 0);
+  if (v.indexBound > 0)
+    os << " bound=" << v.indexBound;
+  os << " dtype=" << loom_dtype_name(v.dtype) << " shape=" << join(v.shape, ',');
+  if (meshed) {
+    os << " global=" << join(v.global, ',') << " split=";
+    for (size_t d = 0; d < v.sharding.dims.size(); ++d) {
+      std::vector<int64_t> axes(v.sharding.dims[d].begin(),
+                                v.sharding.dims[d].end());
+      os << (d ? "/" : "") << (axes.empty() ? "-" : join(axes, '.'));
+    }
+    if (!v.sharding.partial.empty())
+      os << " partial=" << reductionName(v.sharding.partialKind) << ":"
+         << join(std::vector<int64_t>(v.sharding.partial.begin(),
+                                      v.sharding.partial.end()),
+                 '.');
+  }
+  if (!v.initFile.empty())
+    os << " init=" << encode(v.initFile) << "@" << v.initOffset;
+  if (!v.splat.empty())
+    os << " splat=" << toHex(v.splat);
+  os << "\n";
+}
+
+bool parseDtype(const std::string &s, loom_dtype_t &out) {
+  for (int i = 0; i <= LOOM_DTYPE_BOOL; ++i)
+    if (s == loom_dtype_name(static_cast<loom_dtype_t>(i))) {
+      out = static_cast<loom_dtype_t>(i);
+      return true;
+    }
+  return false;
+}
+
+bool parseSharding(const std::string &split, const std::string &partial,
+                   Sharding &out) {
+  out = Sharding();
+  std::stringstream in(split);
+  std::string dim;
+  while (!split.empty() && std::getline(in, dim, '/')) {
+    std::vector<int64_t> axes;
+    if (dim != "-" && !parseInts(dim, '.', axes))
+      return false;
+    out.dims.emplace_back(axes.begin(), axes.end());
+  }
+  if (partial.empty())
+    return true;
+  size_t colon = partial.find(':');
+  if (colon == std::string::npos)
+    return false;
+  std::string kind = partial.substr(0, colon);
+  const loom_reduction_t kinds[] = {LOOM_REDUCTION_SUM, LOOM_REDUCTION_MAX,
+                                    LOOM_REDUCTION_MIN, LOOM_REDUCTION_PROD};
+  bool known = false;
+  for (loom_reduction_t k : kinds)
+    if (kind == reductionName(k)) {
+      out.partialKind = k;
+      known = true;
+    }
+  std::vector<int64_t> axes;
+  if (!known || !parseInts(partial.substr(colon + 1), '.', axes))
+    return false;
+  out.partial.assign(axes.begin(), axes.end());
+  return true;
+}
+
+/// One `arg`/`result` line's fields into `v`.
+bool parseValue(std::istringstream &fields, Value &v, std::string &error) {
+  std::string field, split, partial;
+  while (fields >> field) {
+    size_t eq = field.find('=');
+    std::string key = field.substr(0, eq),
+                val = eq == std::string::npos ? "" : field.substr(eq + 1);
+    bool ok = eq != std::string::npos;
+    if (key == "name")
+      ok = ok && decode(val, v.name);
+    else if (key == "param")
+      ok = ok && decode(val, v.parameter);
+    else if (key == "trainable")
+      v.trainable = val == "1";
+    else if (key == "bound")
+      v.indexBound = std::atoll(val.c_str());
+    else if (key == "dtype")
+      ok = ok && parseDtype(val, v.dtype);
+    else if (key == "shape")
+      ok = ok && parseInts(val, ',', v.shape);
+    else if (key == "global")
+      ok = ok && parseInts(val, ',', v.global);
+    else if (key == "split")
+      split = val;
+    else if (key == "partial")
+      partial = val;
+    else if (key == "init") {
+      size_t at = val.rfind('@');
+      ok = ok && at != std::string::npos && decode(val.substr(0, at), v.initFile);
+      if (ok)
+        v.initOffset = std::atoll(val.c_str() + at + 1);
+    } else if (key == "splat")
+      ok = ok && fromHex(val, v.splat);
+    else
+      ok = false;
+    if (!ok) {
+      error = "bad field '" + field + "'";
+      return false;
+    }
+  }
+  if (!parseSharding(split, partial, v.sharding)) {
+    error = "bad sharding split=" + split + " partial=" + partial;
+    return false;
+  }
+  if (v.global.empty())
+    v.global = v.shape;
+  return true;
+}
+
+} // namespace
+
+bool Sharding::splits() const {
+  if (!partial.empty())
+    return true;
+  for (const auto &d : dims)
+    if (!d.empty())
+      return true;
+  return false;
+}
+
+std::string loom::program::printManifest(const Manifest &m) {
+  std::ostringstream os;
+  os << "loom-program 1\nfunction " << encode(m.function) << "\nmicro-batches "
+     << m.microBatches << "\n";
+  bool meshed = !m.axisNames.empty();
+  if (meshed) {
+    os << "mesh";
+    for (size_t a = 0; a < m.axisNames.size(); ++a)
+      os << " " << encode(m.axisNames[a]) << "=" << m.axisSizes[a];
+    os << "\n";
+  }
+  for (const Value &v : m.arguments)
+    printValue(os, "arg", v, meshed);
+  for (const Value &v : m.results)
+    printValue(os, "result", v, meshed);
+  return os.str();
+}
+
+bool loom::program::parseManifest(const std::string &text, Manifest &m,
+                                  std::string &error) {
+  m = Manifest();
+  std::istringstream in(text);
+  std::string line;
+  int64_t number = 0;
+  bool header = false;
+  while (std::getline(in, line)) {
+    ++number;
+    std::istringstream fields(line);
+    std::string kind, word;
+    if (!(fields >> kind))
+      continue;
+    bool ok = true;
+    std::string why;
+    if (kind == "loom-program") {
+      ok = (fields >> word) && word == "1";
+      header = ok;
+      why = "unsupported version (this program reads version 1)";
+    } else if (kind == "function") {
+      ok = (fields >> word) && decode(word, m.function);
+    } else if (kind == "micro-batches") {
+      ok = (fields >> m.microBatches) && m.microBatches >= 1;
+    } else if (kind == "mesh") {
+      while (ok && fields >> word) {
+        size_t eq = word.find('=');
+        std::string name;
+        ok = eq != std::string::npos && decode(word.substr(0, eq), name);
+        m.axisNames.push_back(name);
+        m.axisSizes.push_back(std::atoll(word.c_str() + eq + 1));
+        ok = ok && m.axisSizes.back() >= 1;
+      }
+    } else if (kind == "arg" || kind == "result") {
+      Value v;
+      ok = parseValue(fields, v, why);
+      (kind == "arg" ? m.arguments : m.results).push_back(std::move(v));
+    } else {
+      ok = false;
+      why = "unknown line";
+    }
+    if (!ok) {
+      error = "line " + std::to_string(number) + ": " +
+              (why.empty() ? "malformed" : why) + ": " + line;
+      return false;
+    }
+  }
+  if (!header) {
+    error = "not a Loom program manifest (no 'loom-program 1' line)";
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,266 @@
+//===- tensor.cpp - Host tensors, blocks and .npy headers -----------------===//
+
+#include "loom/program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+using namespace loom::program;
+
+int64_t loom::program::numElements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+Tensor::Tensor(loom_dtype_t dtype, std::vector<int64_t> shape)
+    : dtype(dtype), shape(std::move(shape)) {
+  bytes.assign(static_cast<size_t>(numElements() * loom_dtype_size(dtype)), 0);
+}
+
+int64_t Tensor::numElements() const { return program::numElements(shape); }
+
+namespace {
+template <typename T> T load(const char *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+float fromBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// IEEE half to float (exact).
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h >> 15) << 31, exp = (h >> 10) & 31,
+           man = h & 1023;
+  if (exp == 31)
+    return fromBits(sign | 0x7f800000u | (man << 13));
+  if (exp == 0) {
+    float f = std::ldexp(float(man), -24);
+    return sign ? -f : f;
+  }
+  return fromBits(sign | ((exp + 112) << 23) | (man << 13));
+}
+} // namespace
+
+double Tensor::getAsDouble(int64_t i) const {
+  const char *p = bytes.data() + i * loom_dtype_size(dtype);
+  switch (dtype) {
+  case LOOM_DTYPE_F32:
+    return load<float>(p);
+  case LOOM_DTYPE_F64:
+    return load<double>(p);
+  case LOOM_DTYPE_F16:
+    return halfToFloat(load<uint16_t>(p));
+  case LOOM_DTYPE_BF16:
+    return fromBits(uint32_t(load<uint16_t>(p)) << 16);
+  case LOOM_DTYPE_I8:
+    return load<int8_t>(p);
+  case LOOM_DTYPE_I16:
+    return load<int16_t>(p);
+  case LOOM_DTYPE_I32:
+    return load<int32_t>(p);
+  case LOOM_DTYPE_I64:
+    return double(load<int64_t>(p));
+  case LOOM_DTYPE_U8:
+  case LOOM_DTYPE_BOOL:
+    return load<uint8_t>(p);
+  case LOOM_DTYPE_U16:
+    return load<uint16_t>(p);
+  case LOOM_DTYPE_U32:
+    return load<uint32_t>(p);
+  case LOOM_DTYPE_U64:
+    return double(load<uint64_t>(p));
+  }
+  return 0;
+}
+
+void loom::program::copyBlock(const char *src,
+                              const std::vector<int64_t> &srcShape,
+                              const std::vector<int64_t> &srcOffset, char *dst,
+                              const std::vector<int64_t> &dstShape,
+                              const std::vector<int64_t> &dstOffset,
+                              const std::vector<int64_t> &shape,
+                              int64_t bytes) {
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank == 0) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  int64_t count = program::numElements(shape);
+  if (count == 0)
+    return;
+  std::vector<int64_t> srcStride(rank, 1), dstStride(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d) {
+    srcStride[d] = srcStride[d + 1] * srcShape[d + 1];
+    dstStride[d] = dstStride[d + 1] * dstShape[d + 1];
+  }
+  int64_t row = shape[rank - 1];
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t done = 0; done < count; done += row) {
+    int64_t s = 0, t = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      s += (srcOffset[d] + index[d]) * srcStride[d];
+      t += (dstOffset[d] + index[d]) * dstStride[d];
+    }
+    std::memcpy(dst + t * bytes, src + s * bytes, row * bytes);
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+namespace {
+struct DescrEntry {
+  const char *code;
+  loom_dtype_t dtype;
+};
+const DescrEntry kDescrs[] = {
+    {"f4", LOOM_DTYPE_F32}, {"f8", LOOM_DTYPE_F64}, {"f2", LOOM_DTYPE_F16},
+    {"i8", LOOM_DTYPE_I64}, {"i4", LOOM_DTYPE_I32}, {"i2", LOOM_DTYPE_I16},
+    {"i1", LOOM_DTYPE_I8},  {"b1", LOOM_DTYPE_BOOL}, {"u1", LOOM_DTYPE_U8},
+    {"u2", LOOM_DTYPE_U16}, {"u4", LOOM_DTYPE_U32}, {"u8", LOOM_DTYPE_U64},
+};
+} // namespace
+
+std::string loom::program::npyDescr(loom_dtype_t dtype) {
+  for (const DescrEntry &e : kDescrs)
+    if (e.dtype == dtype)
+      return std::string(loom_dtype_size(dtype) == 1 ? "|" : "<") + e.code;
+  return "";
+}
+
+bool loom::program::dtypeOfNpyDescr(const std::string &descr,
+                                    loom_dtype_t &dtype) {
+  if (descr.size() < 3 ||
+      std::string("<|=").find(descr[0]) == std::string::npos)
+    return false;
+  for (const DescrEntry &e : kDescrs)
+    if (descr.substr(1) == e.code) {
+      dtype = e.dtype;
+      return true;
+    }
+  return false;
+}
+
+std::string loom::program::npyHeader(const std::string &descr,
+                                     const std::vector<int64_t> &shape) {
+  std::string dims = "(";
+  for (int64_t d : shape)
+    dims += std::to_string(d) + ", ";
+  if (shape.size() > 1)
+    dims.resize(dims.size() - 2);
+  else if (shape.size() == 1)
+    dims.resize(dims.size() - 1);
+  dims += ")";
+  std::string header = "{'descr': '" + descr +
+                       "', 'fortran_order': False, 'shape': " + dims + ", }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += char(1);
+  out += char(0);
+  out += char(header.size() & 0xff);
+  out += char(header.size() >> 8);
+  return out + header;
+}
+
+bool loom::program::parseNpyHeader(const char *bytes, size_t size,
+                                   const std::string &path, NpyInfo &info,
+                                   std::string &error) {
+  std::string data(bytes, std::min<size_t>(size, 1 << 16));
+  if (size < 10 || data.compare(0, 6, "\x93NUMPY") != 0) {
+    error = path + " is not a .npy file";
+    return false;
+  }
+  uint8_t major = data[6];
+  size_t headerLen = uint8_t(data[8]) | (uint8_t(data[9]) << 8), start = 10;
+  if (major != 1) {
+    if (size < 12) {
+      error = path + ": truncated .npy header";
+      return false;
+    }
+    headerLen |= (uint8_t(data[10]) << 16) | (size_t(uint8_t(data[11])) << 24);
+    start = 12;
+  }
+  if (start + headerLen > data.size()) {
+    error = path + ": truncated .npy header";
+    return false;
+  }
+  std::string header = data.substr(start, headerLen);
+  auto field = [&](const std::string &key) -> std::string {
+    size_t at = header.find("'" + key + "'");
+    if (at == std::string::npos)
+      return "";
+    std::string rest = header.substr(at + key.size() + 2);
+    size_t first = rest.find_first_not_of(" :");
+    return first == std::string::npos ? "" : rest.substr(first);
+  };
+  std::string descr = field("descr");
+  if (descr.empty() || (descr[0] != '\'' && descr[0] != '"')) {
+    error = path + ": .npy header has no descr";
+    return false;
+  }
+  info.descr = descr.substr(1, descr.find_first_of("'\"", 1) - 1);
+  if (field("fortran_order").compare(0, 4, "True") == 0) {
+    error = path + ": Fortran-order .npy files are not supported";
+    return false;
+  }
+  std::string shape = field("shape");
+  if (shape.empty() || shape[0] != '(') {
+    error = path + ": .npy header has no shape";
+    return false;
+  }
+  shape = shape.substr(1, shape.find(')') - 1);
+  info.shape.clear();
+  size_t pos = 0;
+  while (pos < shape.size()) {
+    size_t comma = shape.find(',', pos);
+    std::string part = shape.substr(pos, comma == std::string::npos
+                                             ? std::string::npos
+                                             : comma - pos);
+    pos = comma == std::string::npos ? shape.size() : comma + 1;
+    size_t b = part.find_first_not_of(' '), e = part.find_last_not_of(' ');
+    if (b == std::string::npos)
+      continue;
+    part = part.substr(b, e - b + 1);
+    char *end = nullptr;
+    long long d = std::strtoll(part.c_str(), &end, 10);
+    if (*end || d < 0) {
+      error = path + ": bad .npy shape";
+      return false;
+    }
+    info.shape.push_back(d);
+  }
+  info.dataOffset = start + headerLen;
+  return true;
+}
+
+int64_t DataOrder::entry(int64_t position) {
+  int64_t epoch = position / entries, index = position % entries;
+  if (!shuffle)
+    return index;
+  if (epoch != cachedEpoch) {
+    // Fisher-Yates with our own draws: the same permutation from any
+    // standard library.
+    permutation.resize(entries);
+    for (int64_t i = 0; i < entries; ++i)
+      permutation[i] = i;
+    std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + uint64_t(epoch));
+    for (int64_t i = entries - 1; i > 0; --i)
+      std::swap(permutation[i], permutation[gen() % uint64_t(i + 1)]);
+    cachedEpoch = epoch;
+  }
+  return permutation[index];
+}
