@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compile time of a training step against depth, and what the cache saves.
 
-    bench/compile.py [--build build] [--layers 1,2,4,8] [--d 256]
+    bench/compile.py [--build build] [--layers 1,2,4,8,16] [--d 256] [--split 300]
 
 A stack of L pre-norm GPT blocks (test/Target/ONNX/Inputs/export_torch_models
 Block: d model width, 4 heads, seq 64, batch 4), exported to ONNX and built
@@ -54,8 +54,12 @@ def compile_seconds(text):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default="build")
-    p.add_argument("--layers", default="1,2,4,8")
+    p.add_argument("--layers", default="1,2,4,8,16")
     p.add_argument("--d", type=int, default=256)
+    p.add_argument("--split", type=int, default=300,
+                   help="loom-run --split-functions (ops per function)")
+    p.add_argument("--whole-max", type=int, default=8,
+                   help="deepest stack also compiled as one function")
     a = p.parse_args()
     bin_dir = os.path.abspath(os.path.join(a.build, "bin"))
     work = tempfile.mkdtemp(prefix="loom-compile-")
@@ -72,22 +76,31 @@ def main():
              "--optimizer=adamw", "-o", out])
         loomc = time.perf_counter() - start
         step = [os.path.join(bin_dir, "loom-run"), out, "--steps", "1", "--data", "synthetic"]
-        fresh = compile_seconds(run(step + ["--no-cache"]))
-        first = compile_seconds(run(step))
-        cached_text = run(step)
+        # The step as one function (before loom-split-functions), up to
+        # --whole-max layers: it grows faster than linearly.
+        whole = (compile_seconds(run(step + ["--no-cache", "--split-functions=0"]))
+                 if layers <= a.whole_max else None)
+        split = [f"--split-functions={a.split}"]
+        fresh = compile_seconds(run(step + ["--no-cache"] + split))
+        first = compile_seconds(run(step + split))
+        cached_text = run(step + split)
         if "machine code from the cache" not in cached_text:
             sys.exit(f"{layers} layers: the second cached run did not use the cache")
-        rows.append((layers, loomc, fresh, first, compile_seconds(cached_text)))
+        rows.append((layers, loomc, whole, fresh, first, compile_seconds(cached_text)))
         print(f"  {layers} layers done", file=sys.stderr)
 
     base = rows[0]
     print(f"GPT blocks d={a.d}, 4 heads, seq 64, batch 4, AdamW; one CPU process")
-    print("| layers | loomc s | JIT compile s (no cache) | x shallowest | per layer s | "
-          "first cached run s | cached s | cached / no cache |")
-    print("|---|---|---|---|---|---|---|---|")
-    for layers, loomc, fresh, first, cached in rows:
-        print(f"| {layers} | {loomc:.2f} | {fresh:.2f} | {fresh / base[2]:.2f} | "
-              f"{fresh / layers:.2f} | {first:.2f} | {cached:.3f} | {cached / fresh:.3f} |")
+    print("| layers | loomc s | JIT compile s, one function | JIT compile s, split "
+          f"({a.split} ops) | split x shallowest | split per layer s | split / one "
+          "function | first cached run s | cached s | cached / split |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for layers, loomc, whole, fresh, first, cached in rows:
+        whole_text = f"{whole:.2f}" if whole is not None else "-"
+        ratio = f"{fresh / whole:.3f}" if whole is not None else "-"
+        print(f"| {layers} | {loomc:.2f} | {whole_text} | {fresh:.2f} | "
+              f"{fresh / base[3]:.2f} | {fresh / layers:.2f} | {ratio} | {first:.2f} | "
+              f"{cached:.3f} | {cached / fresh:.3f} |")
     return 0
 
 

@@ -171,6 +171,7 @@ OwningOpRef<ModuleOp> lowerToLLVM(ModuleOp module, StringRef function,
   PassManager pm(ctx);
   CpuPipelineOptions pipelineOptions;
   pipelineOptions.useBlas = options.useBlas;
+  pipelineOptions.splitFunctions = options.splitFunctions;
   if (options.gpuLoopsOnCpu)
     buildLoomCudaLoopsOnCpuPipeline(pm);
   else

@@ -137,6 +137,10 @@ static cl::opt<std::string> resumeFrom("resume",
              "is the total to reach"),
     cl::cat(category));
 
+static cl::opt<int64_t> splitFunctions("split-functions",
+    cl::desc("Cut long steps into functions of about this many ops before "
+             "LLVM compiles them (default 300; 0: one function)"),
+    cl::init(300), cl::cat(category));
 static cl::opt<bool> useExecutable("executable",
     cl::desc("Training: run ARTIFACT/train, the step loomc --emit=executable "
              "compiled ahead of time, instead of compiling train.mlir"),
@@ -227,7 +231,7 @@ int runExecutable() {
   for (const auto *opt :
        std::initializer_list<const cl::Option *>{
            &checkpointDir, &checkpointEvery, &checkpointKeep, &resumeFrom,
-           &traceOut, &profile, &noBlas, &optLevel, &gpuLoopsOnCpu, &noCache})
+           &traceOut, &profile, &noBlas, &optLevel, &gpuLoopsOnCpu, &noCache, &splitFunctions})
     if (opt->getNumOccurrences())
       return fail("--executable runs the program loomc compiled, which does "
                   "not take --" + opt->ArgStr.str() +
@@ -285,6 +289,7 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   options.seed = seed;
   options.executor.useBlas = !noBlas;
   options.executor.optLevel = optLevel;
+  options.executor.splitFunctions = splitFunctions;
   options.executor.gpuLoopsOnCpu = gpuLoopsOnCpu;
   if (!noCache) {
     SmallString<256> cache(modelPath);
@@ -669,6 +674,7 @@ int runModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   ExecutorOptions options;
   options.useBlas = !noBlas;
   options.optLevel = optLevel;
+  options.splitFunctions = splitFunctions;
   options.gpuLoopsOnCpu = gpuLoopsOnCpu;
   auto compileStart = std::chrono::steady_clock::now();
   std::unique_ptr<Executor> executor =

@@ -29,6 +29,9 @@ struct ExecutorOptions {
   /// 2-4x the code-generation time of 2 on training steps and measured no
   /// faster on bench/forward.py's models.
   unsigned optLevel = 2;
+  /// Long steps are cut into functions of about this many ops before LLVM
+  /// sees them (loom-split-functions; 0: one function).
+  int64_t splitFunctions = 300;
   /// Compile with the CUDA pipeline's kernel loop structure run on the CPU
   /// (buildLoomCudaLoopsOnCpuPipeline): checks the generated kernels'
   /// arithmetic without a GPU.

@@ -53,6 +53,11 @@ void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
   // Buffers -> loops (or BLAS) -> LLVM.
   if (options.useBlas)
     pm.addPass(createLoomLowerMatmulToBlas());
+  // Compile time linear in the step's length (LLVM's is not in a
+  // function's).
+  LoomSplitFunctionsOptions split;
+  split.maxOps = options.splitFunctions;
+  pm.addPass(createLoomSplitFunctions(split));
   buildLoomCpuLoweringTail(pm);
 }
 

@@ -24,6 +24,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   Option<bool> useBlas{*this, "blas",
                        llvm::cl::desc("Call OpenBLAS for f32/f64 matmuls"),
                        llvm::cl::init(true)};
+  Option<int64_t> splitFunctions{
+      *this, "split-functions",
+      llvm::cl::desc("Outline runs of this many ops (nested counted) of long "
+                     "functions into functions of their own "
+                     "(loom-split-functions; 0: never)"),
+      llvm::cl::init(300)};
 };
 
 /// loom -> linalg on tensors, elementwise chains fused -> buffers, the entry

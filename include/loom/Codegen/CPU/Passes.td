@@ -77,4 +77,29 @@ def LoomFreeBuffersEarly : Pass<"loom-free-buffers-early", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def LoomSplitFunctions : Pass<"loom-split-functions", "mlir::ModuleOp"> {
+  let summary = "Outline runs of a long function's ops into functions of bounded size";
+  let description = [{
+    LLVM's optimizations and code generation cost more than linearly in the
+    size of a function (ScalarEvolution, dominator-tree updates, instruction
+    selection), and a training step is one function that grows with the
+    model's depth. After bufferization, this pass cuts the body of every
+    function with more than `max-ops` operations (nested ones counted) into
+    consecutive runs of about `max-ops` operations and moves each run into a
+    private `no_inline` function (`@<name>_part<k>`) called in its place:
+    values the run uses from before become arguments (constants are cloned
+    instead), values it defines and later operations use become results.
+    Each run keeps its operations' order, so the program computes exactly
+    what it did; compile time becomes linear in the number of runs. A run
+    that would return a `memref.alloca` (stack memory) is merged with the
+    next.
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"300",
+           "Operations (nested ones counted) per outlined function; 0 "
+           "disables the pass">,
+  ];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect"];
+}
+
 #endif // LOOM_CODEGEN_CPU_PASSES_TD
