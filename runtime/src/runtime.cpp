@@ -73,7 +73,7 @@ extern "C" const char *loom_dtype_name(loom_dtype_t dtype) {
   return i < sizeof(names) / sizeof(names[0]) ? names[i] : "?";
 }
 
-static const char *reductionName(loom_reduction_t r) {
+extern "C" const char *loom_reduction_name(loom_reduction_t r) {
   switch (r) {
   case LOOM_REDUCTION_SUM:
     return "sum";
@@ -426,7 +426,7 @@ loom_status_t collective(loom_mesh_t mesh, const char *op, const int32_t *axes,
 }
 
 std::string reductionDetail(loom_reduction_t reduction) {
-  return std::string(" (") + reductionName(reduction) + ")";
+  return std::string(" (") + loom_reduction_name(reduction) + ")";
 }
 } // namespace
 

@@ -135,6 +135,9 @@ typedef enum loom_reduction_t {
   LOOM_REDUCTION_PROD = 3,
 } loom_reduction_t;
 
+/* "sum", "max", "min", "prod" ("?" for an unknown value). */
+const char *loom_reduction_name(loom_reduction_t reduction);
+
 /*===----------------------------------------------------------------------===*
  * Runtime
  *===----------------------------------------------------------------------===*/

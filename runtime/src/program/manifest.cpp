@@ -108,19 +108,6 @@ bool fromHex(const std::string &s, std::string &out) {
   return true;
 }
 
-const char *reductionName(loom_reduction_t r) {
-  switch (r) {
-  case LOOM_REDUCTION_MAX:
-    return "max";
-  case LOOM_REDUCTION_MIN:
-    return "min";
-  case LOOM_REDUCTION_PROD:
-    return "prod";
-  default:
-    return "sum";
-  }
-}
-
 void printValue(std::ostream &os, const char *kind, const Value &v,
                 bool meshed) {
   os << kind << " name=" << encode(v.name);
@@ -138,7 +125,7 @@ void printValue(std::ostream &os, const char *kind, const Value &v,
       os << (d ? "/" : "") << (axes.empty() ? "-" : join(axes, '.'));
     }
     if (!v.sharding.partial.empty())
-      os << " partial=" << reductionName(v.sharding.partialKind) << ":"
+      os << " partial=" << loom_reduction_name(v.sharding.partialKind) << ":"
          << join(std::vector<int64_t>(v.sharding.partial.begin(),
                                       v.sharding.partial.end()),
                  '.');
@@ -180,7 +167,7 @@ bool parseSharding(const std::string &split, const std::string &partial,
                                     LOOM_REDUCTION_MIN, LOOM_REDUCTION_PROD};
   bool known = false;
   for (loom_reduction_t k : kinds)
-    if (kind == reductionName(k)) {
+    if (kind == loom_reduction_name(k)) {
       out.partialKind = k;
       known = true;
     }
