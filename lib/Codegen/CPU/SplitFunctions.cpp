@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -99,7 +100,10 @@ std::string structure(func::FuncOp fn) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << fn.getFunctionType();
-  fn.getBody().front().print(os);
+  // Names local to the function: printing with the module's scope would
+  // number every value of the module for each part.
+  AsmState state(fn, OpPrintingFlags().useLocalScope());
+  fn.getBody().front().print(os, state);
   return text;
 }
 
