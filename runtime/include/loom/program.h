@@ -139,8 +139,10 @@ struct TrainOptions {
   /// and optimizer state go (empty: not written).
   std::string dir, paramsOut, stateOut;
   double timeoutSeconds = 60.0;
-  /// Called on rank 0 after each step.
-  std::function<void(int64_t step, double loss)> onStep;
+  /// Called on rank 0 after each step, with a note when dynamic loss
+  /// scaling changed its scale (as loom-run prints it).
+  std::function<void(int64_t step, double loss, const std::string &note)>
+      onStep;
 };
 
 using PackedEntry = void (*)(void **);

@@ -148,8 +148,9 @@ int main(int argc, char **argv) {
   if (manifest.function != "train_step")
     return fail(manifestPath + " describes @" + manifest.function +
                 ", but this program runs @train_step");
-  options.onStep = [](int64_t step, double loss) {
-    std::printf("step %lld loss %.8e\n", static_cast<long long>(step), loss);
+  options.onStep = [](int64_t step, double loss, const std::string &note) {
+    std::printf("step %lld loss %.8e%s\n", static_cast<long long>(step), loss,
+                note.empty() ? "" : ("  [" + note + "]").c_str());
     std::fflush(stdout);
   };
   loom::program::TrainStats stats;

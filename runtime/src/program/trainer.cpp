@@ -529,14 +529,33 @@ bool Trainer::runSteps() {
     double loss = outs[0].getAsDouble(0);
     for (size_t r = 1; r < outs.size(); ++r)
       params[updates[r]] = std::move(outs[r]);
-    bool skipped = scaleArg >= 0 && scale() < before;
+    double after = scale();
+    bool skipped = scaleArg >= 0 && after < before;
+    // As loom-run reports dynamic loss scaling.
+    std::string note;
+    if (scaleArg >= 0 && after != before) {
+      char text[160];
+      std::snprintf(text, sizeof(text), "loss scale %g -> %g%s", before, after,
+                    skipped ? ": inf/nan gradients, step skipped" : "");
+      note = text;
+    }
     if (o.onStep && rank == 0)
-      o.onStep(s, loss);
+      o.onStep(s, loss, note);
     if (!std::isfinite(loss) && !skipped) {
       char text[64];
       std::snprintf(text, sizeof(text), "%g", loss);
       error = std::string("the loss is ") + text + " at step " +
               std::to_string(s) + "; stopping";
+      return false;
+    }
+    // As DeepSpeed's min_loss_scale (and loom-run): below 1 the gradients
+    // overflow even unscaled.
+    if (skipped && after < 1.0) {
+      char text[64];
+      std::snprintf(text, sizeof(text), "%g", before);
+      error = std::string("the gradients are inf/nan even at loss scale ") +
+              text + " (step " + std::to_string(s) +
+              "); the model diverged, stopping";
       return false;
     }
   }
