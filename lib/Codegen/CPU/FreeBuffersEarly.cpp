@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
 #include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-free-buffers-early"
@@ -31,9 +32,18 @@ namespace {
 /// defining it (or nullptr at the start of the block) when nothing in the
 /// block uses it. std::nullopt when an alias escapes the block or is used
 /// where `block` does not see it.
+/// The block's ops in order, numbered once: Operation::isBeforeInBlock
+/// renumbers the whole block after every move, which made the pass
+/// quadratic in a long step's ops.
+using Positions = llvm::DenseMap<Operation *, size_t>;
+
 std::optional<Operation *> lastUseInBlock(Value buffer,
                                           memref::DeallocOp dealloc,
-                                          Block &block) {
+                                          Block &block,
+                                          const Positions &position) {
+  auto before = [&](Operation *a, Operation *b) {
+    return position.lookup(a) < position.lookup(b);
+  };
   Operation *last = nullptr;
   if (Operation *def = buffer.getDefiningOp()) {
     Operation *ancestor = block.findAncestorOpInBlock(*def);
@@ -53,9 +63,9 @@ std::optional<Operation *> lastUseInBlock(Value buffer,
       if (user->hasTrait<OpTrait::IsTerminator>())
         return std::nullopt; // the buffer (or a view of it) leaves the block
       Operation *ancestor = block.findAncestorOpInBlock(*user);
-      if (!ancestor || !ancestor->isBeforeInBlock(dealloc))
+      if (!ancestor || !before(ancestor, dealloc))
         return std::nullopt;
-      if (!last || last->isBeforeInBlock(ancestor))
+      if (!last || before(last, ancestor))
         last = ancestor;
       // Anything made from the buffer that is itself a buffer may alias it.
       for (Value result : user->getResults())
@@ -73,13 +83,19 @@ struct FreeBuffersEarlyPass
     getOperation()->walk([&](Block *block) {
       SmallVector<memref::DeallocOp> deallocs(
           block->getOps<memref::DeallocOp>());
-      for (memref::DeallocOp dealloc : deallocs) {
-        std::optional<Operation *> last =
-            lastUseInBlock(dealloc.getMemref(), dealloc, *block);
-        if (!last)
-          continue;
-        if (*last)
-          dealloc->moveAfter(*last);
+      Positions position;
+      for (Operation &op : *block)
+        position.try_emplace(&op, position.size());
+      // Every target is found on the original order, then the moves are
+      // made (moving a dealloc changes no other op's last use).
+      SmallVector<std::pair<memref::DeallocOp, Operation *>> moves;
+      for (memref::DeallocOp dealloc : deallocs)
+        if (std::optional<Operation *> last = lastUseInBlock(
+                dealloc.getMemref(), dealloc, *block, position))
+          moves.push_back({dealloc, *last});
+      for (auto [dealloc, last] : moves) {
+        if (last)
+          dealloc->moveAfter(last);
         else
           dealloc->moveBefore(block, block->begin());
         ++moved;
