@@ -147,14 +147,6 @@ DistributedContext::allGather(ArrayRef<int64_t> values,
   return all;
 }
 
-SmallVector<int32_t>
-DistributedContext::axisIndices(ArrayRef<StringRef> names) const {
-  SmallVector<int32_t> out;
-  for (StringRef n : names)
-    out.push_back(static_cast<int32_t>(meshOp.getAxisIndex(n)));
-  return out;
-}
-
 RankedTensorType DistributedContext::globalType(RankedTensorType local,
                                                 ShardingAttr sharding) const {
   if (!sharding)
@@ -176,23 +168,28 @@ void mlir::loom::copyBlock(const char *src, ArrayRef<int64_t> srcShape,
                              bytes);
 }
 
+::loom::program::Sharding mlir::loom::toProgramSharding(ShardingAttr sharding,
+                                                       MeshOp mesh) {
+  ::loom::program::Sharding out;
+  if (!sharding)
+    return out;
+  for (int64_t d = 0; d < sharding.getRank(); ++d) {
+    out.dims.emplace_back();
+    for (StringRef axis : sharding.getDimAxes(d))
+      out.dims.back().push_back(int32_t(mesh.getAxisIndex(axis)));
+  }
+  for (StringRef axis : sharding.getPartialAxisNames())
+    out.partial.push_back(int32_t(mesh.getAxisIndex(axis)));
+  out.partialKind = static_cast<loom_reduction_t>(sharding.getPartialKind());
+  return out;
+}
+
 SmallVector<int64_t>
 DistributedContext::blockOffset(ArrayRef<int64_t> shape,
                                 ShardingAttr sharding) const {
-  SmallVector<int64_t> offset(shape.size(), 0);
-  if (!sharding)
-    return offset;
-  for (int64_t d = 0, e = shape.size(); d < e && d < sharding.getRank(); ++d) {
-    int64_t index = 0, parts = 1;
-    for (StringRef axis : sharding.getDimAxes(d)) {
-      int64_t a = meshOp.getAxisIndex(axis);
-      int64_t n = loom_mesh_axis_size(mesh, static_cast<int32_t>(a));
-      index = index * n + loom_mesh_coordinate(mesh, static_cast<int32_t>(a));
-      parts *= n;
-    }
-    offset[d] = index * (shape[d] / parts);
-  }
-  return offset;
+  std::vector<int64_t> offset = ::loom::program::blockOffset(
+      mesh, shape.vec(), toProgramSharding(sharding, meshOp));
+  return SmallVector<int64_t>(offset.begin(), offset.end());
 }
 
 bool DistributedContext::isFirstCopy(ShardingAttr sharding,
@@ -250,64 +247,15 @@ DistributedContext::gatherGlobal(const HostTensor &local,
                                  std::string &error) const {
   if (!sharding)
     return local;
-  loom_dtype_t dtype = runtimeType(local.getElementType());
   HostTensor value = local.clone();
-  if (sharding.isPartial()) {
-    SmallVector<int32_t> axes = axisIndices(sharding.getPartialAxisNames());
-    loom_reduction_t kind =
-        static_cast<loom_reduction_t>(sharding.getPartialKind());
-    if (loom_status_t s = loom_all_reduce(
-            mesh, axes.data(), static_cast<int32_t>(axes.size()), dtype, kind,
-            value.data(), value.data(), value.getNumElements())) {
-      error = loom_status_message(s);
-      loom_status_free(s);
-      return std::nullopt;
-    }
-  }
-  SmallVector<StringRef> all;
-  for (int64_t d = 0; d < sharding.getRank(); ++d)
-    llvm::append_range(all, sharding.getDimAxes(d));
-  if (all.empty())
-    return value;
-  SmallVector<int32_t> axes = axisIndices(all);
-  int64_t group = 1;
-  for (int32_t a : axes)
-    group *= loom_mesh_axis_size(mesh, a);
-  int64_t bytes = HostTensor::elementBytes(local.getElementType());
-  std::vector<char> blocks(static_cast<size_t>(group * value.byteSize()));
-  if (loom_status_t s = loom_all_gather(
-          mesh, axes.data(), static_cast<int32_t>(axes.size()), dtype,
-          value.data(), blocks.data(), value.getNumElements())) {
+  HostTensor global(globalType(local.getType(), sharding));
+  if (loom_status_t s = ::loom::program::gatherGlobal(
+          mesh, toProgramSharding(sharding, meshOp),
+          runtimeType(local.getElementType()), local.getShape().vec(),
+          global.getShape().vec(), value.data(), global.data())) {
     error = loom_status_message(s);
     loom_status_free(s);
     return std::nullopt;
-  }
-  RankedTensorType globalT = globalType(local.getType(), sharding);
-  HostTensor global(globalT);
-  ArrayRef<int64_t> localShape = local.getShape();
-  SmallVector<int64_t> zeros(localShape.size(), 0);
-  for (int64_t k = 0; k < group; ++k) {
-    // Coordinates of member k on `all`, then its block per dimension.
-    SmallVector<int64_t> coord(all.size());
-    int64_t rest = k;
-    for (int64_t i = all.size() - 1; i >= 0; --i) {
-      int64_t n = loom_mesh_axis_size(mesh, axes[i]);
-      coord[i] = rest % n;
-      rest /= n;
-    }
-    SmallVector<int64_t> offset;
-    size_t next = 0;
-    for (int64_t d = 0; d < sharding.getRank(); ++d) {
-      int64_t index = 0;
-      for (StringRef axis : sharding.getDimAxes(d)) {
-        (void)axis;
-        index = index * loom_mesh_axis_size(mesh, axes[next]) + coord[next];
-        ++next;
-      }
-      offset.push_back(index * localShape[d]);
-    }
-    copyBlock(blocks.data() + k * value.byteSize(), localShape, zeros,
-              global.data(), globalT.getShape(), offset, localShape, bytes);
   }
   return global;
 }

@@ -39,22 +39,6 @@ std::string path(StringRef dir, StringRef name) {
   return std::string(p);
 }
 
-/// The manifest's sharding of a value: mesh axes by index.
-program::Sharding shardingOf(ShardingAttr sharding, MeshOp mesh) {
-  program::Sharding out;
-  if (!sharding)
-    return out;
-  for (int64_t d = 0; d < sharding.getRank(); ++d) {
-    out.dims.emplace_back();
-    for (StringRef axis : sharding.getDimAxes(d))
-      out.dims.back().push_back(int32_t(mesh.getAxisIndex(axis)));
-  }
-  for (StringRef axis : sharding.getPartialAxisNames())
-    out.partial.push_back(int32_t(mesh.getAxisIndex(axis)));
-  out.partialKind = static_cast<loom_reduction_t>(sharding.getPartialKind());
-  return out;
-}
-
 /// What the manifest says of an argument or result.
 program::Value describe(const ValueInfo &info, ShardingAttr sharding,
                         MeshOp mesh) {
@@ -67,7 +51,7 @@ program::Value describe(const ValueInfo &info, ShardingAttr sharding,
   v.shape.assign(info.type.getShape().begin(), info.type.getShape().end());
   v.global = v.shape;
   if (mesh) {
-    v.sharding = shardingOf(sharding, mesh);
+    v.sharding = toProgramSharding(sharding, mesh);
     for (size_t d = 0; d < v.sharding.dims.size() && d < v.global.size(); ++d)
       for (int32_t a : v.sharding.dims[d])
         v.global[d] *= cast<MeshAxisAttr>(mesh.getAxes()[a]).getSize();

@@ -13,6 +13,7 @@
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/HostTensor.h"
+#include "loom/program.h"
 #include "loom/runtime.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -73,8 +74,6 @@ public:
 
 private:
   DistributedContext() = default;
-  /// Mesh axis indices of `names`.
-  SmallVector<int32_t> axisIndices(ArrayRef<StringRef> names) const;
 
   loom_runtime_t runtime = nullptr;
   loom_mesh_t mesh = nullptr;
@@ -90,6 +89,9 @@ void copyBlock(const char *src, ArrayRef<int64_t> srcShape,
 
 /// Maps an element type to the runtime's loom_dtype_t.
 loom_dtype_t runtimeType(Type element);
+/// `sharding` with `mesh`'s axes by index, as the runtime and rank programs
+/// take it.
+::loom::program::Sharding toProgramSharding(ShardingAttr sharding, MeshOp mesh);
 /// The element type of a runtime dtype.
 Type elementTypeOf(loom_dtype_t dtype, MLIRContext *ctx);
 

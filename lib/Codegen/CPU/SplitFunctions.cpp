@@ -54,7 +54,7 @@ public:
         for (Value v : op->getOperands()) {
           Operation *def = v.getDefiningOp();
           Operation *owner = def ? def : v.getParentBlock()->getParentOp();
-          if (!contains(owner) || (!def && owner == body.getParentOp()))
+          if (!contains(owner))
             out.liveIns.insert(v);
         }
       });

@@ -92,6 +92,20 @@ void copyBlock(const char *src, const std::vector<int64_t> &srcShape,
                const std::vector<int64_t> &dstOffset,
                const std::vector<int64_t> &shape, int64_t bytes);
 
+/// Where this rank's block of a `shape`d tensor split as `sharding` starts,
+/// per dimension (zeros without a mesh).
+std::vector<int64_t> blockOffset(loom_mesh_t mesh,
+                                 const std::vector<int64_t> &shape,
+                                 const Sharding &sharding);
+/// The `global`-shaped tensor from every rank's `local`-shaped block `data`
+/// (a collective: every rank calls it): partial values are reduced first,
+/// in place in `data`; the whole tensor is written to `out`.
+loom_status_t gatherGlobal(loom_mesh_t mesh, const Sharding &sharding,
+                           loom_dtype_t dtype,
+                           const std::vector<int64_t> &local,
+                           const std::vector<int64_t> &global, char *data,
+                           char *out);
+
 /// The .npy dtype of `dtype` ("<f4"; bf16 has none: "").
 std::string npyDescr(loom_dtype_t dtype);
 /// The dtype of an .npy descr, or false.

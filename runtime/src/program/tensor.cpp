@@ -264,3 +264,73 @@ int64_t DataOrder::entry(int64_t position) {
   }
   return permutation[index];
 }
+
+std::vector<int64_t> loom::program::blockOffset(loom_mesh_t mesh,
+                                                const std::vector<int64_t> &shape,
+                                                const Sharding &sharding) {
+  std::vector<int64_t> offset(shape.size(), 0);
+  for (size_t d = 0; mesh && d < shape.size() && d < sharding.dims.size();
+       ++d) {
+    int64_t index = 0, parts = 1;
+    for (int32_t a : sharding.dims[d]) {
+      int64_t n = loom_mesh_axis_size(mesh, a);
+      index = index * n + loom_mesh_coordinate(mesh, a);
+      parts *= n;
+    }
+    offset[d] = index * (shape[d] / parts);
+  }
+  return offset;
+}
+
+loom_status_t loom::program::gatherGlobal(loom_mesh_t mesh,
+                                          const Sharding &sh,
+                                          loom_dtype_t dtype,
+                                          const std::vector<int64_t> &local,
+                                          const std::vector<int64_t> &global,
+                                          char *data, char *out) {
+  int64_t count = program::numElements(local);
+  size_t bytes = loom_dtype_size(dtype);
+  if (!sh.partial.empty())
+    if (loom_status_t s = loom_all_reduce(
+            mesh, sh.partial.data(), static_cast<int32_t>(sh.partial.size()),
+            dtype, sh.partialKind, data, data, count))
+      return s;
+  std::vector<int32_t> axes;
+  for (const auto &d : sh.dims)
+    axes.insert(axes.end(), d.begin(), d.end());
+  if (axes.empty()) {
+    std::memcpy(out, data, count * bytes);
+    return nullptr;
+  }
+  int64_t group = 1;
+  for (int32_t a : axes)
+    group *= loom_mesh_axis_size(mesh, a);
+  std::vector<char> blocks(count * bytes * group);
+  if (loom_status_t s =
+          loom_all_gather(mesh, axes.data(), static_cast<int32_t>(axes.size()),
+                          dtype, data, blocks.data(), count))
+    return s;
+  std::vector<int64_t> zeros(local.size(), 0);
+  for (int64_t k = 0; k < group; ++k) {
+    // Member k's coordinates on `axes`, then its block per dimension.
+    std::vector<int64_t> coord(axes.size());
+    int64_t rest = k;
+    for (int64_t i = int64_t(axes.size()) - 1; i >= 0; --i) {
+      int64_t n = loom_mesh_axis_size(mesh, axes[i]);
+      coord[i] = rest % n;
+      rest /= n;
+    }
+    std::vector<int64_t> offset;
+    size_t next = 0;
+    for (size_t d = 0; d < local.size(); ++d) {
+      int64_t index = 0;
+      for (size_t j = 0; d < sh.dims.size() && j < sh.dims[d].size();
+           ++j, ++next)
+        index = index * loom_mesh_axis_size(mesh, axes[next]) + coord[next];
+      offset.push_back(index * local[d]);
+    }
+    copyBlock(blocks.data() + k * count * bytes, local, zeros, out, global,
+              offset, local, bytes);
+  }
+  return nullptr;
+}

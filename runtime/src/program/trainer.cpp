@@ -144,8 +144,6 @@ private:
     return !collectiveFailed(
         loom_barrier(mesh, all.data(), int32_t(all.size())), "waiting for the ranks");
   }
-  std::vector<int64_t> blockOffset(const std::vector<int64_t> &global,
-                                   const Sharding &sharding) const;
   Tensor localShard(const Tensor &global, const Value &v) const;
   bool gatherGlobal(const Tensor &local, const Value &v, Tensor &global);
   bool bindParameters();
@@ -210,35 +208,18 @@ bool Trainer::collectiveFailed(loom_status_t s, const std::string &what) {
   return true;
 }
 
-std::vector<int64_t> Trainer::blockOffset(const std::vector<int64_t> &shape,
-                                          const Sharding &sharding) const {
-  std::vector<int64_t> offset(shape.size(), 0);
-  for (size_t d = 0; mesh && d < shape.size() && d < sharding.dims.size();
-       ++d) {
-    int64_t index = 0, parts = 1;
-    for (int32_t a : sharding.dims[d]) {
-      int64_t n = loom_mesh_axis_size(mesh, a);
-      index = index * n + loom_mesh_coordinate(mesh, a);
-      parts *= n;
-    }
-    offset[d] = index * (shape[d] / parts);
-  }
-  return offset;
-}
-
 Tensor Trainer::localShard(const Tensor &global, const Value &v) const {
   if (!mesh)
     return global;
   Tensor out(global.dtype, v.shape);
   copyBlock(global.bytes.data(), global.shape,
-            blockOffset(global.shape, v.sharding), out.bytes.data(), v.shape,
-            std::vector<int64_t>(v.shape.size(), 0), v.shape,
+            blockOffset(mesh, global.shape, v.sharding), out.bytes.data(),
+            v.shape, std::vector<int64_t>(v.shape.size(), 0), v.shape,
             loom_dtype_size(global.dtype));
   return out;
 }
 
-/// The whole tensor from every rank's block (a collective); partial
-/// values are reduced first.
+/// The whole tensor from every rank's block (a collective).
 bool Trainer::gatherGlobal(const Tensor &local, const Value &v,
                            Tensor &global) {
   if (!mesh || !v.sharding.splits()) {
@@ -246,56 +227,11 @@ bool Trainer::gatherGlobal(const Tensor &local, const Value &v,
     return true;
   }
   Tensor value = local;
-  const Sharding &sh = v.sharding;
-  if (!sh.partial.empty() &&
-      collectiveFailed(
-          loom_all_reduce(mesh, sh.partial.data(),
-                          static_cast<int32_t>(sh.partial.size()), value.dtype,
-                          sh.partialKind, value.bytes.data(),
-                          value.bytes.data(), value.numElements()),
-          "reducing " + v.name))
-    return false;
-  std::vector<int32_t> axes;
-  for (const auto &d : sh.dims)
-    axes.insert(axes.end(), d.begin(), d.end());
-  if (axes.empty()) {
-    global = value;
-    return true;
-  }
-  int64_t group = 1;
-  for (int32_t a : axes)
-    group *= loom_mesh_axis_size(mesh, a);
-  std::vector<char> blocks(value.bytes.size() * group);
-  if (collectiveFailed(loom_all_gather(mesh, axes.data(),
-                                       static_cast<int32_t>(axes.size()),
-                                       value.dtype, value.bytes.data(),
-                                       blocks.data(), value.numElements()),
-                       "gathering " + v.name))
-    return false;
   global = Tensor(value.dtype, v.global);
-  std::vector<int64_t> zeros(v.shape.size(), 0);
-  for (int64_t k = 0; k < group; ++k) {
-    // Member k's coordinates on `axes`, then its block per dimension.
-    std::vector<int64_t> coord(axes.size());
-    int64_t rest = k;
-    for (int64_t i = int64_t(axes.size()) - 1; i >= 0; --i) {
-      int64_t n = loom_mesh_axis_size(mesh, axes[i]);
-      coord[i] = rest % n;
-      rest /= n;
-    }
-    std::vector<int64_t> offset;
-    size_t next = 0;
-    for (size_t d = 0; d < v.shape.size(); ++d) {
-      int64_t index = 0;
-      for (size_t j = 0; d < sh.dims.size() && j < sh.dims[d].size(); ++j, ++next)
-        index = index * loom_mesh_axis_size(mesh, axes[next]) + coord[next];
-      offset.push_back(index * v.shape[d]);
-    }
-    copyBlock(blocks.data() + k * value.bytes.size(), v.shape, zeros,
-              global.bytes.data(), v.global, offset, v.shape,
-              loom_dtype_size(value.dtype));
-  }
-  return true;
+  return !collectiveFailed(
+      loom::program::gatherGlobal(mesh, v.sharding, value.dtype, v.shape, v.global,
+                            value.bytes.data(), global.bytes.data()),
+      "gathering " + v.name);
 }
 
 bool Trainer::bindParameters() {
@@ -368,7 +304,7 @@ bool Trainer::openData() {
     DataSource source;
     source.arg = i;
     source.perEntry = v.global;
-    source.offset = blockOffset(v.global, v.sharding);
+    source.offset = blockOffset(mesh, v.global, v.sharding);
     source.block = v.shape;
     if (m.microBatches > 1) {
       source.perEntry.erase(source.perEntry.begin());

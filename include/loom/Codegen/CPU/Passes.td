@@ -85,14 +85,19 @@ def LoomSplitFunctions : Pass<"loom-split-functions", "mlir::ModuleOp"> {
     selection), and a training step is one function that grows with the
     model's depth. After bufferization, this pass cuts the body of every
     function with more than `max-ops` operations (nested ones counted) into
-    consecutive runs of about `max-ops` operations and moves each run into a
-    private `no_inline` function (`@<name>_part<k>`) called in its place:
-    values the run uses from before become arguments (constants are cloned
-    instead), values it defines and later operations use become results.
-    Each run keeps its operations' order, so the program computes exactly
-    what it did; compile time becomes linear in the number of runs. A run
-    that would return a `memref.alloca` (stack memory) is merged with the
-    next.
+    consecutive runs of at most about `max-ops` operations and moves each
+    run into a private, internal function (`@<name>_part<k>`) called in its
+    place with a `no_inline` call: values the run uses from before become
+    arguments (constants are cloned instead), values it defines and later
+    operations use become results. Cut points are chosen by content (a
+    fixed hash of op names and arities over a window of three ops), so a
+    repeated layer is cut the same way every time; runs whose functions are
+    identical (same type and body) share one function, compiled once. Each
+    run keeps its operations' order, so the program computes exactly what
+    it did. A run that would return a `memref.alloca` (stack memory) is
+    extended until it does not. A split function called through its C
+    interface (`llvm.emit_c_interface`) becomes internal, so LLVM need not
+    lower a call that passes every descriptor field.
   }];
   let options = [
     Option<"maxOps", "max-ops", "int64_t", /*default=*/"300",
