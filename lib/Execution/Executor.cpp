@@ -1,6 +1,7 @@
 //===- Executor.cpp - Compile and run a loom function on the CPU ----------===//
 
 #include "loom/Execution/Executor.h"
+#include "loom/Execution/LLVMPipeline.h"
 
 #include "loom/Codegen/CPU/Passes.h"
 #include "loom/Codegen/CUDA/Passes.h"
@@ -169,6 +170,8 @@ OwningOpRef<ModuleOp> lowerToLLVM(ModuleOp module, StringRef function,
       other.erase();
   DiagnosticCollector collect(ctx, error);
   PassManager pm(ctx);
+  if (options.timePasses)
+    pm.enableTiming();
   CpuPipelineOptions pipelineOptions;
   pipelineOptions.useBlas = options.useBlas;
   pipelineOptions.splitFunctions = options.splitFunctions;
@@ -212,8 +215,8 @@ std::unique_ptr<ExecutionEngine> jitCompile(ModuleOp lowered,
             llvm::toString(targetMachine.takeError());
     return nullptr;
   }
-  auto transformer = makeOptimizingTransformer(
-      options.optLevel, /*sizeLevel=*/0, targetMachine->get());
+  auto transformer = makeLLVMTransformer(options.optLevel, targetMachine->get(),
+                                         options.timePasses);
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = codegen;

@@ -3,6 +3,7 @@
 #include "TestUtils.h"
 
 #include "loom/Execution/Executor.h"
+#include "loom/Execution/LLVMPipeline.h"
 #include "loom/Execution/TensorIO.h"
 
 #include "mlir/IR/Builders.h"
@@ -143,3 +144,16 @@ TEST_F(ExecutionTest, CompileErrorsAreReported) {
 }
 
 } // namespace
+
+// The LLVM pipeline compiled steps go through: LLVM's default one at the
+// level asked for, less CalledValuePropagation, which survives the text
+// round trip (the passes that matter are all there).
+TEST(LLVMPipeline, DefaultLessCalledValuePropagation) {
+  std::string o2 = mlir::loom::llvmPipelineText(2, nullptr);
+  EXPECT_EQ(o2.find("called-value-propagation"), std::string::npos) << o2;
+  for (const char *pass : {"ipsccp", "inline", "sroa", "instcombine",
+                           "loop-vectorize", "slp-vectorizer", "gvn"})
+    EXPECT_NE(o2.find(pass), std::string::npos) << pass << " in " << o2;
+  EXPECT_NE(mlir::loom::llvmPipelineText(0, nullptr), "");
+  EXPECT_EQ(mlir::loom::llvmPipelineText(7, nullptr), "");
+}

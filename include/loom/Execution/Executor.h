@@ -36,6 +36,10 @@ struct ExecutorOptions {
   /// (buildLoomCudaLoopsOnCpuPipeline): checks the generated kernels'
   /// arithmetic without a GPU.
   bool gpuLoopsOnCpu = false;
+  /// Report the time of every MLIR pass of the lowering and of every LLVM
+  /// pass (to stderr; LLVM's report when the process exits; loom-run
+  /// --compile-timing).
+  bool timePasses = false;
   /// Where compiled machine code is kept, keyed by a hash of the lowered
   /// program, the optimization level, the host CPU and LLVM's version
   /// (empty: no cache). A hit skips LLVM's optimization and code

@@ -40,8 +40,19 @@ void mlir::loom::buildLoomBufferizePipeline(OpPassManager &pm) {
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(createCanonicalizerPass()); // drops the replaced tensor.empty ops
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // bufferization::buildBufferDeallocationPipeline, with the step's one
+  // large bufferization.dealloc split before upstream's simplification
+  // (quadratic in its operands) sees it.
+  pm.addPass(memref::createExpandReallocPass(
+      memref::ExpandReallocPassOptions{/*emitDeallocs=*/false}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLoomSplitDeallocations());
+  pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createCanonicalizerPass());
   // Free each temporary after its last use, not at the end of the step.
   pm.addPass(createLoomFreeBuffersEarly());

@@ -61,6 +61,24 @@ def LoomLowerMatmulToBlas : Pass<"loom-lower-matmul-to-blas", "mlir::ModuleOp"> 
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::arith::ArithDialect"];
 }
 
+def LoomSplitDeallocations : Pass<"loom-split-deallocations", "mlir::ModuleOp"> {
+  let summary = "Turn a bufferization.dealloc of distinct allocations into one memref.dealloc each";
+  let description = [{
+    Ownership-based buffer deallocation ends a straight-line function with
+    one `bufferization.dealloc` of every buffer the function touched, each
+    with its ownership condition. Upstream's simplification proves the
+    buffers distinct with pairwise alias queries: quadratic in their
+    number, 9.3 s of a 96-layer GPT's 16 s of lowering. This pass settles
+    the common case in one walk: when the op retains nothing, every
+    condition is a constant, and every buffer with a true condition comes
+    (through `memref.extract_strided_metadata` and view-like ops) from a
+    different `memref.alloc`, the op becomes one `memref.dealloc` per
+    allocation (buffers with a false condition are dropped). Any other
+    `bufferization.dealloc` is left to the upstream passes.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def LoomFreeBuffersEarly : Pass<"loom-free-buffers-early", "mlir::ModuleOp"> {
   let summary = "Move each memref.dealloc to just after the last use of its buffer";
   let description = [{
