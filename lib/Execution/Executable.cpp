@@ -105,9 +105,10 @@ bool writeFile(const std::string &p, StringRef text, std::string &error) {
 }
 
 /// Links the step's object with the rank-program archives and the runtime.
-bool link(const ExecutableOptions &options, const std::string &object,
+bool link(const ExecutableOptions &options, ArrayRef<std::string> objects,
           const std::string &output, std::string &error) {
-  std::vector<std::string> args = {options.linker, "-o", output, object};
+  std::vector<std::string> args = {options.linker, "-o", output};
+  args.insert(args.end(), objects.begin(), objects.end());
   for (const std::string &f : options.linkFlags)
     args.push_back(f);
   args.push_back(path(options.libraryDir, "libloom_program_main.a"));
@@ -195,8 +196,9 @@ bool mlir::loom::writeExecutable(ModuleOp module, StringRef dir,
       !writeFile(path(dir, "train.manifest"),
                  program::printManifest(manifest), error))
     return false;
-  bool linked = link(options, executor.objectFile, path(dir, "train"), error);
-  llvm::sys::fs::remove(executor.objectFile);
+  bool linked = link(options, exec->getObjectFiles(), path(dir, "train"), error);
+  for (const std::string &object : exec->getObjectFiles())
+    llvm::sys::fs::remove(object);
   if (seconds)
     *seconds = std::chrono::duration<double>(
                    std::chrono::steady_clock::now() - start)

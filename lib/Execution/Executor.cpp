@@ -10,7 +10,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -192,42 +191,23 @@ llvm::CodeGenOptLevel codegenLevel(const ExecutorOptions &options) {
                                : llvm::CodeGenOptLevel::Default;
 }
 
-/// An execution engine generating code for this CPU (vector width, FMA);
-/// with `keepObject`, the object it compiles can be dumped.
-std::unique_ptr<ExecutionEngine> jitCompile(ModuleOp lowered,
-                                            const ExecutorOptions &options,
-                                            bool keepObject,
-                                            std::string &error) {
+/// Machine code for this CPU (vector width, FMA): the objects of `lowered`.
+std::optional<std::vector<std::string>>
+compileObjects(ModuleOp lowered, StringRef entry,
+               const ExecutorOptions &options, std::string &error) {
   MLIRContext *ctx = lowered.getContext();
   initializeNativeTarget();
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder) {
-    error = "cannot detect the host CPU: " + llvm::toString(builder.takeError());
-    return nullptr;
-  }
-  llvm::CodeGenOptLevel codegen = codegenLevel(options);
-  builder->setCodeGenOptLevel(codegen);
-  auto targetMachine = builder->createTargetMachine();
-  if (!targetMachine) {
-    error = "cannot create a target machine: " +
-            llvm::toString(targetMachine.takeError());
-    return nullptr;
-  }
-  auto transformer = makeLLVMTransformer(options.optLevel, targetMachine->get(),
-                                         options.timePasses);
-  ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = transformer;
-  engineOptions.jitCodeGenOptLevel = codegen;
-  engineOptions.enableObjectDump = keepObject;
-  auto engine = ExecutionEngine::create(lowered, engineOptions,
-                                        std::move(*targetMachine));
-  if (!engine) {
-    error = "JIT compilation failed: " + llvm::toString(engine.takeError());
-    return nullptr;
-  }
-  return std::move(*engine);
+  ObjectCodeOptions code;
+  code.optLevel = options.optLevel;
+  code.codegenLevel = codegenLevel(options);
+  code.threads = options.compileThreads;
+  code.timePasses = options.timePasses;
+  auto objects = compileToObjects(lowered, entry, code, error);
+  if (!objects)
+    error = "compilation failed: " + error;
+  return objects;
 }
 
 /// The allocator compiled code calls (memref.alloc becomes malloc or
@@ -324,9 +304,12 @@ public:
   std::string object() const { return path(".o"); }
   std::string lock() const { return path(".lock"); }
 
-  std::unique_ptr<llvm::MemoryBuffer> load() const {
+  /// The cached objects, if the entry exists and is whole.
+  std::optional<std::vector<std::string>> load() const {
     auto buffer = llvm::MemoryBuffer::getFile(object());
-    return buffer ? std::move(*buffer) : nullptr;
+    if (!buffer)
+      return std::nullopt;
+    return unpack((*buffer)->getBuffer());
   }
 
   /// Takes the lock (true), or another process holds it (false). The lock
@@ -343,28 +326,38 @@ public:
     return true;
   }
 
-  /// Waits while another live process holds the lock; its object, or null
-  /// when it is gone without one (killed while compiling: the lock is
+  /// Waits while another live process holds the lock; its objects, or none
+  /// when it is gone without them (killed while compiling: the lock is
   /// removed) or took longer than `seconds`.
-  std::unique_ptr<llvm::MemoryBuffer> waitForOther(int seconds) const {
+  std::optional<std::vector<std::string>> waitForOther(int seconds) const {
     for (int waited = 0; waited < seconds * 20; ++waited) {
-      if (auto buffer = load())
-        return buffer;
+      if (auto objects = load())
+        return objects;
       if (!llvm::sys::fs::exists(lock()))
         return load();
       if (waited % 20 == 0 && holderDied()) {
         unlock();
-        return nullptr;
+        return std::nullopt;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return nullptr;
+    return std::nullopt;
   }
 
-  /// Publishes `engine`'s object under the key (write, then rename).
-  void store(ExecutionEngine &engine) const {
+  /// Publishes `objects` under the key (write, then rename).
+  void store(llvm::ArrayRef<std::string> objects) const {
     std::string tmp = path(".o.tmp" + std::to_string(::getpid()));
-    engine.dumpToObjectFile(tmp);
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(tmp, ec);
+      if (ec)
+        return;
+      os << kMagic << objects.size() << "\n";
+      for (const std::string &o : objects)
+        os << o.size() << "\n";
+      for (const std::string &o : objects)
+        os << o;
+    }
     if (llvm::sys::fs::rename(tmp, object()))
       llvm::sys::fs::remove(tmp);
   }
@@ -389,6 +382,36 @@ private:
     return ::kill(id, 0) != 0 && errno == ESRCH;
   }
 
+  /// An entry: kMagic, the number of objects and each one's size (one per
+  /// line), then the objects.
+  static constexpr llvm::StringLiteral kMagic = "loom-objects 1\n";
+  static std::optional<std::vector<std::string>> unpack(StringRef bytes) {
+    if (!bytes.consume_front(kMagic))
+      return std::nullopt;
+    auto number = [&](uint64_t &n) {
+      auto [line, rest] = bytes.split('\n');
+      bytes = rest;
+      return !line.getAsInteger(10, n);
+    };
+    uint64_t count;
+    if (!number(count) || count == 0 || count > 4096)
+      return std::nullopt;
+    std::vector<uint64_t> sizes(count);
+    for (uint64_t &size : sizes)
+      if (!number(size))
+        return std::nullopt;
+    std::vector<std::string> objects;
+    for (uint64_t size : sizes) {
+      if (bytes.size() < size)
+        return std::nullopt;
+      objects.push_back(bytes.take_front(size).str());
+      bytes = bytes.drop_front(size);
+    }
+    if (!bytes.empty())
+      return std::nullopt;
+    return objects;
+  }
+
   std::string path(StringRef suffix) const {
     SmallString<256> p(dir);
     llvm::sys::path::append(p, key + suffix);
@@ -397,10 +420,10 @@ private:
   std::string dir, key;
 };
 
-/// A JIT that only links `object` (no compilation) against the runtime.
+/// A JIT that only links `objects` (no compilation) against the runtime.
 std::unique_ptr<llvm::orc::LLJIT>
-loadObject(std::unique_ptr<llvm::MemoryBuffer> object,
-           const ExecutorOptions &options, std::string &error) {
+loadObjects(llvm::ArrayRef<std::string> objects,
+            const ExecutorOptions &options, std::string &error) {
   initializeNativeTarget();
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) {
@@ -428,10 +451,12 @@ loadObject(std::unique_ptr<llvm::MemoryBuffer> object,
     else
       err = process.takeError();
   }
-  if (!err)
-    err = (*jit)->addObjectFile(std::move(object));
+  for (auto [i, object] : llvm::enumerate(objects))
+    if (!err)
+      err = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(
+          object, "loom-step-" + std::to_string(i) + ".o"));
   if (err) {
-    error = "cannot load the cached object: " + llvm::toString(std::move(err));
+    error = "cannot load the compiled objects: " + llvm::toString(std::move(err));
     return nullptr;
   }
   return std::move(*jit);
@@ -439,35 +464,21 @@ loadObject(std::unique_ptr<llvm::MemoryBuffer> object,
 
 } // namespace
 
-bool Executor::useObject(std::unique_ptr<llvm::MemoryBuffer> object,
-                         const ExecutorOptions &options, std::string &error) {
-  loaded = loadObject(std::move(object), options, error);
+bool Executor::useObjects(llvm::ArrayRef<std::string> objects,
+                          const ExecutorOptions &options, std::string &error) {
+  loaded = loadObjects(objects, options, error);
   if (!loaded)
     return false;
+  // Looking the entry up links the objects: unresolved symbols and
+  // relocation errors surface here, and run times measure running.
   auto fn = loaded->lookup("_mlir__mlir_ciface_" + entry);
   if (!fn) {
-    error = "the cached object has no @" + entry + ": " +
+    error = "the compiled objects have no @" + entry + ": " +
             llvm::toString(fn.takeError());
     loaded.reset();
     return false;
   }
   packedEntry = fn->toPtr<void (*)(void **)>();
-  cached = true;
-  return true;
-}
-
-bool Executor::compile(ModuleOp lowered, const ExecutorOptions &options,
-                       bool keepObject, std::string &error) {
-  engine = jitCompile(lowered, options, keepObject, error);
-  if (!engine)
-    return false;
-  engine->registerSymbols(runtimeSymbols);
-  // Generate machine code now (ORC would do it at the first call), so that
-  // compile errors surface here and run times measure running.
-  if (auto fnPtr = engine->lookupPacked("_mlir_ciface_" + entry); !fnPtr) {
-    error = "JIT compilation failed: " + llvm::toString(fnPtr.takeError());
-    return false;
-  }
   return true;
 }
 
@@ -491,54 +502,71 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
   if (!lowered)
     return nullptr;
   if (!options.objectFile.empty()) {
-    if (!executor->compile(*lowered, options, true, error))
+    auto objects = compileObjects(*lowered, function, options, error);
+    if (!objects)
       return nullptr;
-    executor->engine->dumpToObjectFile(options.objectFile);
-    if (!llvm::sys::fs::exists(options.objectFile)) {
-      error = "cannot write the object file " + options.objectFile;
-      return nullptr;
+    for (auto [i, object] : llvm::enumerate(*objects)) {
+      SmallString<256> file(options.objectFile);
+      if (i > 0)
+        llvm::sys::path::replace_extension(file,
+                                           "." + std::to_string(i) + ".o");
+      std::error_code ec;
+      llvm::raw_fd_ostream os(file, ec);
+      if (!ec)
+        os << object;
+      if (ec || os.has_error()) {
+        error = "cannot write the object file " + std::string(file);
+        return nullptr;
+      }
+      executor->objectFiles.push_back(std::string(file));
     }
-    return executor;
+    return executor->useObjects(*objects, options, error) ? std::move(executor)
+                                                          : nullptr;
   }
-  if (options.cacheDir.empty())
-    return executor->compile(*lowered, options, false, error)
+  if (options.cacheDir.empty()) {
+    auto objects = compileObjects(*lowered, function, options, error);
+    return objects && executor->useObjects(*objects, options, error)
                ? std::move(executor)
                : nullptr;
+  }
 
   // Compiled once: a cached object, or the one another process (another
   // rank) is compiling, or compile and publish it. A cache that cannot be
   // read or written only costs the compilation.
   ObjectCache cache(options.cacheDir, *lowered, options);
   std::string ignored;
-  if (auto object = cache.load())
-    if (executor->useObject(std::move(object), options, ignored))
+  if (auto objects = cache.load())
+    if (executor->useObjects(*objects, options, ignored)) {
+      executor->cached = true;
       return executor;
+    }
   bool owner = cache.tryLock();
   if (!owner) {
-    if (auto object = cache.waitForOther(/*seconds=*/600))
-      if (executor->useObject(std::move(object), options, ignored))
+    if (auto objects = cache.waitForOther(/*seconds=*/600))
+      if (executor->useObjects(*objects, options, ignored)) {
+        executor->cached = true;
         return executor;
+      }
     // The holder died (its lock is gone) or its object did not load.
     owner = cache.tryLock();
   }
-  bool ok = executor->compile(*lowered, options, owner, error);
+  auto objects = compileObjects(*lowered, function, options, error);
   if (owner) {
-    if (ok)
-      cache.store(*executor->engine);
+    if (objects)
+      cache.store(*objects);
     cache.unlock();
   }
-  return ok ? std::move(executor) : nullptr;
+  return objects && executor->useObjects(*objects, options, error)
+             ? std::move(executor)
+             : nullptr;
 }
 
 bool Executor::invoke(MutableArrayRef<void *> packed, std::string &error) {
-  if (packedEntry) {
-    packedEntry(packed.data());
-    return true;
-  }
-  if (llvm::Error err = engine->invokePacked("_mlir_ciface_" + entry, packed)) {
-    error = "cannot call @" + entry + ": " + llvm::toString(std::move(err));
+  if (!packedEntry) {
+    error = "@" + entry + " is not compiled";
     return false;
   }
+  packedEntry(packed.data());
   return true;
 }
 

@@ -1,4 +1,4 @@
-//===- LLVMPipeline.cpp - LLVM's optimization pipeline for loom steps -----===//
+//===- LLVMPipeline.cpp - LLVM's optimization and code generation ---------===//
 //
 // LLVM's default per-module pipeline (what MLIR's makeOptimizingTransformer
 // runs) less the module passes that do nothing for a training step but
@@ -8,9 +8,24 @@
 // function (every descriptor field of ~1500 buffers passed to the pieces
 // loom-split-functions cut) it took 49.7 of 57 s of optimization.
 //
+// Code generation then runs on every core: the optimized module is split
+// into partitions (whole functions each) compiled in parallel to one
+// object each, which the JIT loads together and rank programs link.
+//
 //===----------------------------------------------------------------------===//
 
 #include "loom/Execution/LLVMPipeline.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
+#include "llvm/Support/FormatVariadic.h"
+#include <chrono>
+#include <thread>
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassInstrumentation.h"
@@ -147,4 +162,169 @@ mlir::loom::makeLLVMTransformer(unsigned optLevel, TargetMachine *targetMachine,
     TimePassesIsEnabled = wasTiming;
     return Error::success();
   };
+}
+
+//===----------------------------------------------------------------------===//
+// Object code
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A target machine for this host, as ORC's JIT makes one.
+Expected<std::unique_ptr<TargetMachine>>
+hostTargetMachine(CodeGenOptLevel level) {
+  auto builder = orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return builder.takeError();
+  builder->setCodeGenOptLevel(level);
+  return builder->createTargetMachine();
+}
+
+/// `_mlir_<name>(void **args)`: loads each argument of `name` through the
+/// pointer at its index and calls it (MLIR ExecutionEngine's packed
+/// interface; results are returned through the C interface's pointers).
+bool addPackedWrapper(Module &module, StringRef name, std::string &error) {
+  Function *callee = module.getFunction(name);
+  if (!callee || callee->isDeclaration()) {
+    error = "the compiled module has no function " + name.str();
+    return false;
+  }
+  LLVMContext &ctx = module.getContext();
+  IRBuilder<> builder(ctx);
+  auto *type = FunctionType::get(builder.getVoidTy(), builder.getPtrTy(),
+                                 /*isVarArg=*/false);
+  Function *wrapper = Function::Create(type, GlobalValue::ExternalLinkage,
+                                       "_mlir_" + name, module);
+  builder.SetInsertPoint(BasicBlock::Create(ctx, "entry", wrapper));
+  Value *list = wrapper->getArg(0);
+  SmallVector<Value *> args;
+  for (Argument &arg : callee->args()) {
+    Value *slot = builder.CreateGEP(builder.getPtrTy(), list,
+                                    builder.getInt64(arg.getArgNo()));
+    Value *pointer = builder.CreateLoad(builder.getPtrTy(), slot);
+    args.push_back(builder.CreateLoad(arg.getType(), pointer));
+  }
+  Value *result = builder.CreateCall(callee, args);
+  if (!result->getType()->isVoidTy()) {
+    Value *slot = builder.CreateGEP(builder.getPtrTy(), list,
+                                    builder.getInt64(callee->arg_size()));
+    builder.CreateStore(result, builder.CreateLoad(builder.getPtrTy(), slot));
+  }
+  builder.CreateRetVoid();
+  return true;
+}
+
+/// Machine code for `module` as a relocatable object.
+Expected<std::string> emitObject(Module &module, CodeGenOptLevel level) {
+  auto machine = hostTargetMachine(level);
+  if (!machine)
+    return machine.takeError();
+  SmallString<0> bytes;
+  raw_svector_ostream os(bytes);
+  legacy::PassManager passes;
+  if ((*machine)->addPassesToEmitFile(passes, os, nullptr,
+                                      CodeGenFileType::ObjectFile))
+    return make_error<StringError>("the target cannot emit object files",
+                                   inconvertibleErrorCode());
+  passes.run(module);
+  return std::string(bytes);
+}
+
+unsigned definedFunctions(const Module &module) {
+  unsigned n = 0;
+  for (const Function &f : module)
+    n += !f.isDeclaration();
+  return n;
+}
+
+} // namespace
+
+std::optional<std::vector<std::string>>
+mlir::loom::compileToObjects(ModuleOp lowered, StringRef entry,
+                             const ObjectCodeOptions &options,
+                             std::string &error) {
+  auto fail = [&](Error e) -> std::optional<std::vector<std::string>> {
+    error = toString(std::move(e));
+    return std::nullopt;
+  };
+  auto context = std::make_unique<LLVMContext>();
+  std::unique_ptr<Module> module =
+      translateModuleToLLVMIR(lowered, *context, "loom_step");
+  if (!module) {
+    error = "cannot translate the lowered step to LLVM IR";
+    return std::nullopt;
+  }
+  auto machine = hostTargetMachine(options.codegenLevel);
+  if (!machine)
+    return fail(machine.takeError());
+  ExecutionEngine::setupTargetTripleAndDataLayout(module.get(), machine->get());
+  if (!addPackedWrapper(*module, ("_mlir_ciface_" + entry).str(), error))
+    return std::nullopt;
+  if (Error e = makeLLVMTransformer(options.optLevel, machine->get(),
+                                    options.timePasses)(module.get()))
+    return fail(std::move(e));
+
+  unsigned threads = options.threads ? options.threads
+                                     : std::max(1u, std::thread::hardware_concurrency());
+  // A partition per thread, each with two functions at least (splitting
+  // copies declarations and globals into every partition).
+  unsigned partitions =
+      std::max(1u, std::min(threads, definedFunctions(*module) / 2));
+  auto start = std::chrono::steady_clock::now();
+  auto report = [&] {
+    if (options.timePasses)
+      errs() << formatv("loom: code generation in {0} partition(s) on {1} "
+                        "thread(s): {2:f2} s\n",
+                        partitions, std::min(threads, partitions),
+                        std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count());
+  };
+  if (partitions == 1) {
+    Expected<std::string> object = emitObject(*module, options.codegenLevel);
+    if (!object)
+      return fail(object.takeError());
+    report();
+    return std::vector<std::string>{std::move(*object)};
+  }
+  // Partitions cross threads as bitcode, each read into its own context
+  // (an LLVMContext is not thread-safe), as LLVM's parallel code generation
+  // for LTO does.
+  std::vector<std::string> bitcode;
+  SplitModule(
+      *module, partitions,
+      [&](std::unique_ptr<Module> part) {
+        std::string bytes;
+        raw_string_ostream os(bytes);
+        WriteBitcodeToFile(*part, os);
+        bitcode.push_back(std::move(bytes));
+      },
+      /*PreserveLocals=*/false, /*RoundRobin=*/true);
+  std::vector<std::string> objects(bitcode.size());
+  std::vector<std::string> errors(bitcode.size());
+  std::vector<std::thread> workers;
+  for (size_t i = 0; i < bitcode.size(); ++i)
+    workers.emplace_back([&, i] {
+      LLVMContext partContext;
+      auto part = parseBitcodeFile(
+          MemoryBufferRef(bitcode[i], "partition"), partContext);
+      if (!part) {
+        errors[i] = toString(part.takeError());
+        return;
+      }
+      Expected<std::string> object = emitObject(**part, options.codegenLevel);
+      if (!object)
+        errors[i] = toString(object.takeError());
+      else
+        objects[i] = std::move(*object);
+    });
+  for (std::thread &worker : workers)
+    worker.join();
+  for (const std::string &e : errors)
+    if (!e.empty()) {
+      error = "code generation failed: " + e;
+      return std::nullopt;
+    }
+  report();
+  return objects;
 }

@@ -141,6 +141,10 @@ static cl::opt<int64_t> splitFunctions("split-functions",
     cl::desc("Cut long steps into functions of about this many ops before "
              "LLVM compiles them (default 300; 0: one function)"),
     cl::init(300), cl::cat(category));
+static cl::opt<unsigned> compileThreads("compile-threads",
+    cl::desc("Threads generating machine code (default 0: one per hardware "
+             "thread)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<bool> timePasses("compile-timing",
     cl::desc("Report the time of every MLIR and LLVM pass of the compilation "
              "(stderr)"),
@@ -235,7 +239,7 @@ int runExecutable() {
   for (const auto *opt :
        std::initializer_list<const cl::Option *>{
            &checkpointDir, &checkpointEvery, &checkpointKeep, &resumeFrom,
-           &traceOut, &profile, &noBlas, &optLevel, &gpuLoopsOnCpu, &noCache, &splitFunctions, &timePasses})
+           &traceOut, &profile, &noBlas, &optLevel, &gpuLoopsOnCpu, &noCache, &splitFunctions, &timePasses, &compileThreads})
     if (opt->getNumOccurrences())
       return fail("--executable runs the program loomc compiled, which does "
                   "not take --" + opt->ArgStr.str() +
@@ -295,6 +299,7 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   options.executor.optLevel = optLevel;
   options.executor.splitFunctions = splitFunctions;
   options.executor.timePasses = timePasses;
+  options.executor.compileThreads = compileThreads;
   options.executor.gpuLoopsOnCpu = gpuLoopsOnCpu;
   if (!noCache) {
     SmallString<256> cache(modelPath);
@@ -681,6 +686,7 @@ int runModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   options.optLevel = optLevel;
   options.splitFunctions = splitFunctions;
   options.timePasses = timePasses;
+  options.compileThreads = compileThreads;
   options.gpuLoopsOnCpu = gpuLoopsOnCpu;
   auto compileStart = std::chrono::steady_clock::now();
   std::unique_ptr<Executor> executor =

@@ -1,8 +1,9 @@
 //===- Executor.h - Compile and run a loom function on the CPU --*- C++ -*-===//
 //
 // The execution library behind loom-run and the numerical tests: lowers a
-// module with the loom-cpu-pipeline, JIT-compiles it with MLIR's
-// ExecutionEngine (ORC) and calls a function on host tensors.
+// module with the loom-cpu-pipeline, compiles it to machine code
+// (LLVMPipeline.h: LLVM's optimizations, code generation on every core),
+// links the objects in an ORC JIT and calls a function on host tensors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,10 +16,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include <memory>
 #include <optional>
-
-namespace mlir {
-class ExecutionEngine;
-} // namespace mlir
+#include <vector>
 
 namespace mlir::loom {
 
@@ -46,9 +44,12 @@ struct ExecutorOptions {
   /// generation; concurrent processes (the ranks of one job) compile once:
   /// the first takes a lock and the others wait for its object.
   std::string cacheDir;
-  /// Where to write the compiled object file as well (loomc
-  /// --emit=executable links it into a program); empty: nowhere.
+  /// Where to write the compiled object files as well (loomc
+  /// --emit=executable links them into a program; getObjectFiles() lists
+  /// them); empty: nowhere.
   std::string objectFile;
+  /// Threads generating machine code (0: one per hardware thread).
+  unsigned compileThreads = 0;
 };
 
 /// One argument or result of the compiled function.
@@ -129,20 +130,20 @@ public:
   /// Whether the machine code came from ExecutorOptions::cacheDir.
   bool fromCache() const { return cached; }
 
+  /// With ExecutorOptions::objectFile: the object files written (the
+  /// first at objectFile, the others beside it as <stem>.<i>.o).
+  llvm::ArrayRef<std::string> getObjectFiles() const { return objectFiles; }
+
 private:
   Executor() = default;
   /// Calls the packed entry point (`_mlir__mlir_ciface_<entry>`).
   bool invoke(llvm::MutableArrayRef<void *> packed, std::string &error);
-  /// Compiles `lowered` with the execution engine (keeping its object for
-  /// the cache when `keepObject`).
-  bool compile(ModuleOp lowered, const ExecutorOptions &options,
-               bool keepObject, std::string &error);
-  /// Links a cached object instead.
-  bool useObject(std::unique_ptr<llvm::MemoryBuffer> object,
-                 const ExecutorOptions &options, std::string &error);
-  std::unique_ptr<ExecutionEngine> engine;
-  /// A cached object, loaded without the MLIR execution engine.
+  /// Links compiled (or cached) objects and finds the entry point.
+  bool useObjects(llvm::ArrayRef<std::string> objects,
+                  const ExecutorOptions &options, std::string &error);
+  /// The JIT holding the linked objects.
   std::unique_ptr<llvm::orc::LLJIT> loaded;
+  std::vector<std::string> objectFiles;
   void (*packedEntry)(void **) = nullptr;
   bool cached = false;
   std::string entry;

@@ -10,9 +10,13 @@
 #ifndef LOOM_EXECUTION_LLVMPIPELINE_H
 #define LOOM_EXECUTION_LLVMPIPELINE_H
 
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/CodeGen.h"
 #include "llvm/Support/Error.h"
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class Module;
@@ -32,6 +36,27 @@ makeLLVMTransformer(unsigned optLevel, llvm::TargetMachine *targetMachine,
 /// empty for an invalid level.
 std::string llvmPipelineText(unsigned optLevel,
                              llvm::TargetMachine *targetMachine);
+
+/// How a lowered step becomes machine code.
+struct ObjectCodeOptions {
+  /// LLVM optimization level (0-3) and code generation level.
+  unsigned optLevel = 2;
+  llvm::CodeGenOptLevel codegenLevel = llvm::CodeGenOptLevel::Default;
+  /// Threads generating code (0: one per hardware thread). A module of
+  /// many functions (loom-split-functions' pieces) is split into up to this
+  /// many partitions compiled in parallel, one object each.
+  unsigned threads = 0;
+  bool timePasses = false;
+};
+
+/// Translates `lowered` (LLVM dialect) to LLVM IR for this host's CPU, adds
+/// the packed entry point `_mlir__mlir_ciface_<entry>(void **)` (MLIR
+/// ExecutionEngine's calling convention), optimizes it and generates
+/// object code: one or more relocatable objects, together defining the
+/// module. std::nullopt with `error` set on failure.
+std::optional<std::vector<std::string>>
+compileToObjects(ModuleOp lowered, llvm::StringRef entry,
+                 const ObjectCodeOptions &options, std::string &error);
 
 } // namespace mlir::loom
 
