@@ -153,14 +153,15 @@ mlir::loom::makeLLVMTransformer(unsigned optLevel, TargetMachine *targetMachine,
     builder.crossRegisterProxies(loops, functions, sccs, modules);
 
     ModulePassManager pipeline;
-    if (Error error = builder.parsePassPipeline(
-            pipeline, pipelineText(builder, callbacks, *ol)))
-      return error;
-    pipeline.run(*module, modules);
-    if (timePasses)
-      reportAndResetTimings(&errs());
+    Error error = builder.parsePassPipeline(
+        pipeline, pipelineText(builder, callbacks, *ol));
+    if (!error) {
+      pipeline.run(*module, modules);
+      if (timePasses)
+        reportAndResetTimings(&errs());
+    }
     TimePassesIsEnabled = wasTiming;
-    return Error::success();
+    return error;
   };
 }
 
@@ -273,9 +274,9 @@ mlir::loom::compileToObjects(ModuleOp lowered, StringRef entry,
   auto start = std::chrono::steady_clock::now();
   auto report = [&] {
     if (options.timePasses)
-      errs() << formatv("loom: code generation in {0} partition(s) on {1} "
-                        "thread(s): {2:f2} s\n",
-                        partitions, std::min(threads, partitions),
+      errs() << formatv("loom: code generation in {0} partition(s) on {0} "
+                        "thread(s): {1:f2} s\n",
+                        partitions,
                         std::chrono::duration<double>(
                             std::chrono::steady_clock::now() - start)
                             .count());
