@@ -104,7 +104,29 @@ bool writeFile(const std::string &p, StringRef text, std::string &error) {
   return true;
 }
 
-/// Links the step's object with the rank-program archives and the runtime.
+/// DIR/lib/libloom_runtime.so, a copy of the runtime the program links:
+/// the artifact directory is then the whole program, movable to another
+/// machine with the same system libraries (MPI, OpenBLAS, Gloo, the CUDA
+/// runtime and NCCL, which the runtime's own run path names).
+bool copyRuntime(const ExecutableOptions &options, StringRef dir,
+                 std::string &error) {
+  std::string from = path(options.libraryDir, "libloom_runtime.so");
+  std::string libDir = path(dir, "lib");
+  std::string to = path(libDir, "libloom_runtime.so");
+  if (std::error_code ec = llvm::sys::fs::create_directories(libDir)) {
+    error = "cannot create " + libDir + ": " + ec.message();
+    return false;
+  }
+  if (std::error_code ec = llvm::sys::fs::copy_file(from, to)) {
+    error = "cannot copy the runtime " + from + " to " + to + ": " +
+            ec.message();
+    return false;
+  }
+  return true;
+}
+
+/// Links the step's objects with the rank-program archives and the runtime,
+/// which is found at run time in `$ORIGIN/lib` (copyRuntime puts it there).
 bool link(const ExecutableOptions &options, ArrayRef<std::string> objects,
           const std::string &output, std::string &error) {
   std::vector<std::string> args = {options.linker, "-o", output};
@@ -115,7 +137,7 @@ bool link(const ExecutableOptions &options, ArrayRef<std::string> objects,
   args.push_back(path(options.libraryDir, "libloom_program.a"));
   args.push_back("-L" + options.libraryDir);
   args.push_back("-lloom_runtime");
-  args.push_back("-Wl,-rpath," + options.libraryDir);
+  args.push_back("-Wl,-rpath,$ORIGIN/lib");
   // The JIT's code model and relocations: no position-independent code.
   args.push_back("-no-pie");
   SmallVector<StringRef> refs(args.begin(), args.end());
@@ -196,7 +218,8 @@ bool mlir::loom::writeExecutable(ModuleOp module, StringRef dir,
       !writeFile(path(dir, "train.manifest"),
                  program::printManifest(manifest), error))
     return false;
-  bool linked = link(options, exec->getObjectFiles(), path(dir, "train"), error);
+  bool linked = copyRuntime(options, dir, error) &&
+                link(options, exec->getObjectFiles(), path(dir, "train"), error);
   for (const std::string &object : exec->getObjectFiles())
     llvm::sys::fs::remove(object);
   if (seconds)
