@@ -5,7 +5,8 @@
 // enqueued on the stream and polled with a deadline; on timeout the
 // communicator is aborted (ncclCommAbort) so that no rank hangs. Built when
 // CUDA and NCCL are found (LOOM_HAVE_NCCL); otherwise creating this backend
-// fails with UNAVAILABLE.
+// fails with UNAVAILABLE. NCCL and the CUDA runtime are loaded when the
+// backend is first made, not linked.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,11 +18,88 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <dlfcn.h>
+
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <string>
 #include <thread>
 
 using namespace loom::rt;
+
+namespace {
+
+/// NCCL and the CUDA runtime, loaded (dlopen) when an NCCL backend is first
+/// made: libloom_runtime.so does not depend on them, so rank programs and
+/// CPU training run on machines without CUDA. Found through the runtime's
+/// run path (the CUDA toolkit Loom was built with) or the loader's.
+#define LOOM_NCCL_FUNCTIONS(X)                                                 \
+  X(ncclGetErrorString) X(ncclSend) X(ncclRecv) X(ncclGroupStart)              \
+  X(ncclGroupEnd) X(ncclCommDestroy) X(ncclAllReduce) X(ncclReduceScatter)     \
+  X(ncclGetUniqueId) X(ncclCommUserRank) X(ncclCommSplit) X(ncclCommInitRank)  \
+  X(ncclCommGetAsyncError) X(ncclCommCount) X(ncclCommAbort) X(ncclAllGather)
+#define LOOM_CUDA_FUNCTIONS(X)                                                 \
+  X(cudaGetErrorString) X(cudaStreamQuery) X(cudaStreamDestroy)               \
+  X(cudaStreamCreateWithFlags) X(cudaSetDevice) X(cudaMallocAsync)             \
+  X(cudaGetDeviceCount) X(cudaFreeAsync)
+
+struct Api {
+#define LOOM_DECLARE(name) decltype(&::name) name = nullptr;
+  LOOM_NCCL_FUNCTIONS(LOOM_DECLARE)
+#undef LOOM_DECLARE
+  // The C declarations (cuda_runtime.h overloads some in C++).
+  const char *(*cudaGetErrorString)(cudaError_t) = nullptr;
+  cudaError_t (*cudaStreamQuery)(cudaStream_t) = nullptr;
+  cudaError_t (*cudaStreamDestroy)(cudaStream_t) = nullptr;
+  cudaError_t (*cudaStreamCreateWithFlags)(cudaStream_t *, unsigned) = nullptr;
+  cudaError_t (*cudaSetDevice)(int) = nullptr;
+  cudaError_t (*cudaMallocAsync)(void **, size_t, cudaStream_t) = nullptr;
+  cudaError_t (*cudaGetDeviceCount)(int *) = nullptr;
+  cudaError_t (*cudaFreeAsync)(void *, cudaStream_t) = nullptr;
+};
+
+const Api *api = nullptr;
+
+/// Loads the libraries once; null with `error` naming what is missing.
+const Api *loadApi(std::string &error) {
+  static Api loaded;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string ncclName = "libnccl.so." + std::to_string(NCCL_MAJOR);
+    std::string cudaName = "libcudart.so." + std::to_string(CUDART_VERSION / 1000);
+    void *cuda = ::dlopen(cudaName.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void *nccl = cuda ? ::dlopen(ncclName.c_str(), RTLD_NOW | RTLD_LOCAL)
+                      : nullptr;
+    if (!cuda || !nccl) {
+      const char *why = ::dlerror();
+      failure = "the NCCL backend needs " + (cuda ? ncclName : cudaName) +
+                ": " + (why ? why : "not found");
+      return;
+    }
+#define LOOM_LOAD(lib, name)                                                   \
+  if (failure.empty()) {                                                       \
+    loaded.name = reinterpret_cast<decltype(loaded.name)>(::dlsym(lib, #name)); \
+    if (!loaded.name)                                                          \
+      failure = "the NCCL backend cannot find " #name " in a loaded library";  \
+  }
+#define LOOM_LOAD_NCCL(name) LOOM_LOAD(nccl, name)
+#define LOOM_LOAD_CUDA(name) LOOM_LOAD(cuda, name)
+    LOOM_NCCL_FUNCTIONS(LOOM_LOAD_NCCL)
+    LOOM_CUDA_FUNCTIONS(LOOM_LOAD_CUDA)
+#undef LOOM_LOAD_CUDA
+#undef LOOM_LOAD_NCCL
+#undef LOOM_LOAD
+  });
+  if (!failure.empty()) {
+    error = failure;
+    return nullptr;
+  }
+  return &loaded;
+}
+
+} // namespace
 
 namespace {
 
@@ -29,7 +107,7 @@ struct NcclGroup final : Group {
   ncclComm_t comm = nullptr;
   ~NcclGroup() override {
     if (comm)
-      ncclCommDestroy(comm);
+      api->ncclCommDestroy(comm);
   }
 };
 
@@ -92,36 +170,36 @@ public:
       : options(options), mpi(std::move(bootstrap)) {}
   ~NcclBackend() override {
     if (world)
-      ncclCommDestroy(world);
+      api->ncclCommDestroy(world);
     if (stream)
-      cudaStreamDestroy(stream);
+      api->cudaStreamDestroy(stream);
   }
 
   loom_status_t init() {
     int devices = 0;
-    cudaError_t err = cudaGetDeviceCount(&devices);
+    cudaError_t err = api->cudaGetDeviceCount(&devices);
     if (err != cudaSuccess || devices == 0)
       return loom_status_make(
           LOOM_STATUS_UNAVAILABLE,
           "the NCCL backend needs a GPU: cudaGetDeviceCount: %s",
-          err != cudaSuccess ? cudaGetErrorString(err) : "no devices");
+          err != cudaSuccess ? api->cudaGetErrorString(err) : "no devices");
     loom_launch_info_t info;
     if (loom_status_t s = loom_launch_info_from_env(&info))
       return s;
-    cudaSetDevice(info.local_rank % devices);
-    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) !=
+    api->cudaSetDevice(info.local_rank % devices);
+    if (api->cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) !=
         cudaSuccess)
       return loom_status_make(LOOM_STATUS_UNAVAILABLE,
                               "cannot create a CUDA stream");
     ncclUniqueId id;
-    if (mpi->rank() == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+    if (mpi->rank() == 0 && api->ncclGetUniqueId(&id) != ncclSuccess)
       return loom_status_make(LOOM_STATUS_UNAVAILABLE,
                               "ncclGetUniqueId failed");
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-    ncclResult_t r = ncclCommInitRank(&world, mpi->size(), id, mpi->rank());
+    ncclResult_t r = api->ncclCommInitRank(&world, mpi->size(), id, mpi->rank());
     if (r != ncclSuccess)
       return loom_status_make(LOOM_STATUS_UNAVAILABLE,
-                              "ncclCommInitRank: %s", ncclGetErrorString(r));
+                              "ncclCommInitRank: %s", api->ncclGetErrorString(r));
     return nullptr;
   }
 
@@ -132,12 +210,12 @@ public:
   loom_status_t split(int color, int key,
                       std::unique_ptr<Group> &out) override {
     auto group = std::make_unique<NcclGroup>();
-    ncclResult_t r = ncclCommSplit(world, color, key, &group->comm, nullptr);
+    ncclResult_t r = api->ncclCommSplit(world, color, key, &group->comm, nullptr);
     if (r != ncclSuccess)
       return loom_status_make(LOOM_STATUS_INTERNAL, "ncclCommSplit: %s",
-                              ncclGetErrorString(r));
-    ncclCommCount(group->comm, &group->size);
-    ncclCommUserRank(group->comm, &group->rank);
+                              api->ncclGetErrorString(r));
+    api->ncclCommCount(group->comm, &group->size);
+    api->ncclCommUserRank(group->comm, &group->rank);
     out = std::move(group);
     return nullptr;
   }
@@ -157,21 +235,21 @@ public:
                           loom_reduction_t reduction, const void *send,
                           void *recv) override {
     return collective(g, info, [&](ncclComm_t comm, ncclDataType_t t) {
-      return ncclAllReduce(send, recv, info.count, t, ncclOp(reduction), comm,
+      return api->ncclAllReduce(send, recv, info.count, t, ncclOp(reduction), comm,
                            stream);
     });
   }
   loom_status_t allGather(Group &g, const CallInfo &info, const void *send,
                           void *recv) override {
     return collective(g, info, [&](ncclComm_t comm, ncclDataType_t t) {
-      return ncclAllGather(send, recv, info.count, t, comm, stream);
+      return api->ncclAllGather(send, recv, info.count, t, comm, stream);
     });
   }
   loom_status_t reduceScatter(Group &g, const CallInfo &info,
                               loom_reduction_t reduction, const void *send,
                               void *recv) override {
     return collective(g, info, [&](ncclComm_t comm, ncclDataType_t t) {
-      return ncclReduceScatter(send, recv, info.count, t, ncclOp(reduction),
+      return api->ncclReduceScatter(send, recv, info.count, t, ncclOp(reduction),
                                comm, stream);
     });
   }
@@ -182,35 +260,35 @@ public:
       return unsupported(info);
     auto &group = static_cast<NcclGroup &>(g);
     size_t block = loom_dtype_size(info.dtype) * info.count;
-    ncclGroupStart();
+    api->ncclGroupStart();
     for (int peer = 0; peer < group.size; ++peer) {
-      ncclSend(static_cast<const char *>(send) + peer * block, info.count, t,
+      api->ncclSend(static_cast<const char *>(send) + peer * block, info.count, t,
                peer, group.comm, stream);
-      ncclRecv(static_cast<char *>(recv) + peer * block, info.count, t, peer,
+      api->ncclRecv(static_cast<char *>(recv) + peer * block, info.count, t, peer,
                group.comm, stream);
     }
-    return finish(group.comm, info, ncclGroupEnd());
+    return finish(group.comm, info, api->ncclGroupEnd());
   }
   loom_status_t sendRecv(const CallInfo &info, int to, const void *send,
                          int from, void *recv) override {
     ncclDataType_t t;
     if (!ncclType(info.dtype, t))
       return unsupported(info);
-    ncclGroupStart();
+    api->ncclGroupStart();
     if (to >= 0)
-      ncclSend(send, info.count, t, to, world, stream);
+      api->ncclSend(send, info.count, t, to, world, stream);
     if (from >= 0)
-      ncclRecv(recv, info.count, t, from, world, stream);
-    return finish(world, info, ncclGroupEnd());
+      api->ncclRecv(recv, info.count, t, from, world, stream);
+    return finish(world, info, api->ncclGroupEnd());
   }
   loom_status_t barrier(Group &g, const CallInfo &info) override {
     void *scratch = nullptr;
-    cudaMallocAsync(&scratch, sizeof(int), stream);
+    api->cudaMallocAsync(&scratch, sizeof(int), stream);
     ncclComm_t comm = static_cast<NcclGroup &>(g).comm;
     loom_status_t s = finish(
         comm, info,
-        ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, comm, stream));
-    cudaFreeAsync(scratch, stream);
+        api->ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, comm, stream));
+    api->cudaFreeAsync(scratch, stream);
     return s;
   }
 
@@ -227,29 +305,29 @@ private:
     if (launched != ncclSuccess && launched != ncclInProgress)
       return loom_status_make(LOOM_STATUS_INTERNAL, "rank %d: %s: %s",
                               rank(), info.description.c_str(),
-                              ncclGetErrorString(launched));
+                              api->ncclGetErrorString(launched));
     auto start = std::chrono::steady_clock::now();
     for (;;) {
-      cudaError_t q = cudaStreamQuery(stream);
+      cudaError_t q = api->cudaStreamQuery(stream);
       if (q == cudaSuccess)
         return nullptr;
       if (q != cudaErrorNotReady)
         return loom_status_make(LOOM_STATUS_INTERNAL, "rank %d: %s: %s",
                                 rank(), info.description.c_str(),
-                                cudaGetErrorString(q));
+                                api->cudaGetErrorString(q));
       ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm, &async);
+      api->ncclCommGetAsyncError(comm, &async);
       double elapsed = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - start)
                            .count();
       if (async != ncclSuccess || elapsed > options.timeout_seconds) {
-        ncclCommAbort(comm);
+        api->ncclCommAbort(comm);
         return loom_status_make(
             async != ncclSuccess ? LOOM_STATUS_PEER_FAILED
                                  : LOOM_STATUS_DEADLINE_EXCEEDED,
             "rank %d of %d: %s %s; the NCCL communicator was aborted",
             rank(), size(), info.description.c_str(),
-            async != ncclSuccess ? ncclGetErrorString(async)
+            async != ncclSuccess ? api->ncclGetErrorString(async)
                                  : "did not complete in time");
       }
       std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -266,6 +344,10 @@ private:
 
 loom_status_t loom::rt::makeNcclBackend(const loom_runtime_options_t &options,
                                         std::unique_ptr<Backend> &out) {
+  std::string missing;
+  api = loadApi(missing);
+  if (!api)
+    return loom_status_make(LOOM_STATUS_UNAVAILABLE, "%s", missing.c_str());
   std::unique_ptr<Backend> bootstrap;
   if (loom_status_t s = makeMpiBackend(options, bootstrap))
     return s;
