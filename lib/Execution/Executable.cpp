@@ -180,7 +180,9 @@ bool mlir::loom::writeExecutable(ModuleOp module, StringRef dir,
     mesh = module.lookupSymbol<MeshOp>(ref);
 
   ExecutorOptions executor = options.executor;
-  executor.cacheDir.clear();
+  // The objects also seed loom-run's compile cache: `loom-run ARTIFACT`
+  // then links them instead of compiling the step again.
+  executor.cacheDir = path(dir, "cache");
   executor.objectFile = path(dir, "train.o");
   std::unique_ptr<Executor> exec =
       Executor::create(module, "train_step", executor, error);

@@ -501,64 +501,69 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
   OwningOpRef<ModuleOp> lowered = lowerToLLVM(module, function, options, error);
   if (!lowered)
     return nullptr;
-  if (!options.objectFile.empty()) {
-    auto objects = compileObjects(*lowered, function, options, error);
-    if (!objects)
-      return nullptr;
-    for (auto [i, object] : llvm::enumerate(*objects)) {
-      SmallString<256> file(options.objectFile);
-      if (i > 0)
-        llvm::sys::path::replace_extension(file,
-                                           "." + std::to_string(i) + ".o");
-      std::error_code ec;
-      llvm::raw_fd_ostream os(file, ec);
-      if (!ec)
-        os << object;
-      if (ec || os.has_error()) {
-        error = "cannot write the object file " + std::string(file);
-        return nullptr;
-      }
-      executor->objectFiles.push_back(std::string(file));
-    }
-    return executor->useObjects(*objects, options, error) ? std::move(executor)
-                                                          : nullptr;
-  }
-  if (options.cacheDir.empty()) {
-    auto objects = compileObjects(*lowered, function, options, error);
-    return objects && executor->useObjects(*objects, options, error)
-               ? std::move(executor)
-               : nullptr;
-  }
-
-  // Compiled once: a cached object, or the one another process (another
-  // rank) is compiling, or compile and publish it. A cache that cannot be
-  // read or written only costs the compilation.
-  ObjectCache cache(options.cacheDir, *lowered, options);
-  std::string ignored;
-  if (auto objects = cache.load())
-    if (executor->useObjects(*objects, options, ignored)) {
+  // Compiled once: without a cache, compile; with one, a cached object, or
+  // the one another process (another rank) is compiling, or compile and
+  // publish it. A cache that cannot be read or written only costs the
+  // compilation.
+  std::optional<std::vector<std::string>> objects;
+  if (!options.cacheDir.empty()) {
+    ObjectCache cache(options.cacheDir, *lowered, options);
+    std::string ignored;
+    objects = cache.load();
+    if (objects && executor->useObjects(*objects, options, ignored)) {
       executor->cached = true;
-      return executor;
-    }
-  bool owner = cache.tryLock();
-  if (!owner) {
-    if (auto objects = cache.waitForOther(/*seconds=*/600))
-      if (executor->useObjects(*objects, options, ignored)) {
-        executor->cached = true;
-        return executor;
+    } else {
+      objects.reset();
+      bool owner = cache.tryLock();
+      if (!owner) {
+        objects = cache.waitForOther(/*seconds=*/600);
+        if (objects && executor->useObjects(*objects, options, ignored)) {
+          executor->cached = true;
+        } else {
+          // The holder died (its lock is gone) or its object did not load.
+          objects.reset();
+          owner = cache.tryLock();
+        }
       }
-    // The holder died (its lock is gone) or its object did not load.
-    owner = cache.tryLock();
+      if (!objects) {
+        objects = compileObjects(*lowered, function, options, error);
+        if (owner) {
+          if (objects)
+            cache.store(*objects);
+          cache.unlock();
+        }
+      }
+    }
+  } else {
+    objects = compileObjects(*lowered, function, options, error);
   }
-  auto objects = compileObjects(*lowered, function, options, error);
-  if (owner) {
-    if (objects)
-      cache.store(*objects);
-    cache.unlock();
+  if (!objects)
+    return nullptr;
+  if (!options.objectFile.empty() &&
+      !executor->writeObjectFiles(*objects, options.objectFile, error))
+    return nullptr;
+  if (!executor->cached && !executor->useObjects(*objects, options, error))
+    return nullptr;
+  return executor;
+}
+
+bool Executor::writeObjectFiles(llvm::ArrayRef<std::string> objects,
+                                StringRef first, std::string &error) {
+  for (auto [i, object] : llvm::enumerate(objects)) {
+    SmallString<256> file(first);
+    if (i > 0)
+      llvm::sys::path::replace_extension(file, "." + std::to_string(i) + ".o");
+    std::error_code ec;
+    llvm::raw_fd_ostream os(file, ec);
+    if (!ec)
+      os << object;
+    if (ec || os.has_error()) {
+      error = "cannot write the object file " + std::string(file);
+      return false;
+    }
+    objectFiles.push_back(std::string(file));
   }
-  return objects && executor->useObjects(*objects, options, error)
-             ? std::move(executor)
-             : nullptr;
+  return true;
 }
 
 bool Executor::invoke(MutableArrayRef<void *> packed, std::string &error) {

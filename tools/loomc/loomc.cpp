@@ -115,12 +115,14 @@ static cl::opt<std::string> gradCompression("grad-compression",
              "rest as a residual added next step (error feedback)"),
     cl::init("none"), cl::cat(category));
 static cl::opt<std::string> emit("emit",
-    cl::desc("mlir (default): the artifact loom-run runs (train.mlir, "
-             "params.bin); executable: also out/train, the step compiled "
-             "ahead of time and linked with Loom's runtime (no LLVM/MLIR at "
-             "run time), run as `mpirun -np N out/train --steps K` or through "
-             "loom-run"),
-    cl::init("mlir"), cl::cat(category));
+    cl::desc("executable (default): the artifact loom-run runs (train.mlir, "
+             "params.bin) and out/train, the step compiled ahead of time and "
+             "linked with Loom's runtime (no LLVM/MLIR at run time), run as "
+             "`mpirun -np N out/train --steps K` or through loom-run; its "
+             "machine code also fills out/cache, so loom-run does not compile "
+             "the step again. Pipelined steps get no program yet (a note "
+             "says so). mlir: the artifact only, no compilation"),
+    cl::init("executable"), cl::cat(category));
 
 static cl::opt<std::string> target("target",
     cl::desc("cpu (default) or cuda[:sm_XX]: also compile the per-device step "
@@ -760,15 +762,26 @@ int main(int argc, char **argv) {
       "loomc: {0} trainable parameters ({1} values), loss {2}, optimizer {3}; "
       "wrote {4}/train.mlir and {4}/params.bin\n",
       numParams, numElements, loss, optimizer, outDir);
-  if (emit == "executable") {
+  if (emit == "executable" && (step || emit.getNumOccurrences() > 0)) {
+    // Asked for, a program that cannot be built is an error; by default,
+    // a note (the artifact still runs through loom-run).
+    bool asked = emit.getNumOccurrences() > 0;
     double seconds = 0;
-    if (!writeExecutable(*module, outDir, defaultExecutableOptions(), error,
-                         &seconds))
-      return fail("--emit=executable: " + error);
-    messages() << llvm::formatv("loomc: compiled the step ahead of time in "
-                                "{0:f2} s; wrote {1}/train and "
-                                "{1}/train.manifest\n",
-                                seconds, outDir);
+    if (!asked && (*module)->hasAttr(LoomDialect::kPipelineAttrName))
+      messages() << "loomc: note: no rank program for a pipelined step yet "
+                    "(one per stage); loom-run runs the artifact\n";
+    else if (!writeExecutable(*module, outDir, defaultExecutableOptions(),
+                              error, &seconds)) {
+      if (asked)
+        return fail("--emit=executable: " + error);
+      messages() << "loomc: note: no rank program: " << error
+                 << "; loom-run runs the artifact\n";
+    } else {
+      messages() << llvm::formatv("loomc: compiled the step ahead of time in "
+                                  "{0:f2} s; wrote {1}/train and "
+                                  "{1}/train.manifest\n",
+                                  seconds, outDir);
+    }
   }
   if (!chip.empty())
     return writeCuda(ctx, *module, chip);

@@ -141,6 +141,10 @@ private:
   /// Links compiled (or cached) objects and finds the entry point.
   bool useObjects(llvm::ArrayRef<std::string> objects,
                   const ExecutorOptions &options, std::string &error);
+  /// Writes `objects` as files: the first at `first`, the others beside it
+  /// (<stem>.<i>.o); getObjectFiles() lists them.
+  bool writeObjectFiles(llvm::ArrayRef<std::string> objects,
+                        llvm::StringRef first, std::string &error);
   /// The JIT holding the linked objects.
   std::unique_ptr<llvm::orc::LLJIT> loaded;
   std::vector<std::string> objectFiles;
