@@ -34,20 +34,24 @@ def _search_dirs():
 
 
 def tool_path(name):
-    """Absolute path of the Loom tool `name` ("loom-opt", or just "opt")."""
+    """Absolute path of the Loom tool `name`: its own name ("loomc",
+    "loom-run") or without the "loom-" prefix ("opt", "run")."""
+    names = [name] if name.startswith("loom") else []
     if not name.startswith("loom-"):
-        name = "loom-" + name
+        names.append("loom-" + name)
     for directory in _search_dirs():
-        candidate = directory / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which(name)
-    if found:
-        return found
+        for n in names:
+            candidate = directory / n
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    for n in names:
+        found = shutil.which(n)
+        if found:
+            return found
     searched = ", ".join(str(d) for d in _search_dirs())
     raise LoomToolNotFound(
-        f"{name} not found in {searched} or on PATH; build Loom with "
-        f"./scripts/build.sh or set LOOM_BUILD_DIR")
+        f"{' or '.join(names)} not found in {searched} or on PATH; build Loom "
+        f"with ./scripts/build.sh or set LOOM_BUILD_DIR")
 
 
 def run_tool(name, *args, check=True, capture=True, **kwargs):

@@ -1,4 +1,5 @@
-"""python3 -m loom TOOL [ARGS...]: run a Loom tool (opt, or loom-opt) found by
+"""python3 -m loom TOOL [ARGS...]: run a Loom tool (loomc, loom-run, or opt for
+loom-opt) found by
 loom.tool_path."""
 
 import os

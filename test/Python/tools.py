@@ -2,6 +2,13 @@
 # RUN: %python %s | FileCheck %s
 # RUN: %python -m loom opt %loom_src_root/examples/mlp.mlir | FileCheck %s --check-prefix=CLI
 # RUN: not %python -m loom nonexistent 2>&1 | FileCheck %s --check-prefix=MISSING
+# Tools by their own names too (loomc has no "loom-" prefix); the quotes
+# keep lit from replacing the names with paths.
+# RUN: %python -m loom loom""c --help | FileCheck %s --check-prefix=LOOMC
+# RUN: %python -m loom loom""-run --help | FileCheck %s --check-prefix=RUNNER
+# RUN: %python -m loom run --help | FileCheck %s --check-prefix=RUNNER
+# LOOMC: USAGE: loomc
+# RUNNER: USAGE: loom-run
 
 import subprocess
 
