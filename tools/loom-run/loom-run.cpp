@@ -476,6 +476,10 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,
     if (!error.empty())
       return nullptr;
   }
+  // The data's shapes bind the dimensions the model leaves symbolic.
+  for (auto &[name, tensor] : in.byName)
+    options.dataShapes[name] = std::vector<int64_t>(
+        tensor.getType().getShape().begin(), tensor.getType().getShape().end());
   if (specialize)
     for (auto &[name, tensor] : in.byName) {
       if (isa<FloatType>(tensor.getElementType()))

@@ -35,6 +35,48 @@ bool guarded(const char *stage, std::string &error, Fn &&fn) {
   return false;
 }
 
+/// OnnxImportOptions::dataShapes: the data's shape fills the dimensions
+/// the model leaves open and must agree with the others.
+bool bindDataShapes(onnx::GraphProto &graph,
+                    const std::set<std::string> &initializers,
+                    const mlir::loom::OnnxImportOptions &options,
+                    std::string &error) {
+  for (const auto &[name, dims] : options.dataShapes) {
+    if (options.inputShapes.count(name) || initializers.count(name))
+      continue;
+    for (auto &input : *graph.mutable_input()) {
+      if (input.name() != name || !input.type().has_tensor_type())
+        continue;
+      auto *tensorType = input.mutable_type()->mutable_tensor_type();
+      if (!tensorType->has_shape()) {
+        for (int64_t d : dims)
+          tensorType->mutable_shape()->add_dim()->set_dim_value(d);
+        continue;
+      }
+      auto *shape = tensorType->mutable_shape();
+      std::ostringstream os;
+      if (shape->dim_size() != static_cast<int>(dims.size())) {
+        os << "the data given for graph input '" << name << "' has rank "
+           << dims.size() << ", the input has rank " << shape->dim_size();
+        error = os.str();
+        return false;
+      }
+      for (int i = 0; i < shape->dim_size(); ++i) {
+        auto *dim = shape->mutable_dim(i);
+        if (dim->has_dim_value() && dim->dim_value() != dims[i]) {
+          os << "the data given for graph input '" << name << "' has "
+             << dims[i] << " in dimension " << i << ", the input has "
+             << dim->dim_value();
+          error = os.str();
+          return false;
+        }
+        dim->set_dim_value(dims[i]);
+      }
+    }
+  }
+  return true;
+}
+
 bool bindInputShapes(onnx::ModelProto &model,
                      const mlir::loom::OnnxImportOptions &options,
                      std::string &error) {
@@ -75,7 +117,7 @@ bool bindInputShapes(onnx::ModelProto &model,
     for (int64_t d : dims)
       shape->add_dim()->set_dim_value(d);
   }
-  return true;
+  return bindDataShapes(*graph, initializers, options, error);
 }
 
 bool inferShapes(onnx::ModelProto &model, std::string &error) {

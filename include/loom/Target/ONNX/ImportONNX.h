@@ -23,6 +23,11 @@ namespace mlir::loom {
 struct OnnxImportOptions {
   /// Binds graph input shapes (symbolic or not), e.g. {"x": {1, 3, 224, 224}}.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// The shapes of the data given for graph inputs (loom-run --input-dir):
+  /// they bind the symbolic or unknown dimensions of inputs inputShapes
+  /// does not name; a different rank or a static dimension that differs is
+  /// an error naming the input. Names that are not graph inputs are ignored.
+  std::map<std::string, std::vector<int64_t>> dataShapes;
   /// Import ops Loom cannot express as `loom.opaque` instead of failing.
   bool allowUnsupported = false;
   /// Name of the generated function.
