@@ -7,6 +7,7 @@
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/version_converter/convert.h"
 
+#include <algorithm>
 #include <exception>
 #include <sstream>
 
@@ -130,6 +131,95 @@ bool inferShapes(onnx::ModelProto &model, std::string &error) {
   });
 }
 
+/// Whether shape inference found the rank of `name` (a graph input, an
+/// initializer or a value_info entry).
+bool hasKnownRank(const onnx::GraphProto &graph, const std::string &name) {
+  auto known = [&](const onnx::ValueInfoProto &v) {
+    return v.name() == name && v.type().has_tensor_type() &&
+           v.type().tensor_type().has_shape();
+  };
+  for (const auto &init : graph.initializer())
+    if (init.name() == name)
+      return true;
+  return std::any_of(graph.input().begin(), graph.input().end(), known) ||
+         std::any_of(graph.value_info().begin(), graph.value_info().end(),
+                     known) ||
+         std::any_of(graph.output().begin(), graph.output().end(), known);
+}
+
+/// Before opset 13, Softmax and LogSoftmax flatten their input to 2-D at
+/// `axis` (default 1). ONNX's version converter rewrites them only when it
+/// knows the input's shape ("Version conversion for Softmax failed because
+/// input shape is unknown", e.g. after a Reshape to a computed shape, which
+/// ONNX Runtime runs). Those are spelled out here, in ops whose conversion
+/// needs no shape: Flatten(axis), the 2-D (log-)softmax over dimension 1 as
+/// ReduceMax, Sub, Exp, ReduceSum and Div (Log, Sub), and a Reshape back to
+/// Shape(input). Returns how many nodes were rewritten.
+int expandLegacySoftmax(onnx::GraphProto &graph) {
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  int rewritten = 0;
+  for (const onnx::NodeProto &node : graph.node()) {
+    bool legacy = (node.domain().empty() || node.domain() == "ai.onnx") &&
+                  (node.op_type() == "Softmax" ||
+                   node.op_type() == "LogSoftmax") &&
+                  node.input_size() == 1 && node.output_size() == 1 &&
+                  !hasKnownRank(graph, node.input(0));
+    if (!legacy) {
+      *nodes.Add() = node;
+      continue;
+    }
+    int64_t axis = 1;
+    for (const auto &a : node.attribute())
+      if (a.name() == "axis")
+        axis = a.i();
+    const std::string &x = node.input(0), &y = node.output(0);
+    std::string p = y + "__loom_legacy_" + node.op_type() + "_";
+    auto add = [&](const char *op, std::vector<std::string> in,
+                   const std::string &out) -> onnx::NodeProto & {
+      onnx::NodeProto &n = *nodes.Add();
+      n.set_op_type(op);
+      n.set_name(p + op);
+      for (const std::string &i : in)
+        n.add_input(i);
+      n.add_output(out);
+      return n;
+    };
+    auto reduce = [&](const char *op, const std::string &in,
+                      const std::string &out) {
+      onnx::NodeProto &n = add(op, {in}, out);
+      onnx::AttributeProto *axes = n.add_attribute();
+      axes->set_name("axes");
+      axes->set_type(onnx::AttributeProto::INTS);
+      axes->add_ints(1);
+      onnx::AttributeProto *keep = n.add_attribute();
+      keep->set_name("keepdims");
+      keep->set_type(onnx::AttributeProto::INT);
+      keep->set_i(1);
+    };
+    onnx::AttributeProto *flattenAxis =
+        add("Flatten", {x}, p + "flat").add_attribute();
+    flattenAxis->set_name("axis");
+    flattenAxis->set_type(onnx::AttributeProto::INT);
+    flattenAxis->set_i(axis);
+    reduce("ReduceMax", p + "flat", p + "max");
+    add("Sub", {p + "flat", p + "max"}, p + "shifted");
+    add("Exp", {p + "shifted"}, p + "exp");
+    reduce("ReduceSum", p + "exp", p + "sum");
+    if (node.op_type() == "Softmax") {
+      add("Div", {p + "exp", p + "sum"}, p + "2d");
+    } else {
+      add("Log", {p + "sum"}, p + "logsum");
+      add("Sub", {p + "shifted", p + "logsum"}, p + "2d");
+    }
+    add("Shape", {x}, p + "shape");
+    add("Reshape", {p + "2d", p + "shape"}, y);
+    ++rewritten;
+  }
+  if (rewritten)
+    graph.mutable_node()->Swap(&nodes);
+  return rewritten;
+}
+
 } // namespace
 
 bool mlir::loom::onnx_import::loadOnnxModel(llvm::StringRef bytes,
@@ -193,6 +283,9 @@ bool mlir::loom::onnx_import::loadOnnxModel(llvm::StringRef bytes,
   if (!inferShapes(model, error))
     return false;
   if (opset < options.minimumOpset) {
+    if (opset < 13 && options.minimumOpset >= 13 &&
+        expandLegacySoftmax(*model.mutable_graph()) && !inferShapes(model, error))
+      return false;
     if (!guarded(("cannot upgrade the model from opset " +
                   std::to_string(opset) + " to " +
                   std::to_string(options.minimumOpset))
