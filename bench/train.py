@@ -54,7 +54,9 @@ def loom_step_seconds(tools, onnx_path, work, steps, threads, precision="fp32"):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
     out = os.path.join(work, "out")
     subprocess.run([os.path.join(tools, "loomc"), onnx_path, "--train", "--loss=mse",
-                    "--optimizer=adamw", "--lr=1e-4", f"--precision={precision}", "-o", out],
+                    "--optimizer=adamw", "--lr=1e-4", f"--precision={precision}",
+                    # The artifact only: loom-run's compile time is reported.
+                    "--emit=mlir", "-o", out],
                    check=True, capture_output=True, env=env)
     run = subprocess.run([os.path.join(tools, "loom-run"), out, "--steps", str(steps),
                           "--data", os.path.join(work, "data")],
