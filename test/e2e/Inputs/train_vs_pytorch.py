@@ -3,14 +3,15 @@
 same initial weights and data, and compares the loss of every step and the
 final parameters.
 
-    train_vs_pytorch.py WORK_DIR --model mlp|block|lm --optimizer adamw|sgd
+    train_vs_pytorch.py WORK_DIR --model mlp|block|lm|lm-tied --optimizer adamw|sgd
         [--steps 20] [--micro-batches K] [--grad-clip C]
         [--lr-schedule warmup-cosine --warmup-steps W]
 
 Models: `mlp` (Linear-ReLU-Linear, cross-entropy), `block` (a pre-norm GPT
 block: causal attention + GELU MLP + layer norms, MSE against a target) and
 `lm` (token and position embeddings, that block, a final layer norm and a
-vocabulary head, next-token cross-entropy). The PyTorch model is exported to
+vocabulary head, next-token cross-entropy), `lm-tied` (`lm` with the head's
+weight tied to the token embedding, as nanoGPT does). The PyTorch model is exported to
 ONNX (opset 14, no constant folding so that weights keep their names) and
 Loom starts from its initializers. Prints one line per step and a verdict;
 exits 1 if a loss differs by more than --loss-rtol (relative) or a final
@@ -62,6 +63,15 @@ class TinyLM(nn.Module):
         return self.head(self.ln_f(self.block(x)))
 
 
+class TiedLM(TinyLM):
+    """nanoGPT's weight tying: the vocabulary head is the token embedding
+    (one parameter used twice; its gradient is the sum of both uses)."""
+
+    def __init__(self):
+        super().__init__()
+        self.head.weight = self.wte.weight
+
+
 def make(model, rng, n):
     """Model, example input, inputs [n, ...], labels [n, ...], loss name."""
     if model == "mlp":
@@ -74,7 +84,7 @@ def make(model, rng, n):
         x = rng.standard_normal((n, 2, 16, 64)).astype(np.float32)
         y = rng.standard_normal((n, 2, 16, 64)).astype(np.float32)
         return m, x, y, "mse"
-    m = TinyLM()
+    m = TinyLM() if model == "lm" else TiedLM()
     x = rng.integers(0, 50, size=(n, 2, 16)).astype(np.int64)
     y = rng.integers(0, 50, size=(n, 2, 16)).astype(np.int64)
     return m, x, y, "cross_entropy"
@@ -98,7 +108,7 @@ def hf_cosine(warmup, total):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("work")
-    p.add_argument("--model", default="mlp", choices=["mlp", "block", "lm"])
+    p.add_argument("--model", default="mlp", choices=["mlp", "block", "lm", "lm-tied"])
     p.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd", "adam"])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--micro-batches", type=int, default=1)
