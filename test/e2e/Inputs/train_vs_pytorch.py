@@ -3,7 +3,7 @@
 same initial weights and data, and compares the loss of every step and the
 final parameters.
 
-    train_vs_pytorch.py WORK_DIR --model mlp|block|lm|lm-tied --optimizer adamw|sgd
+    train_vs_pytorch.py WORK_DIR --model mlp|block|lm|lm-tied|encoder --optimizer adamw|sgd
         [--steps 20] [--micro-batches K] [--grad-clip C]
         [--lr-schedule warmup-cosine --warmup-steps W]
 
@@ -11,7 +11,8 @@ Models: `mlp` (Linear-ReLU-Linear, cross-entropy), `block` (a pre-norm GPT
 block: causal attention + GELU MLP + layer norms, MSE against a target) and
 `lm` (token and position embeddings, that block, a final layer norm and a
 vocabulary head, next-token cross-entropy), `lm-tied` (`lm` with the head's
-weight tied to the token embedding, as nanoGPT does). The PyTorch model is exported to
+weight tied to the token embedding, as nanoGPT does), `encoder`
+(torch.nn.TransformerEncoderLayer and a linear head, MSE). The PyTorch model is exported to
 ONNX (opset 14, no constant folding so that weights keep their names) and
 Loom starts from its initializers. Prints one line per step and a verdict;
 exits 1 if a loss differs by more than --loss-rtol (relative) or a final
@@ -63,6 +64,19 @@ class TinyLM(nn.Module):
         return self.head(self.ln_f(self.block(x)))
 
 
+class Encoder(nn.Module):
+    """torch.nn.TransformerEncoderLayer (post-norm, ReLU, no dropout) and a
+    linear head."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.enc = nn.TransformerEncoderLayer(d, 4, 64, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(d, 8)
+
+    def forward(self, x):
+        return self.head(self.enc(x))
+
+
 class TiedLM(TinyLM):
     """nanoGPT's weight tying: the vocabulary head is the token embedding
     (one parameter used twice; its gradient is the sum of both uses)."""
@@ -83,6 +97,11 @@ def make(model, rng, n):
         m = TrainBlock()
         x = rng.standard_normal((n, 2, 16, 64)).astype(np.float32)
         y = rng.standard_normal((n, 2, 16, 64)).astype(np.float32)
+        return m, x, y, "mse"
+    if model == "encoder":
+        m = Encoder()
+        x = rng.standard_normal((n, 2, 5, 32)).astype(np.float32)
+        y = rng.standard_normal((n, 2, 5, 8)).astype(np.float32)
         return m, x, y, "mse"
     m = TinyLM() if model == "lm" else TiedLM()
     x = rng.integers(0, 50, size=(n, 2, 16)).astype(np.int64)
@@ -108,7 +127,7 @@ def hf_cosine(warmup, total):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("work")
-    p.add_argument("--model", default="mlp", choices=["mlp", "block", "lm", "lm-tied"])
+    p.add_argument("--model", default="mlp", choices=["mlp", "block", "lm", "lm-tied", "encoder"])
     p.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd", "adam"])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--micro-batches", type=int, default=1)
