@@ -22,8 +22,8 @@ PKGS=(
   libopenblas-dev
   # unit tests
   libgtest-dev googletest
-  # Python frontend and references
-  python3-onnx python3-torch python3-numpy
+  # Python frontend and references (torchvision: resnet18 against PyTorch)
+  python3-onnx python3-torch python3-numpy python3-torchvision
 )
 
 missing=()

@@ -3,7 +3,7 @@
 same initial weights and data, and compares the loss of every step and the
 final parameters.
 
-    train_vs_pytorch.py WORK_DIR --model mlp|block|lm|lm-tied|encoder --optimizer adamw|sgd
+    train_vs_pytorch.py WORK_DIR --model mlp|block|lm|lm-tied|encoder|resnet18 --optimizer adamw|sgd
         [--steps 20] [--micro-batches K] [--grad-clip C]
         [--lr-schedule warmup-cosine --warmup-steps W]
 
@@ -12,7 +12,8 @@ block: causal attention + GELU MLP + layer norms, MSE against a target) and
 `lm` (token and position embeddings, that block, a final layer norm and a
 vocabulary head, next-token cross-entropy), `lm-tied` (`lm` with the head's
 weight tied to the token embedding, as nanoGPT does), `encoder`
-(torch.nn.TransformerEncoderLayer and a linear head, MSE). The PyTorch model is exported to
+(torch.nn.TransformerEncoderLayer and a linear head, MSE), `resnet18`
+(torchvision's, 10 classes, 3x64x64 images, cross-entropy). The PyTorch model is exported to
 ONNX (opset 14, no constant folding so that weights keep their names) and
 Loom starts from its initializers. Prints one line per step and a verdict;
 exits 1 if a loss differs by more than --loss-rtol (relative) or a final
@@ -98,6 +99,15 @@ def make(model, rng, n):
         x = rng.standard_normal((n, 2, 16, 64)).astype(np.float32)
         y = rng.standard_normal((n, 2, 16, 64)).astype(np.float32)
         return m, x, y, "mse"
+    if model == "resnet18":
+        import torchvision
+        m = torchvision.models.resnet18(num_classes=10)
+        # 4 x 64 x 64: layer4's batch norms see 16 values per channel (at
+        # 2 x 32 x 32, 2 values: the normalization amplifies rounding
+        # differences 300-fold and no two implementations agree).
+        x = rng.standard_normal((n, 4, 3, 64, 64)).astype(np.float32)
+        y = rng.integers(0, 10, size=(n, 4)).astype(np.int64)
+        return m, x, y, "cross_entropy"
     if model == "encoder":
         m = Encoder()
         x = rng.standard_normal((n, 2, 5, 32)).astype(np.float32)
@@ -127,9 +137,11 @@ def hf_cosine(warmup, total):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("work")
-    p.add_argument("--model", default="mlp", choices=["mlp", "block", "lm", "lm-tied", "encoder"])
+    p.add_argument("--model", default="mlp", choices=["mlp", "block", "lm", "lm-tied", "encoder", "resnet18"])
     p.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd", "adam"])
     p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--lr", type=float, default=0.0,
+                   help="learning rate (default: 0.05 for SGD, 3e-3 for Adam(W))")
     p.add_argument("--micro-batches", type=int, default=1)
     p.add_argument("--grad-clip", type=float, default=0.0)
     p.add_argument("--lr-schedule", default="constant")
@@ -159,13 +171,15 @@ def main():
     np.save(os.path.join(data, "labels.npy"), ys)
 
     if a.optimizer == "sgd":
-        hyper = dict(lr=0.05, momentum=0.9, weight_decay=1e-4)
+        hyper = dict(lr=a.lr or 0.05, momentum=0.9, weight_decay=1e-4)
         opt = torch.optim.SGD(model.parameters(), **hyper)
-        flags = ["--optimizer=sgd", "--lr=0.05", "--momentum=0.9", "--weight-decay=1e-4"]
+        flags = ["--optimizer=sgd", f"--lr={hyper['lr']}", "--momentum=0.9",
+                 "--weight-decay=1e-4"]
     else:
         cls = torch.optim.AdamW if a.optimizer == "adamw" else torch.optim.Adam
-        opt = cls(model.parameters(), lr=3e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.05)
-        flags = ["--optimizer=" + a.optimizer, "--lr=3e-3", "--betas=0.9,0.95",
+        lr = a.lr or 3e-3
+        opt = cls(model.parameters(), lr=lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.05)
+        flags = ["--optimizer=" + a.optimizer, f"--lr={lr}", "--betas=0.9,0.95",
                  "--eps=1e-8", "--weight-decay=0.05"]
     sched = None
     if a.lr_schedule == "warmup-cosine":
