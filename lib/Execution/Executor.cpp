@@ -9,7 +9,6 @@
 #include "loom/kernels.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -17,7 +16,6 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/TargetParser/Host.h"
@@ -425,12 +423,11 @@ std::unique_ptr<llvm::orc::LLJIT>
 loadObjects(llvm::ArrayRef<std::string> objects,
             const ExecutorOptions &options, std::string &error) {
   initializeNativeTarget();
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  auto builder = hostMachineBuilder(codegenLevel(options));
   if (!builder) {
     error = "cannot detect the host CPU: " + llvm::toString(builder.takeError());
     return nullptr;
   }
-  builder->setCodeGenOptLevel(codegenLevel(options));
   auto jit = llvm::orc::LLJITBuilder()
                  .setJITTargetMachineBuilder(std::move(*builder))
                  .create();
@@ -501,42 +498,10 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
   OwningOpRef<ModuleOp> lowered = lowerToLLVM(module, function, options, error);
   if (!lowered)
     return nullptr;
-  // Compiled once: without a cache, compile; with one, a cached object, or
-  // the one another process (another rank) is compiling, or compile and
-  // publish it. A cache that cannot be read or written only costs the
-  // compilation.
-  std::optional<std::vector<std::string>> objects;
-  if (!options.cacheDir.empty()) {
-    ObjectCache cache(options.cacheDir, *lowered, options);
-    std::string ignored;
-    objects = cache.load();
-    if (objects && executor->useObjects(*objects, options, ignored)) {
-      executor->cached = true;
-    } else {
-      objects.reset();
-      bool owner = cache.tryLock();
-      if (!owner) {
-        objects = cache.waitForOther(/*seconds=*/600);
-        if (objects && executor->useObjects(*objects, options, ignored)) {
-          executor->cached = true;
-        } else {
-          // The holder died (its lock is gone) or its object did not load.
-          objects.reset();
-          owner = cache.tryLock();
-        }
-      }
-      if (!objects) {
-        objects = compileObjects(*lowered, function, options, error);
-        if (owner) {
-          if (objects)
-            cache.store(*objects);
-          cache.unlock();
-        }
-      }
-    }
-  } else {
-    objects = compileObjects(*lowered, function, options, error);
-  }
+  std::optional<std::vector<std::string>> objects =
+      options.cacheDir.empty()
+          ? compileObjects(*lowered, function, options, error)
+          : executor->objectsThroughCache(*lowered, function, options, error);
   if (!objects)
     return nullptr;
   if (!options.objectFile.empty() &&
@@ -545,6 +510,38 @@ std::unique_ptr<Executor> Executor::create(ModuleOp module,
   if (!executor->cached && !executor->useObjects(*objects, options, error))
     return nullptr;
   return executor;
+}
+
+/// Compiled once: a cached object, or the one another process (another
+/// rank) is compiling, or compile and publish it. A cache that cannot be
+/// read or written only costs the compilation. Cached objects are linked
+/// here (`cached`); compiled ones are not yet.
+std::optional<std::vector<std::string>>
+Executor::objectsThroughCache(ModuleOp lowered, StringRef function,
+                              const ExecutorOptions &options,
+                              std::string &error) {
+  ObjectCache cache(options.cacheDir, lowered, options);
+  std::string ignored;
+  auto linked = [&](std::optional<std::vector<std::string>> objects) {
+    cached = objects && useObjects(*objects, options, ignored);
+    return cached ? objects : std::nullopt;
+  };
+  if (auto objects = linked(cache.load()))
+    return objects;
+  bool owner = cache.tryLock();
+  if (!owner) {
+    if (auto objects = linked(cache.waitForOther(/*seconds=*/600)))
+      return objects;
+    // The holder died (its lock is gone) or its object did not load.
+    owner = cache.tryLock();
+  }
+  auto objects = compileObjects(lowered, function, options, error);
+  if (owner) {
+    if (objects)
+      cache.store(*objects);
+    cache.unlock();
+  }
+  return objects;
 }
 
 bool Executor::writeObjectFiles(llvm::ArrayRef<std::string> objects,

@@ -19,7 +19,6 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Transforms/Utils/SplitModule.h"
@@ -169,15 +168,22 @@ mlir::loom::makeLLVMTransformer(unsigned optLevel, TargetMachine *targetMachine,
 // Object code
 //===----------------------------------------------------------------------===//
 
+Expected<orc::JITTargetMachineBuilder>
+mlir::loom::hostMachineBuilder(CodeGenOptLevel level) {
+  auto builder = orc::JITTargetMachineBuilder::detectHost();
+  if (builder)
+    builder->setCodeGenOptLevel(level);
+  return builder;
+}
+
 namespace {
 
 /// A target machine for this host, as ORC's JIT makes one.
 Expected<std::unique_ptr<TargetMachine>>
 hostTargetMachine(CodeGenOptLevel level) {
-  auto builder = orc::JITTargetMachineBuilder::detectHost();
+  auto builder = mlir::loom::hostMachineBuilder(level);
   if (!builder)
     return builder.takeError();
-  builder->setCodeGenOptLevel(level);
   return builder->createTargetMachine();
 }
 

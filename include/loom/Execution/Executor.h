@@ -141,6 +141,11 @@ private:
   /// Links compiled (or cached) objects and finds the entry point.
   bool useObjects(llvm::ArrayRef<std::string> objects,
                   const ExecutorOptions &options, std::string &error);
+  /// The step's objects from ExecutorOptions::cacheDir, or compiled (and
+  /// published there).
+  std::optional<std::vector<std::string>>
+  objectsThroughCache(ModuleOp lowered, llvm::StringRef function,
+                      const ExecutorOptions &options, std::string &error);
   /// Writes `objects` as files: the first at `first`, the others beside it
   /// (<stem>.<i>.o); getObjectFiles() lists them.
   bool writeObjectFiles(llvm::ArrayRef<std::string> objects,

@@ -11,6 +11,7 @@
 #define LOOM_EXECUTION_LLVMPIPELINE_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/CodeGen.h"
 #include "llvm/Support/Error.h"
 #include <functional>
@@ -36,6 +37,11 @@ makeLLVMTransformer(unsigned optLevel, llvm::TargetMachine *targetMachine,
 /// empty for an invalid level.
 std::string llvmPipelineText(unsigned optLevel,
                              llvm::TargetMachine *targetMachine);
+
+/// This host's CPU (and its features) at code generation `level`: what the
+/// objects are compiled for and what the JIT that links them expects.
+llvm::Expected<llvm::orc::JITTargetMachineBuilder>
+hostMachineBuilder(llvm::CodeGenOptLevel level);
 
 /// How a lowered step becomes machine code.
 struct ObjectCodeOptions {
