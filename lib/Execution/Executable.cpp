@@ -106,8 +106,9 @@ bool writeFile(const std::string &p, StringRef text, std::string &error) {
 
 /// DIR/lib/libloom_runtime.so, a copy of the runtime the program links:
 /// the artifact directory is then the whole program, movable to another
-/// machine with the same system libraries (MPI, OpenBLAS, Gloo, the CUDA
-/// runtime and NCCL, which the runtime's own run path names).
+/// machine with the system libraries the runtime links (MPI, OpenBLAS,
+/// Gloo; NCCL and the CUDA runtime only for the NCCL backend, which loads
+/// them).
 bool copyRuntime(const ExecutableOptions &options, StringRef dir,
                  std::string &error) {
   std::string from = path(options.libraryDir, "libloom_runtime.so");
@@ -165,8 +166,8 @@ bool mlir::loom::writeExecutable(ModuleOp module, StringRef dir,
                                  std::string &error, double *seconds) {
   auto start = std::chrono::steady_clock::now();
   if (module->hasAttr(LoomDialect::kPipelineAttrName)) {
-    error = "--emit=executable does not build pipelined steps yet (one "
-            "program per stage); run the artifact with loom-run";
+    error = "pipelined steps are not built yet (they need a program per "
+            "stage)";
     return false;
   }
   auto step = module.lookupSymbol<func::FuncOp>("train_step");

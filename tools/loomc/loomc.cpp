@@ -762,26 +762,23 @@ int main(int argc, char **argv) {
       "loomc: {0} trainable parameters ({1} values), loss {2}, optimizer {3}; "
       "wrote {4}/train.mlir and {4}/params.bin\n",
       numParams, numElements, loss, optimizer, outDir);
-  if (emit == "executable" && (step || emit.getNumOccurrences() > 0)) {
-    // Asked for, a program that cannot be built is an error; by default,
-    // a note (the artifact still runs through loom-run).
-    bool asked = emit.getNumOccurrences() > 0;
+  // Asked for, a program that cannot be built (a pipelined step, ...) is
+  // an error; by default, a note (loom-run still runs the artifact).
+  bool asked = emit.getNumOccurrences() > 0;
+  bool trains = step || (*module)->hasAttr(LoomDialect::kPipelineAttrName);
+  if (emit == "executable" && (trains || asked)) {
     double seconds = 0;
-    if (!asked && (*module)->hasAttr(LoomDialect::kPipelineAttrName))
-      messages() << "loomc: note: no rank program for a pipelined step yet "
-                    "(one per stage); loom-run runs the artifact\n";
-    else if (!writeExecutable(*module, outDir, defaultExecutableOptions(),
-                              error, &seconds)) {
-      if (asked)
-        return fail("--emit=executable: " + error);
-      messages() << "loomc: note: no rank program: " << error
-                 << "; loom-run runs the artifact\n";
-    } else {
+    if (writeExecutable(*module, outDir, defaultExecutableOptions(), error,
+                        &seconds))
       messages() << llvm::formatv("loomc: compiled the step ahead of time in "
                                   "{0:f2} s; wrote {1}/train and "
                                   "{1}/train.manifest\n",
                                   seconds, outDir);
-    }
+    else if (asked)
+      return fail("--emit=executable: " + error);
+    else
+      messages() << "loomc: note: no rank program: " << error
+                 << "; loom-run runs the artifact\n";
   }
   if (!chip.empty())
     return writeCuda(ctx, *module, chip);
