@@ -10,13 +10,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "loom/Codegen/CPU/Passes.h"
+#include "loom/Codegen/CPU/Buffers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseSet.h"
 #include "loom/Support/Debug.h"
 
@@ -31,24 +31,6 @@ using namespace mlir;
 using namespace mlir::loom;
 
 namespace {
-
-/// The memref.alloc `buffer` is (a view or the base buffer of), or null.
-memref::AllocOp allocationOf(Value buffer) {
-  while (Operation *def = buffer.getDefiningOp()) {
-    if (auto alloc = dyn_cast<memref::AllocOp>(def))
-      return alloc;
-    if (auto metadata = dyn_cast<memref::ExtractStridedMetadataOp>(def)) {
-      buffer = metadata.getSource();
-      continue;
-    }
-    if (auto view = dyn_cast<ViewLikeOpInterface>(def)) {
-      buffer = view.getViewSource();
-      continue;
-    }
-    return nullptr;
-  }
-  return nullptr;
-}
 
 /// The allocations `dealloc` frees, when it can be split: it retains
 /// nothing, its conditions are constants and the buffers with a true one
@@ -66,7 +48,7 @@ distinctAllocations(bufferization::DeallocOp dealloc) {
       return std::nullopt;
     if (value.isZero())
       continue;
-    memref::AllocOp alloc = allocationOf(buffer);
+    auto alloc = viewedBuffer(buffer).getDefiningOp<memref::AllocOp>();
     if (!alloc || !seen.insert(alloc).second)
       return std::nullopt;
     freed.push_back(alloc);

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "loom/Codegen/CPU/Passes.h"
+#include "loom/Codegen/CPU/Buffers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -12,7 +13,6 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
@@ -77,15 +77,7 @@ private:
 /// Whether `v` is (a view of) stack memory, which must not outlive the
 /// function that allocates it.
 bool isStackMemory(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (isa<memref::AllocaOp>(def))
-      return true;
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      return false;
-    v = view.getViewSource();
-  }
-  return false;
+  return viewedBuffer(v).getDefiningOp<memref::AllocaOp>() != nullptr;
 }
 
 bool isCloneableConstant(Value v) {
