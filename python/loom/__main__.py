@@ -1,6 +1,5 @@
 """python3 -m loom TOOL [ARGS...]: run a Loom tool (loomc, loom-run, or opt for
-loom-opt) found by
-loom.tool_path."""
+loom-opt) found by loom.tool_path."""
 
 import os
 import sys

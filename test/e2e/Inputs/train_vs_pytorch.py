@@ -3,8 +3,8 @@
 same initial weights and data, and compares the loss of every step and the
 final parameters.
 
-    train_vs_pytorch.py WORK_DIR --model mlp|block|lm|lm-tied|encoder|resnet18 --optimizer adamw|sgd
-        [--steps 20] [--micro-batches K] [--grad-clip C]
+    train_vs_pytorch.py WORK_DIR --model mlp|block|lm|lm-tied|encoder|resnet18
+        --optimizer adamw|sgd [--steps 20] [--lr LR] [--micro-batches K] [--grad-clip C]
         [--lr-schedule warmup-cosine --warmup-steps W]
 
 Models: `mlp` (Linear-ReLU-Linear, cross-entropy), `block` (a pre-norm GPT
@@ -13,9 +13,9 @@ block: causal attention + GELU MLP + layer norms, MSE against a target) and
 vocabulary head, next-token cross-entropy), `lm-tied` (`lm` with the head's
 weight tied to the token embedding, as nanoGPT does), `encoder`
 (torch.nn.TransformerEncoderLayer and a linear head, MSE), `resnet18`
-(torchvision's, 10 classes, 3x64x64 images, cross-entropy). The PyTorch model is exported to
-ONNX (opset 14, no constant folding so that weights keep their names) and
-Loom starts from its initializers. Prints one line per step and a verdict;
+(torchvision's, 10 classes, 3x64x64 images, cross-entropy). The PyTorch
+model is exported to ONNX (opset 14, no constant folding so that weights
+keep their names) and Loom starts from its initializers. Prints one line per step and a verdict;
 exits 1 if a loss differs by more than --loss-rtol (relative) or a final
 parameter by more than --param-atol (absolute).
 """
