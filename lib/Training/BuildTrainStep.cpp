@@ -96,7 +96,7 @@ public:
 
   LogicalResult build() {
     if (failed(classifyArguments()) || failed(checkTopK()) ||
-        failed(checkPipeline()) ||
+        failed(checkPipeline()) || failed(collectStateUpdates()) ||
         failed(declareStates()))
       return failure();
     createStep();
@@ -203,7 +203,55 @@ private:
   Value loss;
   SmallVector<Value> newParams, newStates;
   Value nextStep;
+  /// State the forward pass updates (BatchNorm's running statistics): the
+  /// forward result, the argument it replaces, its declaration, and its
+  /// value after the step's last micro-batch.
+  struct StateUpdate {
+    unsigned result, arg;
+    ParameterOp decl;
+    Value next;
+  };
+  SmallVector<StateUpdate> stateUpdates;
+  LogicalResult collectStateUpdates();
 };
+
+/// Forward results after the loss that carry `loom.param = @p` are the next
+/// value of non-trainable parameter @p (an argument of the forward pass):
+/// the step returns them so that @p evolves as PyTorch's buffers do.
+LogicalResult StepBuilder::collectStateUpdates() {
+  for (unsigned r = 1; r < fn.getNumResults(); ++r) {
+    auto ref = fn.getResultAttrOfType<FlatSymbolRefAttr>(
+        r, LoomDialect::kParamAttrName);
+    if (!ref)
+      continue;
+    std::optional<unsigned> arg;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (ParameterOp p = boundParameter(fn, i);
+          p && p.getSymName() == ref.getValue())
+        arg = i;
+    ParameterOp decl = arg ? boundParameter(fn, *arg) : ParameterOp();
+    if (!decl)
+      return fn.emitError() << pass << ": result #" << r << " updates @"
+                            << ref.getValue()
+                            << ", which is not a parameter argument of @"
+                            << fn.getSymName();
+    if (decl.getTrainable())
+      return fn.emitError() << pass << ": result #" << r
+                            << " updates trainable parameter @"
+                            << ref.getValue()
+                            << "; the optimizer owns trainable parameters";
+    if (fn.getResultTypes()[r] != decl.getType())
+      return fn.emitError() << pass << ": result #" << r << " updates @"
+                            << ref.getValue() << " of type " << decl.getType()
+                            << " with " << fn.getResultTypes()[r];
+    if (pipelined)
+      return fn.emitError()
+             << pass << ": state updated by the forward pass (@"
+             << ref.getValue() << ") is not supported with pipeline stages yet";
+    stateUpdates.push_back({r, *arg, decl, Value()});
+  }
+  return success();
+}
 
 LogicalResult StepBuilder::classifyArguments() {
   unsigned numArgs = fn.getNumArguments();
@@ -496,6 +544,10 @@ LogicalResult StepBuilder::forwardAndBackward() {
       }
       map.map(fn.getArgument(i), arg);
     }
+    // Micro-batch m starts from the state micro-batch m - 1 left.
+    for (StateUpdate &s : stateUpdates)
+      if (s.next)
+        map.map(fn.getArgument(s.arg), s.next);
     Operation *beforeForward = entry->empty() ? nullptr : &entry->back();
     for (Operation &op : body.without_terminator()) {
       Operation *copy = b.clone(op, map);
@@ -514,6 +566,8 @@ LogicalResult StepBuilder::forwardAndBackward() {
                       : entry->begin(),
         "forward", nullptr);
     Value microLoss = map.lookup(fnRet.getOperand(0));
+    for (StateUpdate &s : stateUpdates)
+      s.next = map.lookup(fnRet.getOperand(s.result));
     SmallVector<Value> wrt;
     for (unsigned i : params)
       wrt.push_back(map.lookup(fn.getArgument(i)));
@@ -792,6 +846,10 @@ void StepBuilder::finish() {
   for (auto [value, decl] : llvm::zip(newAmp, ampDecls)) {
     results.push_back(value);
     resultAttrs.push_back(paramRef(decl));
+  }
+  for (const StateUpdate &s : stateUpdates) {
+    results.push_back(s.next);
+    resultAttrs.push_back(paramRef(s.decl));
   }
   func::ReturnOp::create(b, results);
   step.setFunctionType(

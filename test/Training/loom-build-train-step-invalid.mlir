@@ -25,3 +25,25 @@ loom.parameter @w : tensor<3xf32> trainable
 func.func @vector_loss(%w: tensor<3xf32> {loom.param = @w}) -> tensor<3xf32> {
   return %w : tensor<3xf32>
 }
+
+// -----
+
+// Only non-trainable parameters may be updated by the forward pass.
+loom.parameter @w : tensor<3xf32> trainable
+// expected-error @+1 {{loom-build-train-step: result #1 updates trainable parameter @w; the optimizer owns trainable parameters}}
+func.func @updates_weight(%w: tensor<3xf32> {loom.param = @w})
+    -> (tensor<f32>, tensor<3xf32> {loom.param = @w}) {
+  %l = loom.reduce_sum %w dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %l, %w : tensor<f32>, tensor<3xf32>
+}
+
+// -----
+
+loom.parameter @w : tensor<3xf32> trainable
+loom.parameter @s : tensor<3xf32> = dense<0.0> : tensor<3xf32>
+// expected-error @+1 {{loom-build-train-step: result #1 updates @s, which is not a parameter argument of @not_an_argument}}
+func.func @not_an_argument(%w: tensor<3xf32> {loom.param = @w})
+    -> (tensor<f32>, tensor<3xf32> {loom.param = @s}) {
+  %l = loom.reduce_sum %w dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %l, %w : tensor<f32>, tensor<3xf32>
+}
