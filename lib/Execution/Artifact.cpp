@@ -106,7 +106,8 @@ bool mlir::loom::exportParameters(ModuleOp module, StringRef dir,
       // Splat values (optimizer state starts at zero) stay in the IR.
       if (auto dense = dyn_cast<DenseElementsAttr>(*init); dense && dense.isSplat())
         continue;
-      value = readInitialValue(*init, type, param.getSymName(), "", error);
+      value = readInitialValue(*init, type, param.getSymName(),
+                               options.sourceDir, error);
       if (!value)
         return false;
     }
@@ -171,6 +172,7 @@ struct ExportParametersPass
     ArtifactOptions options;
     options.initFromModel = init == "model";
     options.seed = seed;
+    options.sourceDir = sourceDir;
     std::string error;
     if (!exportParameters(module, dir, options, error)) {
       module.emitError() << getArgument() << ": " << error;

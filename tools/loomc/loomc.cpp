@@ -740,6 +740,9 @@ int main(int argc, char **argv) {
   exportOptions.dir = outDir;
   exportOptions.init = init == "onnx" ? "model" : "seeded";
   exportOptions.seed = seed;
+  // External values of an IR input are relative to its file, as ONNX
+  // external data are to the model's.
+  exportOptions.sourceDir = llvm::sys::path::parent_path(input).str();
   if (failed(runPipeline(ctx, *module, [&](OpPassManager &pm) {
         pm.addPass(createLoomExportParameters(exportOptions));
       })))

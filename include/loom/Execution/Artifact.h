@@ -37,6 +37,8 @@ struct ArtifactOptions {
   /// trainable parameter is initialised with initialParameterValue.
   bool initFromModel = true;
   uint64_t seed = 0;
+  /// Where relative #loom.external paths of the input are read from.
+  std::string sourceDir;
 };
 
 /// Writes `dir`/params.bin and points the parameters' initial values at it

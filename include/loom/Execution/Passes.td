@@ -30,6 +30,9 @@ def LoomExportParameters : Pass<"loom-export-parameters", "mlir::ModuleOp"> {
            "model (the model's values) or seeded (fresh trainable weights)">,
     Option<"seed", "seed", "uint64_t", /*default=*/"0",
            "Seed of init=seeded">,
+    Option<"sourceDir", "source-dir", "std::string", /*default=*/"\"\"",
+           "Directory relative #loom.external paths of the input are read "
+           "from (loomc: the input file's; default: the current directory)">,
   ];
 }
 
