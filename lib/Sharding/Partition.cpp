@@ -267,6 +267,13 @@ FactorSharding Partitioner::chooseFactors(Operation *op,
         fs.axes[f].push_back(name);
         fs.used.insert(name);
       }
+    // The planner only prices splits a block layout can hold; one that is
+    // not would compute on strided data and give wrong numbers.
+    if (fs.legalize())
+      op->emitWarning()
+          << "loom-partition: the plan splits a minor factor of a "
+             "dimension whose major factor is whole; partitioned with "
+             "that factor whole instead (the plan's cost for this op is off)";
     return fs;
   }
   SmallVector<unsigned> order;
