@@ -3,7 +3,8 @@
 # (examples/mlp.mlir, annotated for a 2x2 dp x tp mesh) into a training step
 # (forward, backward, SGD with momentum), partition it over the mesh,
 # print the plan, and train it for 30 steps on 4 CPU ranks (MPI), printing
-# the loss; then plan GPT-3-sized training for 1024 H100s automatically.
+# the loss; train a nanoGPT-style PyTorch model through loom.compile on the
+# same mesh; then plan GPT-3-sized training for 1024 H100s automatically.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${LOOM_BUILD_DIR:-build}
@@ -20,6 +21,11 @@ rm -rf "$WORK"
 echo
 echo "== training on 4 CPU ranks (loom-run -np 4 -> mpirun) =="
 "$BIN/loom-run" -np 4 "$WORK/out" --steps 30 --data "$WORK/data"
+
+echo
+echo "== PyTorch: examples/nanogpt.py (a nanoGPT-style model) traced by loom.compile, auto-planned for dp=2,tp=2, trained on 4 ranks =="
+PYTHONPATH=python LOOM_BUILD_DIR="$BUILD_DIR" /usr/bin/python3 examples/nanogpt.py \
+  --mesh dp=2,tp=2 --steps 20 --out "$WORK/nanogpt" | awk '/^ops /{skip=1} /^(runners-up|step 0 )/{skip=0} !skip'
 
 echo
 echo "== automatic sharding: GPT-3 175B shapes (96 layers, hidden 12288) for 1024 H100s =="

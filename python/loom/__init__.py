@@ -8,8 +8,13 @@ or from a shell:
     PYTHONPATH=python python3 -m loom opt examples/mlp.mlir
 
 Tools are looked up in $LOOM_BUILD_DIR/bin, then in the repository's
-build/bin, then on PATH. Tracing PyTorch training steps into Loom lands here
-as the frontend grows.
+build/bin, then on PATH.
+
+PyTorch users compile and train from Python (docs/pytorch.md):
+
+    art = loom.compile(model, loss_fn, optimizer, (x, y), mesh="dp=2,tp=2")
+    losses = art.train((xs, ys), steps=10)
+    model.load_state_dict(art.load_state_dict())
 """
 
 import os
@@ -17,7 +22,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["LoomToolNotFound", "tool_path", "run_tool", "import_onnx"]
+__all__ = ["LoomToolNotFound", "tool_path", "run_tool", "import_onnx",
+           "compile", "Artifact", "LoomError"]
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,3 +83,6 @@ def import_onnx(path, input_shapes=None, allow_unsupported=False):
     if allow_unsupported:
         args.append("--allow-unsupported")
     return run_tool("loom-translate", *args).stdout
+
+
+from loom.api import Artifact, LoomError, compile  # noqa: E402

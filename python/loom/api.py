@@ -1,0 +1,196 @@
+"""Loom's Python API: compile a PyTorch model, loss and optimizer into a
+Loom artifact, train it on CPU ranks, and take the weights back.
+
+    import loom
+    art = loom.compile(model, loss_fn, optimizer, (x, y), mesh="dp=2,tp=2",
+                       strategy="auto", out="out/")
+    losses = art.train((xs, ys), steps=10)    # xs: [steps, *x.shape]
+    model.load_state_dict(art.load_state_dict())
+
+`compile` traces the step (loom.torch), then runs `loomc` exactly as a user
+would from a shell; `train` runs `loom-run` (with `-np` on a mesh). Their
+messages come back as `LoomError`.
+"""
+
+import os
+import re
+import subprocess
+from collections import OrderedDict
+
+import numpy as np
+
+__all__ = ["LoomError", "Artifact", "compile", "optimizer_flags"]
+
+
+class LoomError(RuntimeError):
+    """A Loom tool failed; the message is the tool's own."""
+
+
+def _run(args):
+    from loom import tool_path
+    cmd = [tool_path(args[0]), *map(str, args[1:])]
+    proc = subprocess.run(cmd, text=True, capture_output=True)
+    if proc.returncode != 0:
+        message = (proc.stderr.strip() or proc.stdout.strip()
+                   or f"exit status {proc.returncode}")
+        raise LoomError(f"{os.path.basename(cmd[0])} failed: {message}")
+    return proc
+
+
+def optimizer_flags(optimizer, traced):
+    """loomc flags for a torch.optim optimizer over the traced model's
+    parameters; what Loom cannot do as asked is an error."""
+    import torch
+    kind = type(optimizer).__name__
+    if len(optimizer.param_groups) != 1:
+        raise LoomError(f"{kind} has {len(optimizer.param_groups)} parameter "
+                        "groups; Loom applies one set of hyperparameters to "
+                        "every parameter")
+    group = optimizer.param_groups[0]
+    if group.get("maximize"):
+        raise LoomError(f"{kind}(maximize=True) is not supported")
+    if group.get("amsgrad"):
+        raise LoomError(f"{kind}(amsgrad=True) is not supported")
+    if group.get("foreach") or group.get("capturable") or \
+            group.get("differentiable"):
+        pass  # implementation choices of PyTorch; the update is the same
+    flags = [f"--lr={float(group['lr'])!r}",
+             f"--weight-decay={float(group.get('weight_decay', 0.0))!r}"]
+    if isinstance(optimizer, torch.optim.SGD):
+        flags = ["--optimizer=sgd"] + flags + [
+            f"--momentum={float(group['momentum'])!r}",
+            f"--dampening={float(group['dampening'])!r}"]
+        if group.get("nesterov"):
+            flags.append("--nesterov")
+    elif isinstance(optimizer, (torch.optim.AdamW, torch.optim.Adam)):
+        name = "adamw" if isinstance(optimizer, torch.optim.AdamW) else "adam"
+        b1, b2 = group["betas"]
+        flags = [f"--optimizer={name}"] + flags + [
+            f"--betas={float(b1)!r},{float(b2)!r}",
+            f"--eps={float(group['eps'])!r}"]
+    else:
+        raise LoomError(f"optimizer {kind} is not supported (SGD, Adam and "
+                        "AdamW are)")
+    optimized = {id(p) for p in group["params"]}
+    frozen = [p.name for p in traced.params
+              if p.trainable and id(p.tensor) not in optimized]
+    if frozen:
+        flags.append("--frozen=" + ",".join(frozen))
+    return flags
+
+
+def _devices(mesh):
+    if not mesh:
+        return 1
+    n = 1
+    for axis in mesh.split(","):
+        n *= int(axis.split("=")[1])
+    return n
+
+
+class Artifact:
+    """A compiled training step on disk (the directory loomc wrote)."""
+
+    def __init__(self, out, traced, devices, log):
+        self.out = out
+        self.traced = traced
+        self.devices = devices
+        self.log = log
+
+    @property
+    def plan(self):
+        """The planner's report (plan.txt), or None for one device."""
+        path = os.path.join(self.out, "plan.txt")
+        return open(path).read() if os.path.exists(path) else None
+
+    def write_data(self, data, directory=None):
+        """Writes one .npy per batch element (a leading step axis); returns
+        the directory and the number of entries."""
+        import torch
+        directory = directory or os.path.join(self.out, "data")
+        os.makedirs(directory, exist_ok=True)
+        if not isinstance(data, (tuple, list)) or \
+                len(data) != len(self.traced.data_names):
+            raise LoomError(
+                f"train: data must be a tuple of {len(self.traced.data_names)} "
+                f"arrays ({', '.join(self.traced.data_names)}), one per "
+                "element of the example batch")
+        entries = None
+        for name, ty, array in zip(self.traced.data_names,
+                                   self.traced.data_types, data):
+            if isinstance(array, torch.Tensor):
+                array = array.detach().cpu().numpy()
+            array = np.ascontiguousarray(array)
+            if entries is None:
+                entries = array.shape[0]
+            elif array.shape[0] != entries:
+                raise LoomError(f"train: {name} has {array.shape[0]} entries, "
+                                f"the first element {entries}")
+            np.save(os.path.join(directory, name + ".npy"), array)
+        return directory, entries
+
+    def train(self, data, steps, np=None, extra_args=()):
+        """Trains `steps` steps; step k uses entry k of each array in `data`.
+        Returns the per-step losses as floats."""
+        directory, _ = self.write_data(data)
+        ranks = self.devices if np is None else np
+        args = ["loom-run"]
+        if ranks > 1:
+            args += ["-np", ranks]
+        args += [self.out, "--steps", steps, "--data", directory, *extra_args]
+        proc = _run(args)
+        self.log = proc.stdout
+        losses = [float(m.group(1)) for m in
+                  re.finditer(r"^step \d+ loss (\S+)", proc.stdout, re.M)]
+        if len(losses) != steps:
+            raise LoomError(f"loom-run printed {len(losses)} losses for "
+                            f"{steps} steps:\n{proc.stdout}")
+        return losses
+
+    def load_state_dict(self):
+        """The trained parameters and buffers as torch tensors under the
+        module's own names (a tied weight under each of its names)."""
+        import torch
+        state = OrderedDict()
+        for p in self.traced.params:
+            found = None
+            for sub in ("params-final", "optimizer-final"):
+                path = os.path.join(self.out, sub, p.name + ".npy")
+                if os.path.exists(path):
+                    found = path
+                    break
+            if found is None:
+                raise LoomError(f"no trained value of {p.name} in {self.out} "
+                                "(train the artifact first)")
+            tensor = torch.from_numpy(np.load(found)).to(p.tensor.dtype)
+            for name in p.names:
+                state[name] = tensor
+        return state
+
+
+def compile(model, loss_fn, optimizer, example_batch, mesh=None,
+            strategy=None, cluster="cpu-local", out="loom-out",
+            model_inputs=1, data_names=None, extra_args=()):
+    """Traces `loss_fn(model(*inputs), *targets)` and compiles its training
+    step with `optimizer`'s hyperparameters for `mesh` (e.g. "dp=2,tp=2";
+    None or "" is one device). `strategy`: dp, tp, dp-tp, zero1-3, auto, ...
+    (default: replicated on one device, auto on a mesh). Returns an
+    Artifact; loomc's messages are raised as LoomError."""
+    from loom.torch import trace, TorchImportError
+    try:
+        traced = trace(model, loss_fn, example_batch, model_inputs, data_names)
+    except TorchImportError as e:
+        raise LoomError(str(e)) from e
+    source = os.path.join(out, "source", "model.mlir")
+    traced.write(source)
+    args = ["loomc", source, "--train", "--loss=none", "-o", out,
+            *optimizer_flags(optimizer, traced)]
+    if mesh:
+        args += [f"--mesh={mesh}", f"--strategy={strategy or 'auto'}",
+                 f"--cluster={cluster}"]
+    elif strategy not in (None, "", "replicated", "none"):
+        raise LoomError(f"strategy {strategy!r} needs a mesh (mesh=\"dp=2\", "
+                        "...); one device is strategy='replicated'")
+    args += list(extra_args)
+    proc = _run(args)
+    return Artifact(out, traced, _devices(mesh), proc.stdout + proc.stderr)

@@ -1,0 +1,411 @@
+"""loom.torch: trace a PyTorch training step into the `loom` dialect.
+
+    from loom.torch import trace
+    traced = trace(model, loss_fn, (x, y))
+    traced.write("out/model.mlir")      # loom IR + params.bin beside it
+
+`trace` runs `loss_fn(model(*inputs), *targets)` under `make_fx` with fake
+tensors (no real compute, nothing of the model changes) and imports the aten
+graph op by op (the table is `ATEN_OPS`, documented in docs/pytorch.md) into
+one function, `@forward`, whose result 0 is the loss. Loom then builds the
+backward pass and the optimizer itself (`loomc --train --loss=none`), so its
+autodiff, planner and partitioner see the whole step.
+
+Buffers the forward pass changes (BatchNorm's running statistics and its
+batch counter) become further results of `@forward`, each naming the
+parameter it is the next value of; the training step passes them on, so
+they evolve exactly as PyTorch's do.
+
+An aten op outside the table raises `UnsupportedOp` naming the op and the
+line of the user's code that called it (from the FX node's stack trace).
+"""
+
+import math
+import operator
+import os
+import traceback
+
+import numpy as np
+import torch
+from torch.fx.experimental import proxy_tensor
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.nn.utils.stateless import functional_call
+
+from loom.torch_ops import ATEN_OPS, TorchImportError, UnsupportedOp, Value
+
+__all__ = ["trace", "Traced", "TorchImportError", "UnsupportedOp", "ATEN_OPS"]
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_LOOM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+_DTYPES = {
+    torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
+    torch.bfloat16: "bf16", torch.int64: "i64", torch.int32: "i32",
+    torch.int8: "i8", torch.bool: "i1",
+}
+_NUMPY = {torch.float32: "<f4", torch.float64: "<f8", torch.float16: "<f2",
+          torch.int64: "<i8", torch.int32: "<i4", torch.int8: "i1",
+          torch.bool: "?"}
+
+
+def mlir_type(shape, dtype):
+    if dtype not in _DTYPES:
+        raise TorchImportError(f"loom.torch: tensors of {dtype} are not supported")
+    dims = "".join(f"{d}x" for d in shape)
+    return f"tensor<{dims}{_DTYPES[dtype]}>"
+
+
+def _quote(name):
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class _Param:
+    """One parameter or buffer tensor (tied names share one)."""
+
+    def __init__(self, tensor, names, trainable):
+        self.tensor = tensor
+        self.names = names
+        self.trainable = trainable
+
+    @property
+    def name(self):
+        return self.names[0]
+
+
+def _parameters(model):
+    """Every parameter and buffer once, in registration order, with all the
+    names it has (a tied weight has several)."""
+    found = {}
+    for module_name, module in model.named_modules(remove_duplicate=False):
+        prefix = module_name + "." if module_name else ""
+        for kind, table in (("param", module._parameters),
+                            ("buffer", module._buffers)):
+            for local, t in table.items():
+                if t is None:
+                    continue
+                full = prefix + local
+                entry = found.get(id(t))
+                if entry is None:
+                    trainable = kind == "param" and t.requires_grad
+                    found[id(t)] = _Param(t, [full], trainable)
+                elif full not in entry.names:
+                    entry.names.append(full)
+    return list(found.values())
+
+
+def _user_frame(node):
+    """(file, line, code) of the user's code that produced `node`: the
+    innermost frame of its stack trace outside torch and loom."""
+    text = node.meta.get("stack_trace")
+    if not text:
+        return None
+    frames = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        line = line.strip()
+        if not line.startswith('File "'):
+            continue
+        path = line[6:line.index('"', 6)]
+        try:
+            number = int(line.split(", line ")[1].split(",")[0])
+        except (IndexError, ValueError):
+            continue
+        code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        frames.append((path, number, code))
+    # walk_stack lists the innermost frame first.
+    for path, number, code in frames:
+        if not path.startswith((_TORCH_DIR, _LOOM_DIR, "<")):
+            return path, number, code
+    return frames[0] if frames else None
+
+
+class Traced:
+    """The imported training step: IR text, parameters, data names."""
+
+    def __init__(self, text, params, data_names, data_types, blobs):
+        self.text = text
+        self.params = params
+        self.data_names = data_names
+        self.data_types = data_types
+        self._blobs = blobs
+
+    def write(self, path):
+        """Writes the IR to `path` and the initial parameter values to
+        params.bin beside it (the IR references them by offset)."""
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, "params.bin"), "wb") as f:
+            for offset, blob in self._blobs:
+                f.seek(offset)
+                f.write(blob)
+        with open(path, "w") as f:
+            f.write(self.text)
+        return path
+
+
+class _Importer:
+    """Walks the FX graph; each aten node becomes loom ops (ATEN_OPS)."""
+
+    def __init__(self, graph_module, params, data_names):
+        self.gm = graph_module
+        self.params = params
+        self.data_names = data_names
+        self.lines = []
+        self.counter = 0
+        self.loc = "unknown"
+        self.node = None
+        self.env = {}
+        self.placeholder_of = {}
+        self.seed = 0
+
+    def next_seed(self):
+        """A distinct seed for each dropout of the model (Loom offsets it by
+        the step and micro-batch)."""
+        self.seed += 1
+        return self.seed
+
+    # Emission helpers used by the op table.
+    def emit(self, body, shape, dtype, results=1):
+        self.counter += 1
+        name = f"%{self.counter}"
+        head = f"{name}:{results}" if results > 1 else name
+        self.lines.append(f"  {head} = {body} loc({self.loc})")
+        if results > 1:
+            return [name + f"#{i}" for i in range(results)]
+        return Value(name, tuple(shape), dtype)
+
+    def error(self, message):
+        where = _user_frame(self.node) if self.node is not None else None
+        at = f" at {where[0]}:{where[1]}: `{where[2]}`" if where else ""
+        return TorchImportError(f"loom.torch: {message}{at}")
+
+    def out(self, index=None):
+        val = self.node.meta.get("val")
+        if index is not None:
+            if val is None:  # make_fx records tuples on the getitem users
+                for user in self.node.users:
+                    if user.target is operator.getitem and \
+                            user.args[1] == index:
+                        val = user.meta.get("val")
+            else:
+                val = val[index]
+        if val is None:
+            raise self.error(f"{self.node.target} has no recorded shape")
+        return tuple(val.shape), val.dtype
+
+    def run(self):
+        graph = self.gm.graph
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        args, arg_types = [], []
+        n_params = len(self.params)
+        for i, node in enumerate(placeholders):
+            val = node.meta["val"]
+            ty = mlir_type(val.shape, val.dtype)
+            arg = f"%arg{i}"
+            self.env[node] = Value(arg, tuple(val.shape), val.dtype)
+            if i < n_params:
+                self.placeholder_of[node] = self.params[i]
+                args.append(f"{arg}: {ty} {{loom.param = @{_quote(self.params[i].name)}}}")
+            else:
+                name = self.data_names[i - n_params]
+                args.append(f"{arg}: {ty} {{loom.name = {_quote(name)}}}")
+            arg_types.append(ty)
+        bound = dict(self.env)
+        self.trainable_dependent = set(
+            n for n, p in self.placeholder_of.items() if p.trainable)
+        for node in graph.nodes:
+            if any(isinstance(a, torch.fx.Node) and a in self.trainable_dependent
+                   for a in node.all_input_nodes):
+                self.trainable_dependent.add(node)
+        loss = None
+        for node in graph.nodes:
+            self.node = node
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                loss = self._loss(node)
+                continue
+            self._set_loc(node)
+            if node.op == "get_attr":
+                self.env[node] = self.constant(getattr(self.gm, node.target))
+                continue
+            if node.op != "call_function":
+                raise self.error(f"FX node {node.op} is not supported")
+            if not node.users and not _mutates(node):
+                continue
+            self.env[node] = self._call(node)
+        results = [(loss, '{loom.name = "loss"}')]
+        for node, param in self.placeholder_of.items():
+            if self.env[node] is bound[node]:
+                continue
+            if param.trainable:
+                raise TorchImportError(
+                    f"loom.torch: the forward pass changes trainable parameter "
+                    f"{param.name} in place; Loom's optimizer owns it")
+            results.append((self.cast(self.env[node], param.tensor.dtype),
+                            f"{{loom.param = @{_quote(param.name)}}}"))
+        self.lines.append("  return " + ", ".join(v.name for v, _ in results)
+                          + " : " + ", ".join(v.type for v, _ in results))
+        signature = ", ".join(f"{v.type} {a}" for v, a in results)
+        head = (f"func.func @forward({', '.join(args)}) -> ({signature}) {{")
+        return head, self.lines
+
+    def _set_loc(self, node):
+        where = _user_frame(node)
+        if where:
+            self.loc = f'{_quote(where[0])}:{where[1]}:0'
+        else:
+            self.loc = _quote(str(node.target))
+
+    def _loss(self, node):
+        out = node.args[0]
+        if isinstance(out, (tuple, list)):
+            if len(out) != 1:
+                raise self.error("the loss function must return one tensor "
+                                 f"(the loss), not {len(out)} values")
+            out = out[0]
+        value = self.env.get(out)
+        if not isinstance(value, Value) or value.shape != () or \
+                not value.dtype.is_floating_point:
+            raise self.error("the loss function must return a scalar float "
+                             "tensor")
+        return value
+
+    def resolve(self, a):
+        if isinstance(a, torch.fx.Node):
+            if a not in self.env:
+                raise self.error(f"{a.name} was not imported")
+            return self.env[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.resolve(x) for x in a)
+        return a
+
+    def _call(self, node):
+        target = node.target
+        if target is operator.getitem:
+            seq, index = node.args
+            values = self.env[seq]
+            item = values[index]
+            if item is None:
+                raise self.error(f"result {index} of {seq.target} is not "
+                                 "supported (only PyTorch's backward uses it)")
+            return item
+        packet = getattr(target, "overloadpacket", None)
+        name = getattr(packet, "__name__", str(target))
+        handler = ATEN_OPS.get(str(target)) or ATEN_OPS.get(name)
+        inplace = handler is None and name.endswith("_") and \
+            not name.endswith("__")
+        if inplace:
+            handler = ATEN_OPS.get(name[:-1])
+        if handler is None:
+            raise UnsupportedOp(self.error(
+                f"aten op {target} is not supported (the ops Loom imports "
+                "are listed in docs/pytorch.md)").args[0], str(target))
+        args = self.resolve(node.args)
+        kwargs = {k: self.resolve(v) for k, v in node.kwargs.items()}
+        result = handler(self, *args, **kwargs)
+        if inplace:
+            self.rebind(node.args[0], result)
+        return result
+
+    def rebind(self, node, value):
+        """`node`'s tensor now holds `value` (an in-place op)."""
+        old = self.env[node]
+        self.env[node] = self.cast(self.reshape(value, old.shape), old.dtype)
+
+    def constant(self, tensor):
+        from loom.torch_ops import constant
+        return constant(self, tensor)
+
+    def cast(self, v, dtype):
+        from loom.torch_ops import cast
+        return cast(self, v, dtype)
+
+    def reshape(self, v, shape):
+        from loom.torch_ops import reshape
+        return reshape(self, v, shape)
+
+
+def _mutates(node):
+    schema = getattr(node.target, "_schema", None)
+    return bool(schema) and any(
+        a.alias_info is not None and a.alias_info.is_write
+        for a in schema.arguments)
+
+
+def _to_tensor(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach()
+    return torch.as_tensor(np.asarray(x))
+
+
+def trace(model, loss_fn, example_batch, model_inputs=1, data_names=None):
+    """Traces `loss_fn(model(*batch[:model_inputs]), *batch[model_inputs:])`.
+
+    Returns a `Traced`: the `loom` IR of the forward pass and loss with every
+    parameter and buffer of `model` as a `loom.parameter` (tied weights
+    once, under their first name), starting from the model's current values.
+    `data_names` names the batch elements (default `input0`, `input1`, ...
+    then `target0`, ...); they are the .npy names `loom-run --data` reads.
+    """
+    batch = tuple(_to_tensor(x) for x in example_batch)
+    if not 1 <= model_inputs <= len(batch):
+        raise TorchImportError(
+            f"loom.torch: model_inputs={model_inputs} but the example batch "
+            f"has {len(batch)} elements")
+    if data_names is None:
+        data_names = [f"input{i}" for i in range(model_inputs)] + \
+            [f"target{i}" for i in range(len(batch) - model_inputs)]
+    if len(data_names) != len(batch):
+        raise TorchImportError(
+            f"loom.torch: {len(data_names)} data names for a batch of "
+            f"{len(batch)} tensors")
+    params = _parameters(model)
+
+    def step(tensors, *data):
+        bound = {}
+        for t, p in zip(tensors, params):
+            for n in p.names:
+                bound[n] = t
+        out = functional_call(model, bound, tuple(data[:model_inputs]))
+        return loss_fn(out, *data[model_inputs:])
+
+    tracer_class = proxy_tensor.PythonKeyTracer
+    saved = tracer_class.record_stack_traces
+    tracer_class.record_stack_traces = True
+    try:
+        gm = make_fx(step, tracing_mode="fake")(
+            [p.tensor.detach() for p in params], *batch)
+    except TorchImportError:
+        raise
+    except Exception as e:  # PyTorch's own tracing failures
+        tb = traceback.extract_tb(e.__traceback__)
+        user = [f for f in tb if not f.filename.startswith(_TORCH_DIR)
+                and not f.filename.startswith(_LOOM_DIR)]
+        at = f" at {user[-1].filename}:{user[-1].lineno}" if user else ""
+        raise TorchImportError(
+            f"loom.torch: tracing the training step failed{at}: "
+            f"{type(e).__name__}: {e}") from e
+    finally:
+        tracer_class.record_stack_traces = saved
+
+    importer = _Importer(gm, params, data_names)
+    head, body = importer.run()
+    decls, blobs, offset = [], [], 0
+    for p in params:
+        t = p.tensor.detach().contiguous()
+        if t.dtype == torch.bfloat16:
+            raw = t.view(torch.int16).numpy().tobytes()
+        else:
+            raw = t.numpy().astype(_NUMPY[t.dtype], copy=False).tobytes()
+        ty = mlir_type(t.shape, t.dtype)
+        flag = " trainable" if p.trainable else ""
+        decls.append(f"loom.parameter @{_quote(p.name)} : {ty} = "
+                     f'#loom.external<"params.bin", offset = {offset}>{flag}')
+        blobs.append((offset, raw))
+        offset += (len(raw) + 63) // 64 * 64
+    text = "\n".join(
+        ["// Traced from PyTorch by loom.torch (make_fx, aten ops)."] + decls
+        + ["", head] + body + ["}", ""])
+    data_types = [mlir_type(t.shape, t.dtype) for t in batch]
+    return Traced(text, params, list(data_names), data_types, blobs)

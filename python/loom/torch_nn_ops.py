@@ -1,0 +1,258 @@
+"""loom.torch's op table, part 2: matrix products, normalization,
+convolution and pooling, reductions, losses and dropout."""
+
+import torch
+
+from loom.torch_ops import (Value, _ints, _type_of, as_value, binary, cast,
+                            dims_of, op, reshape, scalar, transpose, unary)
+
+
+def dot(im, a, b, batch, contract, shape=None, dtype=None):
+    out_shape, out_dtype = im.out()
+    shape = out_shape if shape is None else shape
+    dtype = out_dtype if dtype is None else dtype
+    a, b = cast(im, a, dtype), cast(im, b, dtype)
+    batching = ""
+    if batch[0]:
+        batching = f" batching_dims = {_ints(batch[0])} x {_ints(batch[1])}"
+    return im.emit(f"loom.dot_general {a.name}, {b.name}{batching} "
+                   f"contracting_dims = {_ints(contract[0])} x "
+                   f"{_ints(contract[1])} : ({a.type}, {b.type}) -> "
+                   f"{_type_of(shape, dtype)}", shape, dtype)
+
+
+@op("mm")
+def _mm(im, a, b):
+    return dot(im, a, b, ([], []), ([1], [0]))
+
+
+@op("addmm")
+def _addmm(im, bias, a, b, beta=1, alpha=1):
+    shape, dtype = im.out()
+    product = dot(im, a, b, ([], []), ([1], [0]))
+    if alpha != 1:
+        product = binary(im, "mul", product, alpha)
+    if beta == 0:
+        return product
+    if beta != 1:
+        bias = binary(im, "mul", bias, beta, shape=bias.shape)
+    return binary(im, "add", product, bias)
+
+
+@op("bmm")
+def _bmm(im, a, b):
+    return dot(im, a, b, ([0], [0]), ([2], [1]))
+
+
+@op("matmul")
+def _matmul(im, a, b):
+    shape, dtype = im.out()
+    if a.rank == 2 and b.rank == 2:
+        return _mm(im, a, b)
+    if a.rank >= 2 and b.rank == 2:
+        return dot(im, a, b, ([], []), ([a.rank - 1], [0]))
+    if a.rank == b.rank and a.rank >= 3:
+        batch = list(range(a.rank - 2))
+        return dot(im, a, b, (batch, batch), ([a.rank - 1], [b.rank - 2]))
+    raise im.error(f"aten.matmul of ranks {a.rank} and {b.rank} is not "
+                   "supported")
+
+
+@op("embedding")
+def _embedding(im, weight, indices, padding_idx=-1, scale_grad_by_freq=False,
+               sparse=False):
+    if padding_idx != -1 and padding_idx is not None:
+        raise im.error("nn.Embedding with padding_idx is not supported (its "
+                       "row gets no gradient in PyTorch)")
+    if scale_grad_by_freq or sparse:
+        raise im.error("nn.Embedding with scale_grad_by_freq or sparse "
+                       "gradients is not supported")
+    shape, dtype = im.out()
+    return im.emit(f"loom.gather {weight.name}[{indices.name}] axis = 0 : "
+                   f"({weight.type}, {indices.type}) -> "
+                   f"{_type_of(shape, dtype)}", shape, dtype)
+
+
+@op("index_select")
+def _index_select(im, x, dim, index):
+    shape, dtype = im.out()
+    return im.emit(f"loom.gather {x.name}[{index.name}] axis = {dim % x.rank} "
+                   f": ({x.type}, {index.type}) -> {_type_of(shape, dtype)}",
+                   shape, dtype)
+
+
+def _softmax_like(name):
+    def handler(im, x, dim, half_to_float=False):
+        if half_to_float:
+            raise im.error(f"aten.{name} with half_to_float is not supported")
+        return unary(im, name, x, f" axis = {dim % x.rank}")
+    return handler
+
+
+op("_softmax", "softmax")(_softmax_like("softmax"))
+op("_log_softmax", "log_softmax")(_softmax_like("log_softmax"))
+
+
+@op("native_layer_norm")
+def _layer_norm(im, x, normalized_shape, weight, bias, eps):
+    shape, dtype = im.out(0)
+    inner = tuple(normalized_shape)
+    axis = x.rank - len(inner)
+    weight = weight if weight is not None else scalar(im, 1.0, dtype, inner)
+    bias = bias if bias is not None else scalar(im, 0.0, dtype, inner)
+    y = im.emit(f"loom.layer_norm {x.name}, {weight.name}, {bias.name} axis = "
+                f"{axis} epsilon = {eps:.9e} : ({x.type}, {weight.type}, "
+                f"{bias.type}) -> {_type_of(shape, dtype)}", shape, dtype)
+    return [y, None, None]
+
+
+@op("native_batch_norm")
+def _batch_norm(im, x, weight, bias, running_mean, running_var, training,
+                momentum, eps):
+    shape, dtype = im.out(0)
+    channels = (x.shape[1],)
+    weight = weight if weight is not None else scalar(im, 1.0, dtype, channels)
+    bias = bias if bias is not None else scalar(im, 0.0, dtype, channels)
+    types = f"{x.type}, {weight.type}, {bias.type}"
+    if not training:
+        if running_mean is None:
+            raise im.error("batch norm in eval mode needs running statistics")
+        y = im.emit(f"loom.batch_norm_inference {x.name}, {weight.name}, "
+                    f"{bias.name}, {running_mean.name}, {running_var.name} "
+                    f"epsilon = {eps:.9e} : ({types}, {running_mean.type}, "
+                    f"{running_var.type}) -> {_type_of(shape, dtype)}",
+                    shape, dtype)
+        return [y, None, None]
+    stat = _type_of(channels, dtype)
+    names = im.emit(f"loom.batch_norm_training {x.name}, {weight.name}, "
+                    f"{bias.name} epsilon = {eps:.9e} : ({types}) -> "
+                    f"({_type_of(shape, dtype)}, {stat}, {stat})",
+                    shape, dtype, results=3)
+    y, mean, var = (Value(n, s, dtype) for n, s in
+                    zip(names, (shape, channels, channels)))
+    if running_mean is not None:
+        # PyTorch: running = (1 - momentum) * running + momentum * batch
+        # statistic, the variance unbiased (n / (n - 1)).
+        n = 1
+        for i, d in enumerate(x.shape):
+            n = n * d if i != 1 else n
+        unbiased = binary(im, "mul", var, n / max(n - 1, 1), shape=channels,
+                          dtype=dtype)
+        im.rebind(im.node.args[3], _ema(im, running_mean, mean, momentum))
+        im.rebind(im.node.args[4], _ema(im, running_var, unbiased, momentum))
+    return [y, None, None]
+
+
+def _ema(im, running, batch, momentum):
+    dtype, shape = running.dtype, running.shape
+    old = binary(im, "mul", running, 1.0 - momentum, shape=shape, dtype=dtype)
+    new = binary(im, "mul", batch, momentum, shape=shape, dtype=dtype)
+    return binary(im, "add", old, new, shape=shape, dtype=dtype)
+
+
+@op("convolution")
+def _convolution(im, x, weight, bias, stride, padding, dilation, transposed,
+                 output_padding, groups):
+    if transposed:
+        raise im.error("transposed convolution is not supported")
+    shape, dtype = im.out()
+    pads = list(padding) + list(padding)
+    y = im.emit(f"loom.conv {x.name}, {weight.name} strides = {_ints(stride)} "
+                f"padding = {_ints(pads)} dilations = {_ints(dilation)} groups = "
+                f"{groups} : ({x.type}, {weight.type}) -> "
+                f"{_type_of(shape, dtype)}", shape, dtype)
+    if bias is None:
+        return y
+    spatial = len(shape) - 2
+    b = reshape(im, bias, (bias.shape[0],) + (1,) * spatial)
+    return binary(im, "add", y, b)
+
+
+def _pool(im, name, x, kernel, stride, padding, dilation=None, extra=""):
+    spatial = len(kernel)
+    stride = list(stride) if stride else list(kernel)
+    padding = list(padding) * (spatial if len(padding) == 1 else 1)
+    pads = padding + padding
+    shape, dtype = im.out(0) if name == "max_pool" else im.out()
+    dil = f" dilations = {_ints(dilation or [1] * spatial)}" \
+        if name == "max_pool" else ""
+    return im.emit(f"loom.{name} {x.name} kernel = {_ints(kernel)} strides = "
+                   f"{_ints(stride)} padding = {_ints(pads)}{dil}{extra} : "
+                   f"({x.type}) -> {_type_of(shape, dtype)}", shape, dtype)
+
+
+@op("max_pool2d_with_indices", "max_pool1d_with_indices",
+    "max_pool3d_with_indices")
+def _max_pool(im, x, kernel, stride=(), padding=(0,), dilation=(1,),
+              ceil_mode=False):
+    if ceil_mode:
+        raise im.error("max pooling with ceil_mode=True is not supported")
+    kernel = list(kernel)
+    dilation = list(dilation) * (len(kernel) if len(dilation) == 1 else 1)
+    return [_pool(im, "max_pool", x, kernel, stride, padding, dilation), None]
+
+
+@op("avg_pool2d", "avg_pool1d", "avg_pool3d")
+def _avg_pool(im, x, kernel, stride=(), padding=(0,), ceil_mode=False,
+              count_include_pad=True, divisor_override=None):
+    if ceil_mode or divisor_override is not None:
+        raise im.error("average pooling with ceil_mode or divisor_override "
+                       "is not supported")
+    extra = " count_include_pad" if count_include_pad and any(padding) else ""
+    return _pool(im, "avg_pool", x, list(kernel), stride, padding, extra=extra)
+
+
+def _reduce(name):
+    def handler(im, x, dims=None, keepdim=False, dtype=None):
+        shape, out_dtype = im.out()
+        x = cast(im, x, out_dtype)
+        dims = list(range(x.rank)) if dims in (None, []) else \
+            sorted(set(dims_of(dims, x.rank)))
+        if x.rank == 0:
+            return x
+        keep = " keepdims" if keepdim else ""
+        return im.emit(f"loom.{name} {x.name} dims = {_ints(dims)}{keep} : "
+                       f"({x.type}) -> {_type_of(shape, out_dtype)}",
+                       shape, out_dtype)
+    return handler
+
+
+op("sum")(_reduce("reduce_sum"))
+op("mean")(_reduce("reduce_mean"))
+op("amax")(_reduce("reduce_max"))
+op("amin")(_reduce("reduce_min"))
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+@op("nll_loss_forward", "nll_loss")
+def _nll_loss(im, x, target, weight=None, reduction=1, ignore_index=-100):
+    shape, dtype = im.out(0) if "forward" in str(im.node.target) else im.out()
+    w = f" weight = {weight.name}" if weight is not None else ""
+    wt = f", {weight.type}" if weight is not None else ""
+    loss = im.emit(f"loom.nll_loss {x.name}, {target.name}{w} reduction = "
+                   f"{_REDUCTIONS[reduction]} ignore_index = {ignore_index} : "
+                   f"({x.type}, {target.type}{wt}) -> {_type_of(shape, dtype)}",
+                   shape, dtype)
+    return [loss, None] if "forward" in str(im.node.target) else loss
+
+
+@op("mse_loss")
+def _mse_loss(im, x, target, reduction=1):
+    shape, dtype = im.out()
+    target = cast(im, target, x.dtype)
+    return im.emit(f"loom.mse_loss {x.name}, {target.name} reduction = "
+                   f"{_REDUCTIONS[reduction]} : ({x.type}, {target.type}) -> "
+                   f"{_type_of(shape, dtype)}", shape, dtype)
+
+
+@op("native_dropout")
+def _dropout(im, x, p, train):
+    if not train or p == 0:
+        return [x, None]
+    seed = scalar(im, im.next_seed(), torch.int64)
+    shape, dtype = im.out(0)
+    names = im.emit(f"loom.dropout {x.name}, {seed.name} ratio = {p:.9e} : "
+                    f"({x.type}, {seed.type}) -> ({x.type}, "
+                    f"{_type_of(shape, torch.bool)})", shape, dtype, results=2)
+    return [Value(names[0], shape, dtype), None]
