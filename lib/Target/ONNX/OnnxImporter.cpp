@@ -40,6 +40,7 @@ Importer::Importer(MLIRContext *ctx, const onnx::ModelProto &model,
   registerElementwiseOps(ops);
   registerNNOps(ops);
   registerShapeOps(ops);
+  registerResamplingOps(ops);
   registerTrainingOps(ops);
   for (const auto &init : graph.initializer())
     initializers[init.name()] = &init;

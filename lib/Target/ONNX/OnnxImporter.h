@@ -58,6 +58,7 @@ using OpTable = llvm::StringMap<OpEntry>;
 void registerElementwiseOps(OpTable &table);
 void registerNNOps(OpTable &table);
 void registerShapeOps(OpTable &table);
+void registerResamplingOps(OpTable &table);
 
 /// Validates a TensorProto's dims (non-negative, a size that fits in
 /// memory) into `shape`.

@@ -1,0 +1,243 @@
+//===- OnnxResamplingOps.cpp - Resize, Upsample, ConvTranspose ------------===//
+//
+// Ops that change spatial resolution, built from loom ops that already have
+// gradients and sharding rules: nearest-neighbour resizing gathers the
+// source index of every output position (ONNX's coordinate transformation
+// and rounding, evaluated at import), and a transposed convolution is the
+// convolution of the zero-dilated input with the flipped, transposed kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+
+#include "loom/Dialect/Loom/Utils/Utils.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::onnx_import;
+
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) { return Importer::typeOf(v).getShape(); }
+
+/// The source index ONNX's nearest mode reads for output position `i`.
+int64_t nearestSource(int64_t i, int64_t in, int64_t out, double scale,
+                      StringRef transform, StringRef rounding) {
+  double x;
+  if (transform == "half_pixel")
+    x = (i + 0.5) / scale - 0.5;
+  else if (transform == "pytorch_half_pixel")
+    x = out > 1 ? (i + 0.5) / scale - 0.5 : 0.0;
+  else if (transform == "align_corners")
+    x = out > 1 ? i * double(in - 1) / double(out - 1) : 0.0;
+  else if (transform == "tf_half_pixel_for_nn")
+    x = (i + 0.5) / scale;
+  else // asymmetric
+    x = i / scale;
+  double r;
+  if (rounding == "floor")
+    r = std::floor(x);
+  else if (rounding == "ceil")
+    r = std::ceil(x);
+  else if (rounding == "round_prefer_ceil")
+    r = std::floor(x + 0.5);
+  else // round_prefer_floor
+    r = x - std::floor(x) == 0.5 ? std::floor(x) : std::round(x);
+  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
+}
+
+/// Resize (opset 10+: X, [roi,] scales or sizes) and Upsample (scales as an
+/// attribute or input 1), nearest mode.
+LogicalResult importResize(Importer &imp, const Node &node) {
+  LOOM_TRY(Value x, imp.operand(node, 0));
+  ArrayRef<int64_t> in = shapeOf(x);
+  int64_t rank = in.size();
+  std::string mode = imp.attrString(node, "mode", "nearest");
+  if (mode != "nearest")
+    return imp.error(node) << "mode '" << mode
+                           << "' is not supported (nearest is)";
+  bool upsample = node.op_type() == "Upsample";
+  std::string transform =
+      upsample || imp.opset() < 11
+          ? "asymmetric"
+          : imp.attrString(node, "coordinate_transformation_mode",
+                           "half_pixel");
+  std::string rounding = upsample || imp.opset() < 11
+                             ? "floor"
+                             : imp.attrString(node, "nearest_mode",
+                                              "round_prefer_floor");
+  if (imp.hasAttr(node, "axes") ||
+      imp.attrString(node, "keep_aspect_ratio_policy", "stretch") != "stretch")
+    return imp.error(node) << "axes and keep_aspect_ratio_policy are not "
+                              "supported";
+  SmallVector<double> scales;
+  SmallVector<int64_t> out;
+  int scalesInput = upsample || imp.opset() < 11 ? 1 : 2;
+  if (upsample && imp.hasAttr(node, "scales")) {
+    for (float s : imp.attrFloats(node, "scales"))
+      scales.push_back(s);
+  } else if (imp.hasInput(node, scalesInput)) {
+    LOOM_TRY(DenseElementsAttr s, imp.constInput(node, scalesInput, "scales"));
+    for (APFloat v : s.getValues<APFloat>())
+      scales.push_back(v.convertToDouble());
+  }
+  if (scales.empty() && !upsample && imp.hasInput(node, 3)) {
+    LOOM_TRY(out, imp.constInts(node, 3, "sizes"));
+    for (int64_t d = 0; d < std::min<int64_t>(rank, out.size()); ++d)
+      scales.push_back(double(out[d]) / double(in[d]));
+  } else {
+    for (int64_t d = 0; d < std::min<int64_t>(rank, scales.size()); ++d)
+      out.push_back(static_cast<int64_t>(std::floor(in[d] * scales[d])));
+  }
+  if (int64_t(scales.size()) != rank || int64_t(out.size()) != rank)
+    return imp.error(node) << "needs " << rank
+                           << " scales or sizes (one per dimension)";
+  OpBuilder &b = imp.builder();
+  Value y = x;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (out[d] == in[d] && scales[d] == 1.0)
+      continue;
+    if (out[d] <= 0)
+      return imp.error(node) << "dimension " << d << " would be empty";
+    SmallVector<int64_t> source;
+    for (int64_t i = 0; i < out[d]; ++i)
+      source.push_back(
+          nearestSource(i, in[d], out[d], scales[d], transform, rounding));
+    Value idx = imp.constant(DenseElementsAttr::get(
+        RankedTensorType::get({out[d]}, b.getI64Type()),
+        ArrayRef<int64_t>(source)));
+    y = GatherOp::create(b, imp.loc(), y, idx, b.getI64IntegerAttr(d));
+  }
+  return imp.setResult(node, 0, y);
+}
+
+/// ConvTranspose (group 1): insert stride - 1 zeros between input
+/// positions, pad by dilation * (kernel - 1) minus the pads (plus
+/// output_padding at the end), and convolve with the kernel flipped in every
+/// spatial dimension and its two channel dimensions swapped.
+LogicalResult importConvTranspose(Importer &imp, const Node &node) {
+  LOOM_TRY(Value x, imp.operand(node, 0));
+  LOOM_TRY(Value w, imp.operand(node, 1));
+  LOOM_TRY(Value bias, imp.optionalOperand(node, 2));
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  SmallVector<int64_t> xs(shapeOf(x)), ws(shapeOf(w));
+  int64_t k = xs.size() - 2;
+  if (k < 1 || k > 3 || ws.size() != xs.size())
+    return imp.error(node) << "needs 1 to 3 spatial dimensions, input "
+                           << x.getType() << " and weights " << w.getType();
+  if (imp.attrInt(node, "group", 1) != 1)
+    return imp.error(node) << "group > 1 is not supported";
+  std::string autoPad = imp.attrString(node, "auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID")
+    return imp.error(node) << "auto_pad '" << autoPad << "' is not supported";
+  auto ints = [&](StringRef name, int64_t n, int64_t dflt) {
+    SmallVector<int64_t> v = imp.attrInts(node, name);
+    if (v.empty())
+      v.assign(n, dflt);
+    return v;
+  };
+  SmallVector<int64_t> strides = ints("strides", k, 1),
+                       dilations = ints("dilations", k, 1),
+                       pads = ints("pads", 2 * k, 0),
+                       outPad = ints("output_padding", k, 0);
+  if (autoPad == "VALID")
+    pads.assign(2 * k, 0);
+  if (int64_t(strides.size()) != k || int64_t(dilations.size()) != k ||
+      int64_t(pads.size()) != 2 * k || int64_t(outPad.size()) != k)
+    return imp.error(node) << "strides, dilations, pads and output_padding "
+                              "do not match "
+                           << k << " spatial dimensions";
+  Type element = Importer::typeOf(x).getElementType();
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t d = 2 + i, s = strides[i];
+    if (s < 1)
+      return imp.error(node) << "stride " << s << " is not supported";
+    if (s > 1) {
+      // [.., H, ..] -> [.., H, s, ..] (zeros after each element) -> [.., H*s]
+      // -> the first (H - 1) * s + 1.
+      SmallVector<int64_t> col(xs);
+      col.insert(col.begin() + d + 1, 1);
+      Value one = imp.reshape(x, col);
+      SmallVector<int64_t> zerosShape(col);
+      zerosShape[d + 1] = s - 1;
+      Value zeros = imp.constant(DenseElementsAttr::get(
+          RankedTensorType::get(zerosShape, element),
+          scalarAttr(element, 0.0)));
+      Value spread = ConcatOp::create(b, loc, ValueRange{one, zeros},
+                                      b.getI64IntegerAttr(d + 1));
+      SmallVector<int64_t> flat(xs);
+      flat[d] = xs[d] * s;
+      x = imp.reshape(spread, flat);
+      SmallVector<int64_t> start(flat.size(), 0), limit(flat),
+          step(flat.size(), 1);
+      limit[d] = (xs[d] - 1) * s + 1;
+      x = SliceOp::create(b, loc, x, b.getDenseI64ArrayAttr(start),
+                          b.getDenseI64ArrayAttr(limit),
+                          b.getDenseI64ArrayAttr(step));
+      xs[d] = limit[d];
+    }
+  }
+  // Pads of the equivalent convolution; negative ones crop.
+  SmallVector<int64_t> low(xs.size(), 0), high(xs.size(), 0),
+      start(xs.size(), 0), limit(xs), step(xs.size(), 1);
+  bool crop = false;
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t d = 2 + i, reach = dilations[i] * (ws[d] - 1);
+    int64_t lo = reach - pads[i], hi = reach - pads[k + i] + outPad[i];
+    low[d] = std::max<int64_t>(lo, 0);
+    high[d] = std::max<int64_t>(hi, 0);
+    start[d] = std::max<int64_t>(-lo, 0);
+    limit[d] = xs[d] - std::max<int64_t>(-hi, 0);
+    crop |= lo < 0 || hi < 0;
+    if (limit[d] <= start[d])
+      return imp.error(node) << "pads remove all of spatial dimension " << i;
+  }
+  if (crop)
+    x = SliceOp::create(b, loc, x, b.getDenseI64ArrayAttr(start),
+                        b.getDenseI64ArrayAttr(limit),
+                        b.getDenseI64ArrayAttr(step));
+  x = PadOp::create(b, loc, x, b.getDenseI64ArrayAttr(low),
+                    b.getDenseI64ArrayAttr(high), scalarAttr(element, 0.0));
+  // [Ci, Co, k...] -> [Co, Ci, k...], each spatial dimension reversed.
+  SmallVector<int64_t> perm = {1, 0};
+  for (int64_t i = 0; i < k; ++i)
+    perm.push_back(2 + i);
+  Value filter = TransposeOp::create(b, loc, w, perm);
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t size = ws[2 + i];
+    SmallVector<int64_t> reversed;
+    for (int64_t j = size - 1; j >= 0; --j)
+      reversed.push_back(j);
+    Value idx = imp.constant(DenseElementsAttr::get(
+        RankedTensorType::get({size}, b.getI64Type()),
+        ArrayRef<int64_t>(reversed)));
+    filter = GatherOp::create(b, loc, filter, idx, b.getI64IntegerAttr(2 + i));
+  }
+  SmallVector<int64_t> ones(k, 1), zeros(2 * k, 0);
+  Value y = ConvOp::create(b, loc, x, filter, b.getDenseI64ArrayAttr(ones),
+                           b.getDenseI64ArrayAttr(zeros),
+                           b.getDenseI64ArrayAttr(dilations),
+                           b.getI64IntegerAttr(1));
+  if (bias) {
+    SmallVector<int64_t> shape(k + 1, 1);
+    shape[0] = shapeOf(bias)[0];
+    y = AddOp::create(b, loc, y, imp.reshape(bias, shape));
+  }
+  return imp.setResult(node, 0, y);
+}
+
+} // namespace
+
+void mlir::loom::onnx_import::registerResamplingOps(OpTable &t) {
+  t["Resize"] = {importResize,
+                 {"mode", "coordinate_transformation_mode", "nearest_mode",
+                  "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                  "antialias", "axes", "keep_aspect_ratio_policy"}};
+  t["Upsample"] = {importResize, {"mode", "scales"}};
+  t["ConvTranspose"] = {importConvTranspose,
+                        {"auto_pad", "dilations", "group", "kernel_shape",
+                         "output_padding", "pads", "strides"}};
+}
