@@ -4,7 +4,8 @@ convolution and pooling, reductions, losses and dropout."""
 import torch
 
 from loom.torch_ops import (Value, _ints, _type_of, as_value, binary, cast,
-                            dims_of, op, reshape, scalar, transpose, unary)
+                            constant, dims_of, op, reshape, scalar, slice_,
+                            transpose, unary)
 
 
 def dot(im, a, b, batch, contract, shape=None, dtype=None):
@@ -154,7 +155,8 @@ def _ema(im, running, batch, momentum):
 def _convolution(im, x, weight, bias, stride, padding, dilation, transposed,
                  output_padding, groups):
     if transposed:
-        raise im.error("transposed convolution is not supported")
+        return _conv_transpose(im, x, weight, bias, stride, padding, dilation,
+                               output_padding, groups)
     shape, dtype = im.out()
     pads = list(padding) + list(padding)
     y = im.emit(f"loom.conv {x.name}, {weight.name} strides = {_ints(stride)} "
@@ -165,6 +167,66 @@ def _convolution(im, x, weight, bias, stride, padding, dilation, transposed,
         return y
     spatial = len(shape) - 2
     b = reshape(im, bias, (bias.shape[0],) + (1,) * spatial)
+    return binary(im, "add", y, b)
+
+
+def _conv_transpose(im, x, weight, bias, stride, padding, dilation,
+                    output_padding, groups):
+    """The convolution of the zero-dilated input with the kernel flipped and
+    its channel dimensions swapped (as the ONNX importer's ConvTranspose)."""
+    if groups != 1:
+        raise im.error("transposed convolution with groups > 1 is not "
+                       "supported")
+    shape, dtype = im.out()
+    k = len(stride)
+    for i, s in enumerate(stride):
+        if s == 1:
+            continue
+        d = 2 + i
+        col = x.shape[:d + 1] + (1,) + x.shape[d + 1:]
+        one = reshape(im, x, col)
+        zshape = list(col)
+        zshape[d + 1] = s - 1
+        zeros = scalar(im, 0.0, x.dtype, tuple(zshape))
+        spread_shape = list(col)
+        spread_shape[d + 1] = s
+        spread = im.emit(f"loom.concat {one.name}, {zeros.name} axis = {d + 1} : "
+                         f"({one.type}, {zeros.type}) -> "
+                         f"{_type_of(spread_shape, x.dtype)}", spread_shape, x.dtype)
+        flat = list(x.shape)
+        flat[d] = x.shape[d] * s
+        x = reshape(im, spread, flat)
+        limits = list(flat)
+        limits[d] = (flat[d] // s - 1) * s + 1
+        x = slice_(im, x, [0] * len(flat), limits, [1] * len(flat))
+    low, high = [0] * x.rank, [0] * x.rank
+    starts, limits = [0] * x.rank, list(x.shape)
+    for i in range(k):
+        d = 2 + i
+        reach = dilation[i] * (weight.shape[d] - 1)
+        lo, hi = reach - padding[i], reach - padding[i] + output_padding[i]
+        low[d], high[d] = max(lo, 0), max(hi, 0)
+        starts[d], limits[d] = max(-lo, 0), x.shape[d] - max(-hi, 0)
+    x = slice_(im, x, starts, limits, [1] * x.rank)
+    padded = tuple(s + lo + hi for s, lo, hi in zip(x.shape, low, high))
+    if padded != x.shape:
+        x = im.emit(f"loom.pad {x.name} low = {_ints(low)} high = {_ints(high)} "
+                    f"value = 0.0 : {_type_of((), x.dtype)[7:-1]} : ({x.type}) -> "
+                    f"{_type_of(padded, x.dtype)}", padded, x.dtype)
+    w = transpose(im, weight, [1, 0] + list(range(2, weight.rank)))
+    for i in range(k):
+        d = 2 + i
+        size = w.shape[d]
+        idx = constant(im, torch.arange(size - 1, -1, -1))
+        w = im.emit(f"loom.gather {w.name}[{idx.name}] axis = {d} : ({w.type}, "
+                    f"{idx.type}) -> {w.type}", w.shape, w.dtype)
+    y = im.emit(f"loom.conv {x.name}, {w.name} strides = {_ints([1] * k)} "
+                f"padding = {_ints([0] * 2 * k)} dilations = {_ints(dilation)} "
+                f"groups = 1 : ({x.type}, {w.type}) -> {_type_of(shape, dtype)}",
+                shape, dtype)
+    if bias is None:
+        return y
+    b = reshape(im, bias, (bias.shape[0],) + (1,) * k)
     return binary(im, "add", y, b)
 
 

@@ -79,6 +79,8 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"])
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--reference-dtype", default="float32", choices=["float32", "float64"],
+                   help="float64: PyTorch runs the reference in double precision")
     p.add_argument("--loss-rtol", type=float, default=1e-5)
     p.add_argument("--param-atol", type=float, default=1e-4)
     a = p.parse_args()
@@ -87,11 +89,17 @@ def main():
     model, loss_fn, data = make(a.model, a.steps, rng)
     ref = copy.deepcopy(model)
     ref.train()
+    wide = a.reference_dtype == "float64"
+    if wide:
+        ref.double()
+
+    def batch(t):
+        return t.double() if wide and t.is_floating_point() else t
     opt = make_optimizer(a.optimizer, ref.parameters(), a.lr)
     ref_losses = []
     for k in range(a.steps):
         opt.zero_grad()
-        loss = loss_fn(ref(data[0][k]), data[1][k])
+        loss = loss_fn(ref(batch(data[0][k])), batch(data[1][k]))
         loss.backward()
         opt.step()
         ref_losses.append(loss.item())

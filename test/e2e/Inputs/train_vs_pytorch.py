@@ -148,6 +148,10 @@ def main():
     p.add_argument("--warmup-steps", type=int, default=0)
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
                    help="bf16: Loom --precision=bf16 against torch.autocast('cpu', bfloat16)")
+    p.add_argument("--reference-dtype", default="float32", choices=["float32", "float64"],
+                   help="float64: PyTorch runs the reference in double precision "
+                        "(for models where PyTorch's own float32 kernels are the "
+                        "less accurate side on some CPUs)")
     p.add_argument("--loss-rtol", type=float, default=1e-5)
     p.add_argument("--param-atol", type=float, default=1e-4)
     p.add_argument("--loomc", default="loomc")
@@ -204,6 +208,13 @@ def main():
 
     # PyTorch, the same steps.
     model.train()
+    wide = a.reference_dtype == "float64"
+    if wide:
+        model.double()  # in place: the optimizer keeps the same parameters
+
+    def batch(arr):
+        t = torch.from_numpy(arr)
+        return t.double() if wide and t.is_floating_point() else t
     torch_losses = []
     for s in range(a.steps):
         opt.zero_grad()
@@ -211,7 +222,7 @@ def main():
         for m in range(k):
             i = s * k + m
             with autocast:
-                loss = torch_loss(loss_name, model(torch.from_numpy(xs[i])), torch.from_numpy(ys[i]))
+                loss = torch_loss(loss_name, model(batch(xs[i])), batch(ys[i]))
             (loss / k).backward()
             total += loss.item()
         if a.grad_clip:
