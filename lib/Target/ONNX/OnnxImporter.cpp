@@ -381,6 +381,15 @@ Value Importer::reshape(Value v, ArrayRef<int64_t> shape) {
   return ReshapeOp::create(b, currentLoc, type.clone(shape), v);
 }
 
+Value Importer::gatherIndices(Value v, ArrayRef<int64_t> indices,
+                              int64_t axis) {
+  Value idx = constant(DenseElementsAttr::get(
+      RankedTensorType::get({static_cast<int64_t>(indices.size())},
+                            b.getI64Type()),
+      indices));
+  return GatherOp::create(b, currentLoc, v, idx, b.getI64IntegerAttr(axis));
+}
+
 Value Importer::broadcastTo(Value v, ArrayRef<int64_t> shape) {
   RankedTensorType type = typeOf(v);
   if (type.getShape() == shape)

@@ -172,6 +172,9 @@ public:
   /// A constant from an elements attribute.
   Value constant(ElementsAttr value);
   Value reshape(Value v, ArrayRef<int64_t> shape);
+  /// The entries `indices` of `v` along `axis`, in that order (a gather of
+  /// constant indices).
+  Value gatherIndices(Value v, ArrayRef<int64_t> indices, int64_t axis);
   /// Numpy-broadcasts `v` to `shape` (aligned at the trailing dimension).
   Value broadcastTo(Value v, ArrayRef<int64_t> shape);
   Value castTo(Value v, Type elementType);

@@ -12,6 +12,8 @@
 
 #include "loom/Dialect/Loom/Utils/Utils.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -94,7 +96,6 @@ LogicalResult importResize(Importer &imp, const Node &node) {
   if (int64_t(scales.size()) != rank || int64_t(out.size()) != rank)
     return imp.error(node) << "needs " << rank
                            << " scales or sizes (one per dimension)";
-  OpBuilder &b = imp.builder();
   Value y = x;
   for (int64_t d = 0; d < rank; ++d) {
     if (out[d] == in[d] && scales[d] == 1.0)
@@ -105,10 +106,7 @@ LogicalResult importResize(Importer &imp, const Node &node) {
     for (int64_t i = 0; i < out[d]; ++i)
       source.push_back(
           nearestSource(i, in[d], out[d], scales[d], transform, rounding));
-    Value idx = imp.constant(DenseElementsAttr::get(
-        RankedTensorType::get({out[d]}, b.getI64Type()),
-        ArrayRef<int64_t>(source)));
-    y = GatherOp::create(b, imp.loc(), y, idx, b.getI64IntegerAttr(d));
+    y = imp.gatherIndices(y, source, d);
   }
   return imp.setResult(node, 0, y);
 }
@@ -131,7 +129,8 @@ LogicalResult importConvTranspose(Importer &imp, const Node &node) {
   if (imp.attrInt(node, "group", 1) != 1)
     return imp.error(node) << "group > 1 is not supported";
   std::string autoPad = imp.attrString(node, "auto_pad", "NOTSET");
-  if (autoPad != "NOTSET" && autoPad != "VALID")
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER")
     return imp.error(node) << "auto_pad '" << autoPad << "' is not supported";
   auto ints = [&](StringRef name, int64_t n, int64_t dflt) {
     SmallVector<int64_t> v = imp.attrInts(node, name);
@@ -150,6 +149,28 @@ LogicalResult importConvTranspose(Importer &imp, const Node &node) {
     return imp.error(node) << "strides, dilations, pads and output_padding "
                               "do not match "
                            << k << " spatial dimensions";
+  // output_shape (or SAME_*: input * stride) fixes the pads (ONNX's rule:
+  // the odd unit of padding goes to the end for SAME_UPPER, else first).
+  SmallVector<int64_t> outShape = imp.attrInts(node, "output_shape");
+  if (outShape.empty() && autoPad.rfind("SAME", 0) == 0)
+    for (int64_t i = 0; i < k; ++i)
+      outShape.push_back(xs[2 + i] * strides[i]);
+  if (int64_t(outShape.size()) == k + 2)
+    outShape.erase(outShape.begin(), outShape.begin() + 2);
+  if (!outShape.empty()) {
+    if (int64_t(outShape.size()) != k)
+      return imp.error(node) << "output_shape does not match " << k
+                             << " spatial dimensions";
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t total = strides[i] * (xs[2 + i] - 1) + outPad[i] +
+                      (ws[2 + i] - 1) * dilations[i] + 1 - outShape[i];
+      // Negative: the output is larger (the extra at the end, as ONNX's
+      // reference rounds total / 2 down).
+      int64_t half = llvm::divideFloorSigned(total, int64_t(2));
+      pads[i] = autoPad == "SAME_UPPER" ? half : total - half;
+      pads[k + i] = total - pads[i];
+    }
+  }
   Type element = Importer::typeOf(x).getElementType();
   for (int64_t i = 0; i < k; ++i) {
     int64_t d = 2 + i, s = strides[i];
@@ -211,10 +232,7 @@ LogicalResult importConvTranspose(Importer &imp, const Node &node) {
     SmallVector<int64_t> reversed;
     for (int64_t j = size - 1; j >= 0; --j)
       reversed.push_back(j);
-    Value idx = imp.constant(DenseElementsAttr::get(
-        RankedTensorType::get({size}, b.getI64Type()),
-        ArrayRef<int64_t>(reversed)));
-    filter = GatherOp::create(b, loc, filter, idx, b.getI64IntegerAttr(2 + i));
+    filter = imp.gatherIndices(filter, reversed, 2 + i);
   }
   SmallVector<int64_t> ones(k, 1), zeros(2 * k, 0);
   Value y = ConvOp::create(b, loc, x, filter, b.getDenseI64ArrayAttr(ones),
@@ -239,5 +257,5 @@ void mlir::loom::onnx_import::registerResamplingOps(OpTable &t) {
   t["Upsample"] = {importResize, {"mode", "scales"}};
   t["ConvTranspose"] = {importConvTranspose,
                         {"auto_pad", "dilations", "group", "kernel_shape",
-                         "output_padding", "pads", "strides"}};
+                         "output_padding", "output_shape", "pads", "strides"}};
 }

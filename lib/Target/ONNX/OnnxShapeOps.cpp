@@ -202,10 +202,7 @@ LogicalResult importSlice(Importer &imp, const Node &node) {
     SmallVector<int64_t> indices;
     for (int64_t k = 0; k < r.count; ++k)
       indices.push_back(r.start + k * r.step);
-    Value idx = imp.constant(DenseElementsAttr::get(
-        RankedTensorType::get({r.count}, b.getI64Type()),
-        ArrayRef<int64_t>(indices)));
-    y = GatherOp::create(b, imp.loc(), y, idx, b.getI64IntegerAttr(a));
+    y = imp.gatherIndices(y, indices, a);
   }
   return imp.setResult(node, 0, y);
 }

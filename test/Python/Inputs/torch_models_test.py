@@ -27,17 +27,9 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "examples"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "e2e", "Inputs"))
 import loom  # noqa: E402
-
-
-class Encoder(nn.Module):
-    def __init__(self, d=32):
-        super().__init__()
-        self.enc = nn.TransformerEncoderLayer(d, 4, 64, dropout=0.0, batch_first=True)
-        self.head = nn.Linear(d, 8)
-
-    def forward(self, x):
-        return self.head(self.enc(x))
+from train_vs_pytorch import Encoder  # noqa: E402  (the ONNX path's model)
 
 
 def lm_loss(logits, targets):
