@@ -129,23 +129,35 @@ class Artifact:
             np.save(os.path.join(directory, name + ".npy"), array)
         return directory, entries
 
-    def train(self, data, steps, np=None, extra_args=()):
-        """Trains `steps` steps; step k uses entry k of each array in `data`.
-        Returns the per-step losses as floats."""
+    def train(self, data, steps, np=None, checkpoint_every=0, resume=False,
+              extra_args=()):
+        """Trains until step `steps`; step k uses entry k of each array in
+        `data`. Returns the losses of the steps run, as floats.
+
+        Each call starts from the compiled initial weights, unless
+        `resume=True`: then it continues from the latest checkpoint in
+        OUT/checkpoints (written every `checkpoint_every` steps and after
+        the last), under any number of ranks."""
         directory, _ = self.write_data(data)
         ranks = self.devices if np is None else np
         args = ["loom-run"]
         if ranks > 1:
             args += ["-np", ranks]
-        args += [self.out, "--steps", steps, "--data", directory, *extra_args]
-        proc = _run(args)
+        args += [self.out, "--steps", steps, "--data", directory]
+        checkpoints = os.path.join(self.out, "checkpoints")
+        if checkpoint_every:
+            args += ["--checkpoint-dir", checkpoints,
+                     "--checkpoint-every", checkpoint_every]
+        if resume:
+            args += ["--resume", checkpoints]
+        proc = _run(args + list(extra_args))
         self.log = proc.stdout
-        losses = [float(m.group(1)) for m in
-                  re.finditer(r"^step \d+ loss (\S+)", proc.stdout, re.M)]
-        if len(losses) != steps:
-            raise LoomError(f"loom-run printed {len(losses)} losses for "
-                            f"{steps} steps:\n{proc.stdout}")
-        return losses
+        found = [(int(m.group(1)), float(m.group(2))) for m in
+                 re.finditer(r"^step (\d+) loss (\S+)", proc.stdout, re.M)]
+        if not found or found[-1][0] != steps - 1:
+            raise LoomError(f"loom-run did not reach step {steps}:\n"
+                            f"{proc.stdout}")
+        return [loss for _, loss in found]
 
     def load_state_dict(self):
         """The trained parameters and buffers as torch tensors under the
