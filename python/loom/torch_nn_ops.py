@@ -318,3 +318,177 @@ def _dropout(im, x, p, train):
                     f"({x.type}, {seed.type}) -> ({x.type}, "
                     f"{_type_of(shape, torch.bool)})", shape, dtype, results=2)
     return [Value(names[0], shape, dtype), None]
+
+
+# Activations and small math, spelled out in loom ops ------------------------
+
+def _clamp_value(im, x, lo, hi):
+    shape, dtype = im.out()
+    y = cast(im, x, dtype)
+    if lo is not None:
+        y = binary(im, "max", y, lo, shape=shape, dtype=dtype)
+    if hi is not None:
+        y = binary(im, "min", y, hi, shape=shape, dtype=dtype)
+    return y
+
+
+@op("clamp", "clip")
+def _clamp(im, x, min=None, max=None):
+    return _clamp_value(im, x, min, max)
+
+
+@op("clamp_min")
+def _clamp_min(im, x, lo):
+    return _clamp_value(im, x, lo, None)
+
+
+@op("clamp_max")
+def _clamp_max(im, x, hi):
+    return _clamp_value(im, x, None, hi)
+
+
+@op("hardtanh")
+def _hardtanh(im, x, min_val=-1.0, max_val=1.0):
+    return _clamp_value(im, x, min_val, max_val)
+
+
+def _where_positive(im, x, pos, neg):
+    """select(x > 0, pos, neg) on x's shape."""
+    shape, dtype = im.out()
+    cond = binary(im, "compare gt,", x, 0.0, shape=shape, dtype=torch.bool,
+                  operand_dtype=dtype)
+    pos, neg = as_value(im, pos, dtype), as_value(im, neg, dtype)
+    return im.emit(f"loom.select {cond.name}, {pos.name}, {neg.name} : "
+                   f"({cond.type}, {pos.type}, {neg.type}) -> "
+                   f"{_type_of(shape, dtype)}", shape, dtype)
+
+
+@op("leaky_relu")
+def _leaky_relu(im, x, negative_slope=0.01):
+    shape, dtype = im.out()
+    return _where_positive(im, x, x,
+                           binary(im, "mul", x, negative_slope, shape=shape))
+
+
+@op("elu")
+def _elu(im, x, alpha=1.0, scale=1.0, input_scale=1.0):
+    shape, dtype = im.out()
+    e = unary(im, "exp", binary(im, "mul", x, input_scale, shape=shape))
+    neg = binary(im, "mul", binary(im, "sub", e, 1.0, shape=shape),
+                 alpha * scale, shape=shape)
+    return _where_positive(im, x, binary(im, "mul", x, scale, shape=shape), neg)
+
+
+@op("hardsigmoid")
+def _hardsigmoid(im, x):
+    shape, _ = im.out()
+    y = binary(im, "add", binary(im, "div", x, 6.0, shape=shape), 0.5,
+               shape=shape)
+    return _clamp_value(im, y, 0.0, 1.0)
+
+
+@op("hardswish")
+def _hardswish(im, x):
+    shape, _ = im.out()
+    return binary(im, "mul", x, _hardsigmoid(im, x), shape=shape)
+
+
+@op("reciprocal")
+def _reciprocal(im, x):
+    return binary(im, "div", 1.0, x)
+
+
+@op("log1p")
+def _log1p(im, x):
+    shape, _ = im.out()
+    return unary(im, "log", binary(im, "add", x, 1.0, shape=shape))
+
+
+@op("expm1")
+def _expm1(im, x):
+    shape, _ = im.out()
+    return binary(im, "sub", unary(im, "exp", x), 1.0, shape=shape)
+
+
+@op("square")
+def _square(im, x):
+    return binary(im, "mul", x, x)
+
+
+@op("stack")
+def _stack(im, tensors, dim=0):
+    shape, dtype = im.out()
+    dim = dim % len(shape)
+    parts = [reshape(im, cast(im, t, dtype), shape[:dim] + (1,) + shape[dim + 1:])
+             for t in tensors]
+    if len(parts) == 1:
+        return parts[0]
+    names = ", ".join(p.name for p in parts)
+    types = ", ".join(p.type for p in parts)
+    return im.emit(f"loom.concat {names} axis = {dim} : ({types}) -> "
+                   f"{_type_of(shape, dtype)}", shape, dtype)
+
+
+def _reduce_to(im, name, x, dims, keep):
+    """loom.<name> over `dims` (sorted), keeping them when `keep`."""
+    dims = sorted(set(dims_of(dims, x.rank)))
+    shape = tuple(1 if d in dims else s for d, s in enumerate(x.shape)) \
+        if keep else tuple(s for d, s in enumerate(x.shape) if d not in dims)
+    flag = " keepdims" if keep else ""
+    return im.emit(f"loom.{name} {x.name} dims = {_ints(dims)}{flag} : "
+                   f"({x.type}) -> {_type_of(shape, x.dtype)}", shape, x.dtype)
+
+
+@op("logsumexp")
+def _logsumexp(im, x, dims, keepdim=False):
+    """max + log(sum(exp(x - max))), stable as PyTorch's."""
+    shape, dtype = im.out()
+    x = cast(im, x, dtype)
+    dims = list(range(x.rank)) if dims in (None, []) else dims
+    m = _reduce_to(im, "reduce_max", x, dims, True)
+    e = unary(im, "exp", binary(im, "sub", x, m, shape=x.shape, dtype=dtype))
+    s = unary(im, "log", _reduce_to(im, "reduce_sum", e, dims, True))
+    y = binary(im, "add", s, m, shape=m.shape, dtype=dtype)
+    return reshape(im, y, shape)
+
+
+@op("var", "std")
+def _var(im, x, dims=None, correction=None, keepdim=False, unbiased=None):
+    """mean((x - mean)^2) * n / (n - correction); std its square root."""
+    shape, dtype = im.out()
+    if correction is None:
+        correction = 1 if unbiased in (None, True) else 0
+    dims = list(range(x.rank)) if dims in (None, []) else dims_of(dims, x.rank)
+    n = 1
+    for d in set(dims):
+        n *= x.shape[d]
+    mean = _reduce_to(im, "reduce_mean", x, dims, True)
+    centred = binary(im, "sub", x, mean, shape=x.shape, dtype=dtype)
+    sq = binary(im, "mul", centred, centred, shape=x.shape, dtype=dtype)
+    v = _reduce_to(im, "reduce_mean", sq, dims, keepdim)
+    if correction:
+        v = binary(im, "mul", v, n / max(n - correction, 1), shape=v.shape,
+                   dtype=dtype)
+    if "std" in str(im.node.target):
+        v = unary(im, "sqrt", v)
+    return reshape(im, v, shape)
+
+
+@op("max", "min")
+def _max_dim(im, x, dim=None, keepdim=False):
+    """max(x, dim) / min(x, dim): the values; their indices are refused
+    (only PyTorch's backward or argmax-style uses read them)."""
+    name = "reduce_max" if "max" in str(im.node.target) else "reduce_min"
+    if isinstance(dim, Value):  # torch.max(a, b): elementwise
+        return binary(im, name[7:], x, dim)
+    if dim is None:
+        return _reduce_to(im, name, x, list(range(x.rank)), False)
+    values = _reduce_to(im, name, x, [dim], keepdim)
+    return [values, None]
+
+
+@op("logical_not", "bitwise_not")
+def _logical_not(im, x):
+    if x.dtype != torch.bool:
+        raise im.error("bitwise_not of integers is not supported")
+    return binary(im, "compare eq,", x, False, operand_dtype=torch.bool)

@@ -148,8 +148,10 @@ def binary(im, name, a, b, dtype=None, shape=None, operand_dtype=None):
 
 
 def unary(im, name, x, extra=""):
-    shape, dtype = im.out()
+    """An elementwise loom op on x (its shape; the node's result type)."""
+    _, dtype = im.out()
     x = cast(im, x, dtype)
+    shape = x.shape
     return im.emit(f"loom.{name} {x.name}{extra} : {x.type}", shape, dtype)
 
 

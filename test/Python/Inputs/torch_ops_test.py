@@ -112,6 +112,21 @@ CASES = {
     "batch_norm_eval": ("native_batch_norm (eval)",
                         lambda x, w: F.batch_norm(x, torch.full((3,), 0.1), torch.full((3,), 2.0), w[0], w[1], False, 0.1, 1e-5),
                         r(4, 3, 5, 5), (2, 3)),
+    "clamp": ("clamp clamp_min clamp_max hardtanh",
+              lambda x, w: torch.clamp(x * w, -0.5, 0.7) + (x * w).clamp_min(0.1) + (x * w).clamp_max(0.2)
+              + F.hardtanh(x + w), r(2, 3, 4), (3, 4)),
+    "leaky_relu": ("leaky_relu", lambda x, w: F.leaky_relu(x * w, 0.2), r(2, 3, 4), (3, 4)),
+    "elu": ("elu", lambda x, w: F.elu(x * w, 0.7), r(2, 3, 4), (3, 4)),
+    "hardswish": ("hardsigmoid hardswish", lambda x, w: F.hardswish(x * w * 4) + F.hardsigmoid(x + w), r(2, 3, 4), (3, 4)),
+    "reciprocal": ("reciprocal square", lambda x, w: torch.reciprocal(w * w + 1.0) * x + torch.square(x * w), r(2, 3, 4), (3, 4)),
+    "log1p": ("log1p expm1", lambda x, w: torch.log1p(x * x * w * w) + torch.expm1(x * w), r(2, 3, 4), (3, 4)),
+    "stack": ("stack", lambda x, w: torch.stack([x * w, x + w], dim=1), r(2, 3, 4), (3, 4)),
+    "logsumexp": ("logsumexp", lambda x, w: torch.logsumexp(x * w * 5, dim=-1), r(2, 3, 4), (3, 4)),
+    "var": ("var std", lambda x, w: (x * w).var(-1) + (x * w).std(-1, keepdim=True).squeeze(-1) + (x * w).std((0, 2)).sum()
+            + (x * w).var(1, unbiased=False).sum(-1, keepdim=True), r(2, 3, 4), (3, 4)),
+    "max_dim": ("max.dim min.dim max (all)", lambda x, w: (x * w).max(-1)[0] + (x * w).min(1, keepdim=True)[0].sum(-1)
+                + (x * w).max(), r(2, 3, 4), (3, 4)),
+    "logical_not": ("logical_not", lambda x, w: torch.where(torch.logical_not(x > 0), x * w, w), r(2, 3, 4), (3, 4)),
     "dropout_p0": ("native_dropout (p=0 in training: the identity)", lambda x, w: F.dropout(x * w, 0.0, True), r(2, 3, 4), (3, 4)),
 }
 
