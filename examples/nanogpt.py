@@ -1,7 +1,7 @@
 """A nanoGPT-style character model trained by Loom on CPU ranks. The model is
 PyTorch as usual; the three lines marked LOOM replace the training loop.
 Run: PYTHONPATH=python /usr/bin/python3 examples/nanogpt.py [--mesh dp=2,tp=2] [--steps N]"""
-import argparse, math, sys
+import argparse, math
 import torch, torch.nn as nn, torch.nn.functional as F
 from dataclasses import dataclass
 

@@ -20,7 +20,6 @@ An aten op outside the table raises `UnsupportedOp` naming the op and the
 line of the user's code that called it (from the FX node's stack trace).
 """
 
-import math
 import operator
 import os
 import traceback

@@ -3,9 +3,7 @@ make_fx graph into `loom` ops. docs/pytorch.md lists them; test/Python
 has a test per op (torch_ops_test.py)."""
 
 import math
-import struct
 
-import numpy as np
 import torch
 
 
