@@ -68,7 +68,7 @@ struct Arith {
 
 /// The optimizer's settings, as the pass options say them.
 struct OptimizerConfig {
-  std::string kind; // sgd, adam, adamw
+  std::string kind; // sgd, adam, adamw, none (the forward pass is the step)
   double lr, weightDecay, momentum, dampening, beta1, beta2, eps, gradClip;
   bool nesterov;
   unsigned microBatches;
@@ -259,6 +259,12 @@ LogicalResult StepBuilder::classifyArguments() {
   for (unsigned i = 0; i < numArgs; ++i) {
     ParameterOp param = boundParameter(fn, i);
     if (param && param.getTrainable()) {
+      if (config.kind == "none")
+        return fn.emitError()
+               << pass << ": optimizer=none builds no gradient, but @"
+               << param.getSymName()
+               << " is trainable (a traced step updates its parameters "
+                  "through its own results: declare them non-trainable)";
       if (!isa<FloatType>(param.getType().getElementType()))
         return fn.emitError() << pass << ": trainable parameter @"
                               << param.getSymName() << " has type "
@@ -286,7 +292,7 @@ LogicalResult StepBuilder::classifyArguments() {
     }
     isData[i] = !param;
   }
-  if (params.empty())
+  if (params.empty() && config.kind != "none")
     return fn.emitError()
            << pass << ": @" << fn.getSymName()
            << " has no trainable parameters: nothing to train (parameters "
@@ -568,6 +574,9 @@ LogicalResult StepBuilder::forwardAndBackward() {
     Value microLoss = map.lookup(fnRet.getOperand(0));
     for (StateUpdate &s : stateUpdates)
       s.next = map.lookup(fnRet.getOperand(s.result));
+    lossSum = lossSum ? a.add(lossSum, microLoss) : microLoss;
+    if (params.empty())
+      continue; // optimizer=none: the forward pass is the whole step
     SmallVector<Value> wrt;
     for (unsigned i : params)
       wrt.push_back(map.lookup(fn.getArgument(i)));
@@ -591,7 +600,6 @@ LogicalResult StepBuilder::forwardAndBackward() {
       if (grad)
         grads[p] = grads[p] ? a.add(grads[p], grad) : grad;
     tag(std::next(backwardStart), "backward", nullptr);
-    lossSum = lossSum ? a.add(lossSum, microLoss) : microLoss;
   }
   loss = k > 1 ? a.mul(lossSum, 1.0 / static_cast<double>(k)) : lossSum;
   for (auto [p, i] : llvm::enumerate(params))
@@ -901,9 +909,14 @@ LogicalResult BuildTrainStepPass::checkOptions(func::FuncOp fn) {
   auto fail = [&]() {
     return fn.emitError() << "loom-build-train-step: ";
   };
+  if (optimizer == "none")
+    return microBatches > 1 ? fail() << "optimizer=none (a step that updates "
+                                        "its own state) takes one batch per "
+                                        "step, not micro-batches"
+                            : success();
   if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
     return fail() << "unknown optimizer '" << optimizer
-                  << "' (expected sgd, adam or adamw)";
+                  << "' (expected sgd, adam, adamw or none)";
   if (optimizer == "sgd" && lr < 0)
     return fail() << "sgd needs a learning rate (lr=...)";
   if (lr == 0 || (lr < 0 && lr != -1.0))

@@ -165,6 +165,8 @@ class Artifact:
         import torch
         state = OrderedDict()
         for p in self.traced.params:
+            if p.optimizer_state:
+                continue
             found = None
             for sub in ("params-final", "optimizer-final"):
                 path = os.path.join(self.out, sub, p.name + ".npy")
@@ -182,21 +184,29 @@ class Artifact:
 
 def compile(model, loss_fn, optimizer, example_batch, mesh=None,
             strategy=None, cluster="cpu-local", out="loom-out",
-            model_inputs=1, data_names=None, extra_args=()):
+            model_inputs=1, data_names=None, autodiff="loom", extra_args=()):
     """Traces `loss_fn(model(*inputs), *targets)` and compiles its training
     step with `optimizer`'s hyperparameters for `mesh` (e.g. "dp=2,tp=2";
     None or "" is one device). `strategy`: dp, tp, dp-tp, zero1-3, auto, ...
     (default: replicated on one device, auto on a mesh). Returns an
-    Artifact; loomc's messages are raised as LoomError."""
+    Artifact; loomc's messages are raised as LoomError.
+
+    `autodiff="loom"` traces forward + loss and lets Loom build backward and
+    the update; `autodiff="pytorch"` traces PyTorch's own backward and
+    `optimizer.step()` (SGD) and runs them as they are."""
     from loom.torch import trace, TorchImportError
+    if autodiff not in ("loom", "pytorch"):
+        raise LoomError(f"autodiff must be 'loom' or 'pytorch', not {autodiff!r}")
     try:
-        traced = trace(model, loss_fn, example_batch, model_inputs, data_names)
+        traced = trace(model, loss_fn, example_batch, model_inputs, data_names,
+                       optimizer=optimizer if autodiff == "pytorch" else None)
     except TorchImportError as e:
         raise LoomError(str(e)) from e
     source = os.path.join(out, "source", "model.mlir")
     traced.write(source)
-    args = ["loomc", source, "--train", "--loss=none", "-o", out,
-            *optimizer_flags(optimizer, traced)]
+    flags = ["--optimizer=none"] if autodiff == "pytorch" else \
+        optimizer_flags(optimizer, traced)
+    args = ["loomc", source, "--train", "--loss=none", "-o", out, *flags]
     if mesh:
         args += [f"--mesh={mesh}", f"--strategy={strategy or 'auto'}",
                  f"--cluster={cluster}"]

@@ -61,10 +61,12 @@ def _quote(name):
 class _Param:
     """One parameter or buffer tensor (tied names share one)."""
 
-    def __init__(self, tensor, names, trainable):
+    def __init__(self, tensor, names, trainable, optimizer_state=False):
         self.tensor = tensor
         self.names = names
         self.trainable = trainable
+        # A traced optimizer's state (autodiff="pytorch"), not the module's.
+        self.optimizer_state = optimizer_state
 
     @property
     def name(self):
@@ -104,7 +106,7 @@ def _user_frame(node):
         line = line.strip()
         if not line.startswith('File "'):
             continue
-        path = line[6:line.index('"', 6)]
+        path = os.path.normpath(line[6:line.index('"', 6)])
         try:
             number = int(line.split(", line ")[1].split(",")[0])
         except (IndexError, ValueError):
@@ -115,7 +117,9 @@ def _user_frame(node):
     for path, number, code in frames:
         if not path.startswith((_TORCH_DIR, _LOOM_DIR, "<")):
             return path, number, code
-    return frames[0] if frames else None
+    # PyTorch's backward pass and optimizer step (autodiff="pytorch") run
+    # inside loom.torch: no line of the user's is involved.
+    return None
 
 
 class Traced:
@@ -155,6 +159,9 @@ class _Importer:
         self.node = None
         self.env = {}
         self.placeholder_of = {}
+        # An in-place op's result is its first operand: later reads of
+        # either see the tensor's latest value.
+        self.alias_root = {}
         self.seed = 0
 
     def next_seed(self):
@@ -175,7 +182,11 @@ class _Importer:
 
     def error(self, message):
         where = _user_frame(self.node) if self.node is not None else None
-        at = f" at {where[0]}:{where[1]}: `{where[2]}`" if where else ""
+        at = f" at {where[0]}:{where[1]}: `{where[2]}`" if where else \
+            " in PyTorch's traced backward pass or optimizer step"
+        if not where and self.node is not None and \
+                not str(self.node.target).split(".")[1].endswith("backward"):
+            at += " (use autodiff='loom')"
         return TorchImportError(f"loom.torch: {message}{at}")
 
     def out(self, index=None):
@@ -272,6 +283,7 @@ class _Importer:
 
     def resolve(self, a):
         if isinstance(a, torch.fx.Node):
+            a = self.alias_root.get(a, a)
             if a not in self.env:
                 raise self.error(f"{a.name} was not imported")
             return self.env[a]
@@ -286,8 +298,10 @@ class _Importer:
             values = self.env[seq]
             item = values[index]
             if item is None:
-                raise self.error(f"result {index} of {seq.target} is not "
-                                 "supported (only PyTorch's backward uses it)")
+                raise self.error(
+                    f"result {index} of {seq.target} is not supported (only "
+                    "PyTorch's own backward reads it, and Loom does not import "
+                    "that backward for this op yet: use autodiff='loom')")
             return item
         packet = getattr(target, "overloadpacket", None)
         name = getattr(packet, "__name__", str(target))
@@ -297,18 +311,24 @@ class _Importer:
         if inplace:
             handler = ATEN_OPS.get(name[:-1])
         if handler is None:
+            hint = " (a PyTorch backward op: autodiff='loom' builds the " \
+                "backward itself)" if "backward" in name else ""
             raise UnsupportedOp(self.error(
-                f"aten op {target} is not supported (the ops Loom imports "
-                "are listed in docs/pytorch.md)").args[0], str(target))
+                f"aten op {target} is not supported{hint} (the ops Loom "
+                "imports are listed in docs/pytorch.md)").args[0], str(target))
         args = self.resolve(node.args)
         kwargs = {k: self.resolve(v) for k, v in node.kwargs.items()}
         result = handler(self, *args, **kwargs)
         if inplace:
             self.rebind(node.args[0], result)
+            self.alias_root[node] = self.alias_root.get(node.args[0],
+                                                        node.args[0])
+            return self.env[self.alias_root[node]]
         return result
 
     def rebind(self, node, value):
         """`node`'s tensor now holds `value` (an in-place op)."""
+        node = self.alias_root.get(node, node)
         old = self.env[node]
         self.env[node] = self.cast(self.reshape(value, old.shape), old.dtype)
 
@@ -338,8 +358,60 @@ def _to_tensor(x):
     return torch.as_tensor(np.asarray(x))
 
 
-def trace(model, loss_fn, example_batch, model_inputs=1, data_names=None):
+def _pytorch_step(model, loss_fn, optimizer, params, model_inputs):
+    """The whole step as PyTorch runs it: forward, loss, torch.autograd.grad
+    and `optimizer.step()` on the traced parameters. Every parameter and
+    optimizer state becomes non-trainable: the step's own results update
+    them (loomc --optimizer=none). Returns (params + states, step)."""
+    if type(optimizer) is not torch.optim.SGD:
+        raise TorchImportError(
+            f"loom.torch: autodiff='pytorch' traces torch.optim.SGD only, not "
+            f"{type(optimizer).__name__} (PyTorch 1.13's Adam and AdamW read "
+            "the step count with .item(), which tracing cannot follow); use "
+            "autodiff='loom'")
+    if len(optimizer.param_groups) != 1:
+        raise TorchImportError("loom.torch: one parameter group is supported")
+    group = {k: v for k, v in optimizer.param_groups[0].items() if k != "params"}
+    if group.get("momentum") and group.get("dampening"):
+        raise TorchImportError(
+            "loom.torch: autodiff='pytorch' with SGD dampening is not supported "
+            "(PyTorch's first step skips it; a traced step is every step)")
+    held = {id(t) for t in optimizer.param_groups[0]["params"]}
+    trained = [i for i, p in enumerate(params)
+               if p.trainable and id(p.tensor) in held]
+    states = [_Param(torch.zeros_like(params[i].tensor),
+                     [params[i].name + ".momentum_buffer"], False, True)
+              for i in trained] if group.get("momentum") else []
+    for p in params:
+        p.trainable = False
+
+    def step(tensors, *data):
+        base, buffers = tensors[:len(params)], tensors[len(params):]
+        leaves = [t.detach().requires_grad_(True) if i in trained else t
+                  for i, t in enumerate(base)]
+        bound = {n: leaves[i] for i, p in enumerate(params) for n in p.names}
+        out = functional_call(model, bound, tuple(data[:model_inputs]))
+        loss = loss_fn(out, *data[model_inputs:])
+        grads = torch.autograd.grad(loss, [leaves[i] for i in trained])
+        opt = torch.optim.SGD([base[i] for i in trained], **group)
+        with torch.no_grad():
+            for k, i in enumerate(trained):
+                base[i].grad = grads[k]
+                if buffers:
+                    opt.state[base[i]] = {"momentum_buffer": buffers[k]}
+            opt.step()
+        return loss.detach()
+
+    return params + states, step
+
+
+def trace(model, loss_fn, example_batch, model_inputs=1, data_names=None,
+          optimizer=None):
     """Traces `loss_fn(model(*batch[:model_inputs]), *batch[model_inputs:])`.
+
+    With `optimizer` (torch.optim.SGD), the whole step is traced as PyTorch
+    runs it, backward and update included (`_pytorch_step`); the result is
+    compiled with `loomc --optimizer=none`.
 
     Returns a `Traced`: the `loom` IR of the forward pass and loss with every
     parameter and buffer of `model` as a `loom.parameter` (tied weights
@@ -361,7 +433,7 @@ def trace(model, loss_fn, example_batch, model_inputs=1, data_names=None):
             f"{len(batch)} tensors")
     params = _parameters(model)
 
-    def step(tensors, *data):
+    def forward_step(tensors, *data):
         bound = {}
         for t, p in zip(tensors, params):
             for n in p.names:
@@ -369,6 +441,10 @@ def trace(model, loss_fn, example_batch, model_inputs=1, data_names=None):
         out = functional_call(model, bound, tuple(data[:model_inputs]))
         return loss_fn(out, *data[model_inputs:])
 
+    step = forward_step
+    if optimizer is not None:
+        params, step = _pytorch_step(model, loss_fn, optimizer, params,
+                                     model_inputs)
     tracer_class = proxy_tensor.PythonKeyTracer
     saved = tracer_class.record_stack_traces
     tracer_class.record_stack_traces = True

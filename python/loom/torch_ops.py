@@ -146,8 +146,10 @@ def binary(im, name, a, b, dtype=None, shape=None, operand_dtype=None):
 
 
 def unary(im, name, x, extra=""):
-    """An elementwise loom op on x (its shape; the node's result type)."""
-    _, dtype = im.out()
+    """An elementwise loom op on x (its shape; the node's result type when
+    the node has one tensor result, else x's)."""
+    val = im.node.meta.get("val")
+    dtype = val.dtype if isinstance(val, torch.Tensor) else x.dtype
     x = cast(im, x, dtype)
     shape = x.shape
     return im.emit(f"loom.{name} {x.name}{extra} : {x.type}", shape, dtype)

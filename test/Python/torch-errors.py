@@ -77,3 +77,31 @@ try:
                  out=sys.argv[1] + "/rms")
 except loom.LoomError as e:
     print("LoomError", e)
+
+# autodiff="pytorch" traces SGD only (1.13's Adam reads step.item()), and
+# says which op's backward it cannot import yet.
+# CHECK: LoomError loom.torch: autodiff='pytorch' traces torch.optim.SGD only, not AdamW
+try:
+    loom.compile(m, loss_fn, torch.optim.AdamW(m.parameters()), (torch.randn(2, 4), torch.randn(2, 4)),
+                 autodiff="pytorch", out=sys.argv[1] + "/adamw")
+except loom.LoomError as e:
+    print("LoomError", e)
+
+
+class Normed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.bn(x)
+
+
+n = Normed()
+# CHECK: LoomError loom.torch: result 1 of aten.native_batch_norm.default is not supported
+# CHECK-SAME: use autodiff='loom'
+try:
+    loom.compile(n, loss_fn, torch.optim.SGD(n.parameters(), lr=0.1), (torch.randn(3, 4), torch.randn(3, 4)),
+                 autodiff="pytorch", out=sys.argv[1] + "/bn")
+except loom.LoomError as e:
+    print("LoomError", e)

@@ -66,7 +66,9 @@ static cl::opt<std::string> loss("loss",
 static cl::opt<int64_t> classAxis("class-axis",
     cl::desc("Output dimension holding the classes (default: last)"), cl::init(-1),
     cl::cat(category));
-static cl::opt<std::string> optimizer("optimizer", cl::desc("adamw, adam or sgd"),
+static cl::opt<std::string> optimizer("optimizer",
+    cl::desc("adamw, adam, sgd, or none (the model already is the step: "
+             "loom.torch's traced PyTorch optimizer)"),
                                       cl::init("adamw"), cl::cat(category));
 static cl::opt<double> lr("lr", cl::desc("Learning rate (default 1e-3 for Adam/AdamW)"),
                           cl::init(-1.0), cl::cat(category));

@@ -163,7 +163,8 @@ def LoomBuildTrainStep : Pass<"loom-build-train-step", "mlir::ModuleOp"> {
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "Function computing the loss (default: the module's only function)">,
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
-           "sgd, adam or adamw">,
+           "sgd, adam, adamw, or none (the function already is the step: a "
+           "traced PyTorch step whose results update its parameters)">,
     Option<"lr", "lr", "double", /*default=*/"-1.0",
            "Learning rate (default: 1e-3 for adam/adamw; required for sgd)">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0", "SGD momentum">,

@@ -70,6 +70,10 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"])
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--autodiff", default="loom", choices=["loom", "pytorch", "both"],
+                   help="pytorch: run PyTorch's own traced backward and SGD step; "
+                        "both: that and Loom's, each against PyTorch eager and "
+                        "against each other")
     p.add_argument("--reference-dtype", default="float32", choices=["float32", "float64"],
                    help="float64: PyTorch runs the reference in double precision")
     p.add_argument("--loss-rtol", type=float, default=1e-5)
@@ -95,11 +99,24 @@ def main():
         opt.step()
         ref_losses.append(loss.item())
 
-    art = loom.compile(model, loss_fn, make_optimizer(a.optimizer, model.parameters(), a.lr),
-                       (data[0][0], data[1][0]), mesh=a.mesh, strategy=a.strategy,
-                       out=a.work)
-    losses = art.train(data, steps=a.steps)
+    modes = ["pytorch", "loom"] if a.autodiff == "both" else [a.autodiff]
+    arts, runs = [], []
+    for mode in modes:
+        arts.append(loom.compile(model, loss_fn,
+                                 make_optimizer(a.optimizer, model.parameters(), a.lr),
+                                 (data[0][0], data[1][0]), mesh=a.mesh,
+                                 strategy=a.strategy, autodiff=mode,
+                                 out=os.path.join(a.work, mode) if len(modes) > 1 else a.work))
+        runs.append(arts[-1].train(data, steps=a.steps))
     failed = False
+    if len(modes) > 1:
+        s0, s1 = arts[0].load_state_dict(), arts[1].load_state_dict()
+        loss_diff = max(abs(x - y) / abs(y) for x, y in zip(runs[0], runs[1]))
+        param_diff = max((s0[k].double() - s1[k].double()).abs().max().item() for k in s0)
+        print(f"PyTorch's traced step vs Loom's autodiff: max loss rel diff {loss_diff:.1e}, "
+              f"max parameter diff {param_diff:.1e}")
+        failed |= loss_diff > a.loss_rtol or param_diff > a.param_atol
+    art, losses = arts[0], runs[0]
     for k, (l, r) in enumerate(zip(losses, ref_losses)):
         bad = abs(l - r) > a.loss_rtol * abs(r)
         failed |= bad
