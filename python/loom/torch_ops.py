@@ -448,3 +448,4 @@ def _masked_fill(im, x, mask, value):
 
 # Registers the linear-algebra, normalization, pooling and loss ops.
 from loom import torch_nn_ops  # noqa: E402,F401
+from loom import torch_backward_ops  # noqa: E402,F401
