@@ -10,6 +10,30 @@ using namespace mlir;
 using namespace mlir::loom;
 using namespace mlir::loom::planner;
 
+bool mlir::loom::planner::clearInexpressibleSplits(
+    const ShardingRule &rule, MutableArrayRef<Mask> factors,
+    const MeshShape &mesh) {
+  bool cleared = false;
+  auto clear = [&](const TensorFactors &tf) {
+    for (const DimFactors &d : tf) {
+      bool blocked = false;
+      for (int64_t f : d) {
+        if (blocked && factors[f]) {
+          factors[f] = 0;
+          cleared = true;
+        }
+        if (mesh.n(factors[f]) != rule.getFactor(f).size)
+          blocked = true;
+      }
+    }
+  };
+  for (const TensorFactors &tf : rule.getOperands())
+    clear(tf);
+  for (const TensorFactors &tf : rule.getResults())
+    clear(tf);
+  return cleared;
+}
+
 AxisSharding
 mlir::loom::planner::toAxisSharding(ShardingAttr s,
                                     const llvm::StringMap<int> &axisIndex) {
@@ -206,20 +230,8 @@ private:
   /// the more major ones are split completely (else the local block is
   /// strided; the partitioner would not do it either).
   bool expressible(const ShardingRule &rule) const {
-    auto ok = [&](const TensorFactors &tf) {
-      for (const DimFactors &d : tf) {
-        bool blocked = false;
-        for (int64_t f : d) {
-          if (blocked && factors[f])
-            return false;
-          if (costs.mesh.n(factors[f]) != rule.getFactor(f).size)
-            blocked = true;
-        }
-      }
-      return true;
-    };
-    return llvm::all_of(rule.getOperands(), ok) &&
-           llvm::all_of(rule.getResults(), ok);
+    SmallVector<Mask, 8> copy(factors.begin(), factors.end());
+    return !clearInexpressibleSplits(rule, copy, costs.mesh);
   }
 
   /// Axis `a` and the following go to factors (or to none).

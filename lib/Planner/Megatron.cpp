@@ -108,27 +108,9 @@ private:
     if (n.op->getNumResults())
       if (std::optional<AxisSharding> t = lookup(n.op->getResult(0)))
         absorb(rule.getResults()[0], *t, true);
-    // A minor factor of a dimension made of several may only be split
-    // when the more major ones are split completely: (5, 4{dp}) reshaped
-    // to (20) is not a block of 20 on each device. Such a factor stays
-    // whole, and the op's cost includes gathering its operand.
-    auto legalize = [&](const TensorFactors &tf) {
-      for (const DimFactors &d : tf) {
-        bool blocked = false;
-        for (int64_t f : d) {
-          if (blocked && factors[f]) {
-            usedAxes &= ~factors[f];
-            factors[f] = 0;
-          }
-          if (costs.mesh.n(factors[f]) != rule.getFactor(f).size)
-            blocked = true;
-        }
-      }
-    };
-    for (const TensorFactors &tf : rule.getOperands())
-      legalize(tf);
-    for (const TensorFactors &tf : rule.getResults())
-      legalize(tf);
+    // A split a block layout cannot hold stays whole; the op's cost then
+    // includes gathering its operand.
+    clearInexpressibleSplits(rule, factors, costs.mesh);
     return factors;
   }
 

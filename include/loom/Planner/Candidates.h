@@ -39,6 +39,14 @@ Strategy tensorStrategy(const Node &node, const AxisSharding &s,
 /// fails with `error`.
 LogicalResult enumerateCandidates(Graph &g, Costs &costs, std::string &error);
 
+/// Clears the axes of every factor that is a minor part of a dimension whose
+/// more major factors are not split completely: (5, 4{dp}) reshaped to (20)
+/// is not a block of 20 on each device (FactorSharding::legalize is the
+/// partitioner's form of the rule). Returns whether it cleared any.
+bool clearInexpressibleSplits(const ShardingRule &rule,
+                              MutableArrayRef<Mask> factors,
+                              const MeshShape &mesh);
+
 /// `s` with axes numbered by `axisIndex` (axes it lacks are dropped).
 AxisSharding toAxisSharding(ShardingAttr s,
                             const llvm::StringMap<int> &axisIndex);
