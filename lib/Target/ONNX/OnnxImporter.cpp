@@ -390,6 +390,41 @@ Value Importer::gatherIndices(Value v, ArrayRef<int64_t> indices,
   return GatherOp::create(b, currentLoc, v, idx, b.getI64IntegerAttr(axis));
 }
 
+FailureOr<Value> Importer::padOrCrop(const Node &node, Value v,
+                                     ArrayRef<int64_t> low,
+                                     ArrayRef<int64_t> high, double value) {
+  ArrayRef<int64_t> shape = typeOf(v).getShape();
+  int64_t rank = shape.size();
+  SmallVector<int64_t> lo(rank), hi(rank), start(rank), limit(shape),
+      stride(rank, 1);
+  bool crop = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    lo[d] = std::max<int64_t>(low[d], 0);
+    hi[d] = std::max<int64_t>(high[d], 0);
+    if (low[d] < 0 || high[d] < 0) {
+      crop = true;
+      start[d] = std::max<int64_t>(-low[d], 0);
+      limit[d] = shape[d] - std::max<int64_t>(-high[d], 0);
+      if (limit[d] < start[d])
+        return error(node) << "negative pads remove more than dimension " << d
+                           << " holds";
+    }
+  }
+  if (crop)
+    v = SliceOp::create(b, currentLoc, v, b.getDenseI64ArrayAttr(start),
+                        b.getDenseI64ArrayAttr(limit),
+                        b.getDenseI64ArrayAttr(stride));
+  return Value(PadOp::create(b, currentLoc, v, b.getDenseI64ArrayAttr(lo),
+                             b.getDenseI64ArrayAttr(hi),
+                             scalarAttr(typeOf(v).getElementType(), value)));
+}
+
+Value Importer::addChannelBias(Value y, Value bias) {
+  SmallVector<int64_t> shape(typeOf(y).getRank() - 1, 1);
+  shape[0] = typeOf(bias).getDimSize(0);
+  return AddOp::create(b, currentLoc, y, reshape(bias, shape));
+}
+
 Value Importer::broadcastTo(Value v, ArrayRef<int64_t> shape) {
   RankedTensorType type = typeOf(v);
   if (type.getShape() == shape)

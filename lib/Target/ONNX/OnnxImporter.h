@@ -175,6 +175,13 @@ public:
   /// The entries `indices` of `v` along `axis`, in that order (a gather of
   /// constant indices).
   Value gatherIndices(Value v, ArrayRef<int64_t> indices, int64_t axis);
+  /// `v` padded by `low`/`high` per dimension with `value`; negative
+  /// amounts crop. Fails (naming `node`) when a crop removes more than a
+  /// dimension holds.
+  FailureOr<Value> padOrCrop(const Node &node, Value v, ArrayRef<int64_t> low,
+                             ArrayRef<int64_t> high, double value);
+  /// `y` (batch, channels, spatial...) plus a per-channel `bias` [C].
+  Value addChannelBias(Value y, Value bias);
   /// Numpy-broadcasts `v` to `shape` (aligned at the trailing dimension).
   Value broadcastTo(Value v, ArrayRef<int64_t> shape);
   Value castTo(Value v, Type elementType);

@@ -175,11 +175,8 @@ LogicalResult importConv(Importer &imp, const Node &node) {
                            b.getDenseI64ArrayAttr(win.pads),
                            b.getDenseI64ArrayAttr(win.dilations),
                            b.getI64IntegerAttr(imp.attrInt(node, "group", 1)));
-  if (bias) {
-    SmallVector<int64_t> shape(shapeOf(y).size() - 1, 1);
-    shape[0] = shapeOf(bias)[0];
-    y = AddOp::create(b, imp.loc(), y, imp.reshape(bias, shape));
-  }
+  if (bias)
+    y = imp.addChannelBias(y, bias);
   return imp.setResult(node, 0, y);
 }
 

@@ -202,26 +202,15 @@ LogicalResult importConvTranspose(Importer &imp, const Node &node) {
     }
   }
   // Pads of the equivalent convolution; negative ones crop.
-  SmallVector<int64_t> low(xs.size(), 0), high(xs.size(), 0),
-      start(xs.size(), 0), limit(xs), step(xs.size(), 1);
-  bool crop = false;
+  SmallVector<int64_t> low(xs.size(), 0), high(xs.size(), 0);
   for (int64_t i = 0; i < k; ++i) {
     int64_t d = 2 + i, reach = dilations[i] * (ws[d] - 1);
-    int64_t lo = reach - pads[i], hi = reach - pads[k + i] + outPad[i];
-    low[d] = std::max<int64_t>(lo, 0);
-    high[d] = std::max<int64_t>(hi, 0);
-    start[d] = std::max<int64_t>(-lo, 0);
-    limit[d] = xs[d] - std::max<int64_t>(-hi, 0);
-    crop |= lo < 0 || hi < 0;
-    if (limit[d] <= start[d])
+    low[d] = reach - pads[i];
+    high[d] = reach - pads[k + i] + outPad[i];
+    if (xs[d] + std::min<int64_t>(low[d], 0) + std::min<int64_t>(high[d], 0) <= 0)
       return imp.error(node) << "pads remove all of spatial dimension " << i;
   }
-  if (crop)
-    x = SliceOp::create(b, loc, x, b.getDenseI64ArrayAttr(start),
-                        b.getDenseI64ArrayAttr(limit),
-                        b.getDenseI64ArrayAttr(step));
-  x = PadOp::create(b, loc, x, b.getDenseI64ArrayAttr(low),
-                    b.getDenseI64ArrayAttr(high), scalarAttr(element, 0.0));
+  LOOM_TRY(x, imp.padOrCrop(node, x, low, high, 0.0));
   // [Ci, Co, k...] -> [Co, Ci, k...], each spatial dimension reversed.
   SmallVector<int64_t> perm = {1, 0};
   for (int64_t i = 0; i < k; ++i)
@@ -239,11 +228,8 @@ LogicalResult importConvTranspose(Importer &imp, const Node &node) {
                            b.getDenseI64ArrayAttr(zeros),
                            b.getDenseI64ArrayAttr(dilations),
                            b.getI64IntegerAttr(1));
-  if (bias) {
-    SmallVector<int64_t> shape(k + 1, 1);
-    shape[0] = shapeOf(bias)[0];
-    y = AddOp::create(b, loc, y, imp.reshape(bias, shape));
-  }
+  if (bias)
+    y = imp.addChannelBias(y, bias);
   return imp.setResult(node, 0, y);
 }
 

@@ -260,36 +260,14 @@ LogicalResult importPad(Importer &imp, const Node &node) {
   if (static_cast<int64_t>(pads.size()) != 2 * rank)
     return imp.error(node) << "pads has " << pads.size() << " entries for rank "
                            << rank;
-  OpBuilder &b = imp.builder();
-  Type element = Importer::typeOf(x).getElementType();
   double value = 0;
   if (imp.hasInput(node, 2)) {
     LOOM_TRY(value, imp.constScalar(node, 2, "constant_value"));
   }
-  // Negative pads crop.
-  SmallVector<int64_t> lo(rank), hi(rank), start(rank), limit(shapeOf(x)),
-      stride(rank, 1);
-  bool crop = false;
-  for (int64_t d = 0; d < rank; ++d) {
-    lo[d] = std::max<int64_t>(pads[d], 0);
-    hi[d] = std::max<int64_t>(pads[rank + d], 0);
-    if (pads[d] < 0 || pads[rank + d] < 0) {
-      crop = true;
-      start[d] = std::max<int64_t>(-pads[d], 0);
-      limit[d] = shapeOf(x)[d] - std::max<int64_t>(-pads[rank + d], 0);
-      if (limit[d] < start[d])
-        return imp.error(node) << "negative pads remove more than dimension "
-                               << d << " holds";
-    }
-  }
-  if (crop)
-    x = SliceOp::create(b, imp.loc(), x, b.getDenseI64ArrayAttr(start),
-                        b.getDenseI64ArrayAttr(limit),
-                        b.getDenseI64ArrayAttr(stride));
-  TypedAttr padValue = scalarAttr(element, value);
-  return imp.setResult(node, 0,
-                       PadOp::create(b, imp.loc(), x, b.getDenseI64ArrayAttr(lo),
-                                     b.getDenseI64ArrayAttr(hi), padValue));
+  ArrayRef<int64_t> all(pads);
+  LOOM_TRY(Value y, imp.padOrCrop(node, x, all.take_front(rank),
+                                  all.drop_front(rank), value));
+  return imp.setResult(node, 0, y);
 }
 
 LogicalResult importDepthToSpace(Importer &imp, const Node &node) {
