@@ -909,11 +909,16 @@ LogicalResult BuildTrainStepPass::checkOptions(func::FuncOp fn) {
   auto fail = [&]() {
     return fn.emitError() << "loom-build-train-step: ";
   };
-  if (optimizer == "none")
-    return microBatches > 1 ? fail() << "optimizer=none (a step that updates "
-                                        "its own state) takes one batch per "
-                                        "step, not micro-batches"
-                            : success();
+  if (optimizer == "none") {
+    // The function updates its own state: nothing here touches gradients.
+    if (microBatches > 1 || gradClip > 0 || lossScale == "dynamic" ||
+        gradCompression != "none")
+      return fail() << "optimizer=none (a step that updates its own state) "
+                       "takes one batch per step and no gradient options "
+                       "(micro-batches, grad-clip, loss-scale, "
+                       "grad-compression)";
+    return success();
+  }
   if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
     return fail() << "unknown optimizer '" << optimizer
                   << "' (expected sgd, adam, adamw or none)";
