@@ -51,9 +51,6 @@ def optimizer_flags(optimizer, traced):
         raise LoomError(f"{kind}(maximize=True) is not supported")
     if group.get("amsgrad"):
         raise LoomError(f"{kind}(amsgrad=True) is not supported")
-    if group.get("foreach") or group.get("capturable") or \
-            group.get("differentiable"):
-        pass  # implementation choices of PyTorch; the update is the same
     flags = [f"--lr={float(group['lr'])!r}",
              f"--weight-decay={float(group.get('weight_decay', 0.0))!r}"]
     if isinstance(optimizer, torch.optim.SGD):

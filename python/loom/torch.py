@@ -30,28 +30,18 @@ from torch.fx.experimental import proxy_tensor
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils.stateless import functional_call
 
-from loom.torch_ops import ATEN_OPS, TorchImportError, UnsupportedOp, Value
+from loom.torch_ops import (ATEN_OPS, TorchImportError, UnsupportedOp, Value,
+                            cast, constant, mlir_type, reshape)
 
-__all__ = ["trace", "Traced", "TorchImportError", "UnsupportedOp", "ATEN_OPS"]
+__all__ = ["trace", "Traced", "TorchImportError", "UnsupportedOp", "ATEN_OPS",
+           "mlir_type"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _LOOM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
-_DTYPES = {
-    torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
-    torch.bfloat16: "bf16", torch.int64: "i64", torch.int32: "i32",
-    torch.int8: "i8", torch.bool: "i1",
-}
 _NUMPY = {torch.float32: "<f4", torch.float64: "<f8", torch.float16: "<f2",
           torch.int64: "<i8", torch.int32: "<i4", torch.int8: "i1",
           torch.bool: "?"}
-
-
-def mlir_type(shape, dtype):
-    if dtype not in _DTYPES:
-        raise TorchImportError(f"loom.torch: tensors of {dtype} are not supported")
-    dims = "".join(f"{d}x" for d in shape)
-    return f"tensor<{dims}{_DTYPES[dtype]}>"
 
 
 def _quote(name):
@@ -184,9 +174,6 @@ class _Importer:
         where = _user_frame(self.node) if self.node is not None else None
         at = f" at {where[0]}:{where[1]}: `{where[2]}`" if where else \
             " in PyTorch's traced backward pass or optimizer step"
-        if not where and self.node is not None and \
-                not str(self.node.target).split(".")[1].endswith("backward"):
-            at += " (use autodiff='loom')"
         return TorchImportError(f"loom.torch: {message}{at}")
 
     def out(self, index=None):
@@ -206,7 +193,7 @@ class _Importer:
     def run(self):
         graph = self.gm.graph
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-        args, arg_types = [], []
+        args = []
         n_params = len(self.params)
         for i, node in enumerate(placeholders):
             val = node.meta["val"]
@@ -219,7 +206,6 @@ class _Importer:
             else:
                 name = self.data_names[i - n_params]
                 args.append(f"{arg}: {ty} {{loom.name = {_quote(name)}}}")
-            arg_types.append(ty)
         bound = dict(self.env)
         self.trainable_dependent = set(
             n for n, p in self.placeholder_of.items() if p.trainable)
@@ -237,7 +223,7 @@ class _Importer:
                 continue
             self._set_loc(node)
             if node.op == "get_attr":
-                self.env[node] = self.constant(getattr(self.gm, node.target))
+                self.env[node] = constant(self, getattr(self.gm, node.target))
                 continue
             if node.op != "call_function":
                 raise self.error(f"FX node {node.op} is not supported")
@@ -252,7 +238,7 @@ class _Importer:
                 raise TorchImportError(
                     f"loom.torch: the forward pass changes trainable parameter "
                     f"{param.name} in place; Loom's optimizer owns it")
-            results.append((self.cast(self.env[node], param.tensor.dtype),
+            results.append((cast(self, self.env[node], param.tensor.dtype),
                             f"{{loom.param = @{_quote(param.name)}}}"))
         self.lines.append("  return " + ", ".join(v.name for v, _ in results)
                           + " : " + ", ".join(v.type for v, _ in results))
@@ -330,19 +316,7 @@ class _Importer:
         """`node`'s tensor now holds `value` (an in-place op)."""
         node = self.alias_root.get(node, node)
         old = self.env[node]
-        self.env[node] = self.cast(self.reshape(value, old.shape), old.dtype)
-
-    def constant(self, tensor):
-        from loom.torch_ops import constant
-        return constant(self, tensor)
-
-    def cast(self, v, dtype):
-        from loom.torch_ops import cast
-        return cast(self, v, dtype)
-
-    def reshape(self, v, shape):
-        from loom.torch_ops import reshape
-        return reshape(self, v, shape)
+        self.env[node] = cast(self, reshape(self, value, old.shape), old.dtype)
 
 
 def _mutates(node):

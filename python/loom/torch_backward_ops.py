@@ -6,9 +6,9 @@ import math
 
 import torch
 
-from loom.torch_nn_ops import _reduce_to
+from loom.torch_nn_ops import _reduce_to, _valid
 from loom.torch_ops import (_ints, _type_of, as_value, binary, cast, constant,
-                            op, reshape, scalar, unary)
+                            element_type, op, reshape, scalar, unary)
 
 def _onehot_rows(im, target, classes, dtype):
     """[N, C] with 1 where column == target[n] (a compare against iota)."""
@@ -18,23 +18,6 @@ def _onehot_rows(im, target, classes, dtype):
     hit = binary(im, "compare eq,", col, iota, shape=(n, classes),
                  dtype=torch.bool, operand_dtype=target.dtype)
     return cast(im, hit, dtype)
-
-
-def _valid(im, target, ignore_index, dtype):
-    """[N] 1.0 where target != ignore_index."""
-    ok = binary(im, "compare ne,", target, ignore_index, shape=target.shape,
-                dtype=torch.bool, operand_dtype=target.dtype)
-    return cast(im, ok, dtype)
-
-
-def nll_total_weight(im, x, target, weight, reduction, ignore_index):
-    """nll_loss_forward's second result: the number of counted targets."""
-    if weight is not None or x.rank != 2:
-        raise im.error("nll_loss_forward's total weight is supported for 2-D "
-                       "inputs without class weights")
-    valid = _valid(im, target, ignore_index, x.dtype)
-    return im.emit(f"loom.reduce_sum {valid.name} dims = [0] : ({valid.type}) "
-                   f"-> {_type_of((), x.dtype)}", (), x.dtype)
 
 
 @op("nll_loss_backward")
@@ -177,7 +160,7 @@ def _pad_into(im, grad, sizes, starts, strides):
         raise im.error("the backward of a strided slice is not supported")
     low = list(starts)
     high = [n - s - g for n, s, g in zip(sizes, starts, grad.shape)]
-    elem = _type_of((), grad.dtype)[7:-1]
+    elem = element_type(grad.dtype)
     return im.emit(f"loom.pad {grad.name} low = {_ints(low)} high = "
                    f"{_ints(high)} value = 0.0 : {elem} : ({grad.type}) -> "
                    f"{_type_of(sizes, grad.dtype)}", tuple(sizes), grad.dtype)

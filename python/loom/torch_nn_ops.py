@@ -4,8 +4,8 @@ convolution and pooling, reductions, losses and dropout."""
 import torch
 
 from loom.torch_ops import (Value, _ints, _type_of, as_value, binary, cast,
-                            constant, dims_of, op, reshape, scalar, slice_,
-                            transpose, unary)
+                            constant, dims_of, element_type, op, reshape,
+                            scalar, slice_, transpose, unary)
 
 
 def dot(im, a, b, batch, contract, shape=None, dtype=None):
@@ -222,7 +222,7 @@ def _conv_transpose(im, x, weight, bias, stride, padding, dilation,
     padded = tuple(s + lo + hi for s, lo, hi in zip(x.shape, low, high))
     if padded != x.shape:
         x = im.emit(f"loom.pad {x.name} low = {_ints(low)} high = {_ints(high)} "
-                    f"value = 0.0 : {_type_of((), x.dtype)[7:-1]} : ({x.type}) -> "
+                    f"value = 0.0 : {element_type(x.dtype)} : ({x.type}) -> "
                     f"{_type_of(padded, x.dtype)}", padded, x.dtype)
     w = transpose(im, weight, [1, 0] + list(range(2, weight.rank)))
     for i in range(k):
@@ -298,6 +298,23 @@ op("amin")(_reduce("reduce_min"))
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
 
+def _valid(im, target, ignore_index, dtype):
+    """[N] 1.0 where target != ignore_index."""
+    ok = binary(im, "compare ne,", target, ignore_index, shape=target.shape,
+                dtype=torch.bool, operand_dtype=target.dtype)
+    return cast(im, ok, dtype)
+
+
+def nll_total_weight(im, x, target, weight, reduction, ignore_index):
+    """nll_loss_forward's second result: the number of counted targets."""
+    if weight is not None or x.rank != 2:
+        raise im.error("nll_loss_forward's total weight is supported for 2-D "
+                       "inputs without class weights")
+    valid = _valid(im, target, ignore_index, x.dtype)
+    return im.emit(f"loom.reduce_sum {valid.name} dims = [0] : ({valid.type}) "
+                   f"-> {_type_of((), x.dtype)}", (), x.dtype)
+
+
 @op("nll_loss_forward", "nll_loss")
 def _nll_loss(im, x, target, weight=None, reduction=1, ignore_index=-100):
     shape, dtype = im.out(0) if "forward" in str(im.node.target) else im.out()
@@ -311,7 +328,6 @@ def _nll_loss(im, x, target, weight=None, reduction=1, ignore_index=-100):
         return loss
     total = None
     if any(u.args[1] == 1 for u in im.node.users):  # PyTorch's backward reads it
-        from loom.torch_backward_ops import nll_total_weight
         total = nll_total_weight(im, x, target, weight, reduction, ignore_index)
     return [loss, total]
 

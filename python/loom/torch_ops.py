@@ -20,6 +20,28 @@ class UnsupportedOp(TorchImportError):
         self.op = op
 
 
+_DTYPES = {
+    torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
+    torch.bfloat16: "bf16", torch.int64: "i64", torch.int32: "i32",
+    torch.int8: "i8", torch.bool: "i1",
+}
+
+
+def element_type(dtype):
+    """The MLIR element type of a torch dtype ("f32", "i64", ...)."""
+    if dtype not in _DTYPES:
+        raise TorchImportError(f"loom.torch: tensors of {dtype} are not supported")
+    return _DTYPES[dtype]
+
+
+def mlir_type(shape, dtype):
+    dims = "".join(f"{d}x" for d in shape)
+    return f"tensor<{dims}{element_type(dtype)}>"
+
+
+_type_of = mlir_type
+
+
 class Value:
     """An SSA value of the emitted function (an MLIR name, shape, dtype)."""
 
@@ -31,7 +53,6 @@ class Value:
 
     @property
     def type(self):
-        from loom.torch import mlir_type
         return mlir_type(self.shape, self.dtype)
 
     @property
@@ -76,7 +97,6 @@ def literal(value, dtype):
 
 def constant(im, tensor):
     """A dense constant holding `tensor` (a splat when all equal)."""
-    from loom.torch import mlir_type
     t = tensor.detach()
     ty = mlir_type(t.shape, t.dtype)
     flat = t.reshape(-1)
@@ -108,7 +128,6 @@ def scalar(im, value, dtype, shape=()):
 def cast(im, v, dtype):
     if v.dtype == dtype:
         return v
-    from loom.torch import mlir_type
     return im.emit(f"loom.cast {v.name} : {v.type} to "
                    f"{mlir_type(v.shape, dtype)}", v.shape, dtype)
 
@@ -117,7 +136,6 @@ def reshape(im, v, shape):
     shape = tuple(shape)
     if v.shape == shape:
         return v
-    from loom.torch import mlir_type
     return im.emit(f"loom.reshape {v.name} : ({v.type}) -> "
                    f"{mlir_type(shape, v.dtype)}", shape, v.dtype)
 
@@ -127,11 +145,6 @@ def as_value(im, x, dtype):
     if isinstance(x, Value):
         return cast(im, x, dtype)
     return scalar(im, x, dtype)
-
-
-def _type_of(shape, dtype):
-    from loom.torch import mlir_type
-    return mlir_type(shape, dtype)
 
 
 def binary(im, name, a, b, dtype=None, shape=None, operand_dtype=None):
