@@ -221,6 +221,11 @@ public:
 
   /// The best of every other shape and remat level, fastest first.
   std::vector<Alternative> runnersUp(const Candidate *best, bool fixed) const;
+  /// When no plan the time-minimizing ILPs found fits: the plan of least
+  /// memory of every shape (most remat), kept as a candidate when it fits —
+  /// a short --plan-time-limit then gives a slower plan, not none. Returns
+  /// whether one fits.
+  bool searchLeastMemory();
   /// Why nothing fits: the least memory any plan needs and what to change.
   std::string explainInfeasible(func::FuncOp fn, bool fixed);
 
@@ -258,6 +263,10 @@ private:
   SmallVector<double> shapeBound;
   /// Per shape: its plan without a memory limit (empty if none found).
   std::vector<Candidate> freePlan;
+  /// searchLeastMemory's plans: the smallest, and whether an ILP stopped
+  /// before finding any.
+  Candidate leastMemory;
+  bool leastMemoryTimedOut = false;
   double ilpSeconds = 0, megatronSeconds = 0;
 };
 
@@ -448,29 +457,45 @@ std::vector<Alternative> Search::runnersUp(const Candidate *best,
   return out;
 }
 
-std::string Search::explainInfeasible(func::FuncOp fn, bool fixed) {
-  // The least memory any plan needs, to say what would make it fit.
-  double bestMem = kInf;
-  bool timedOut = false;
-  Totals bestTotals;
-  std::string bestMesh;
+bool Search::searchLeastMemory() {
   double r = rematLevels.back();
   for (size_t si = 0; si < shapes.size(); ++si) {
     Costs costs(cluster.device, shapes[si]);
     CostTable table = buildCostTable(graphs[si], costs, r);
     table.request.minimizeMemory = true;
     table.request.timeLimit = options.timeLimit;
-    SolverResult m = solve(table.request);
-    timedOut |= !m.feasible && !m.provenInfeasible;
-    if (!m.feasible)
+    Candidate c;
+    c.shape = si;
+    c.remat = r;
+    c.ilp = solve(table.request);
+    ++plan.ilps;
+    if (!c.ilp.optimal && !c.ilp.provenInfeasible)
+      ++plan.ilpsStopped;
+    leastMemoryTimedOut |= !c.ilp.feasible && !c.ilp.provenInfeasible;
+    if (!c.ilp.feasible)
       continue;
-    Totals t = evaluate(graphs[si], table.choiceOf(m.choice), r, costs);
-    if (t.memory.total() < bestMem) {
-      bestMem = t.memory.total();
-      bestTotals = t;
-      bestMesh = fixed ? shapes[si].str() : shapes[si].shape();
-    }
+    c.choice = table.choiceOf(c.ilp.choice);
+    c.totals = evaluate(graphs[si], c.choice, r, costs);
+    if (!leastMemory.ilp.feasible ||
+        c.totals.memory.total() < leastMemory.totals.memory.total())
+      leastMemory = c;
+    if (fits(c))
+      all.push_back(std::move(c));
   }
+  return best() != nullptr;
+}
+
+std::string Search::explainInfeasible(func::FuncOp fn, bool fixed) {
+  // The least memory any plan needs, to say what would make it fit.
+  double bestMem = leastMemory.ilp.feasible
+                       ? leastMemory.totals.memory.total()
+                       : kInf;
+  bool timedOut = leastMemoryTimedOut;
+  const Totals &bestTotals = leastMemory.totals;
+  std::string bestMesh;
+  if (leastMemory.ilp.feasible)
+    bestMesh = fixed ? shapes[leastMemory.shape].str()
+                     : shapes[leastMemory.shape].shape();
   std::string s;
   llvm::raw_string_ostream os(s);
   int64_t devices = 1;
@@ -481,26 +506,14 @@ std::string Search::explainInfeasible(func::FuncOp fn, bool fixed) {
      << devices << " devices of " << cluster.device.name << ")";
   if (bestMem == kInf) {
     if (timedOut)
-      os << llvm::formatv(": the ILP found no plan at all within its {0:f0} "
-                          "s limit (not a proof that none fits). Give it "
-                          "more time (--plan-time-limit), fewer "
-                          "micro-batches in one step (each is planned as "
-                          "its own copy of the model), or a preset strategy",
-                          options.timeLimit);
+      os << ": the ILP found no plan at all within its "
+         << llvm::format("%g", options.timeLimit)
+         << " s limit (not a proof that none fits). Give it more time "
+            "(--plan-time-limit), fewer micro-batches in one step (each is "
+            "planned as its own copy of the model), or a preset strategy";
     return s;
   }
   const MemoryBreakdown &m = bestTotals.memory;
-  if (bestMem <= limit) {
-    // A plan fits; the fastest-plan ILP found none in its time.
-    os << ": the ILP that minimizes step time found no plan within its "
-       << llvm::formatv("{0:f0}", options.timeLimit)
-       << " s limit, although one that fits exists (" << formatMemory(bestMem)
-       << " per device on mesh " << bestMesh << ": " << formatBreakdown(m)
-       << "). Give it more time (--plan-time-limit), fewer micro-batches in "
-          "one step (each is planned as its own copy of the model), or a "
-          "preset strategy";
-    return s;
-  }
   os << ": the smallest per-device memory found is " << formatMemory(bestMem)
      << " (mesh " << bestMesh << ": " << formatBreakdown(m) << ")";
   double weights = m.parameters + m.gradients + m.optimizer;
@@ -746,6 +759,8 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
   if (failed(search.run(base, *shapes, error)))
     return failure();
   const Candidate *best = search.best();
+  if (!best && search.searchLeastMemory())
+    best = search.best();
   if (!best) {
     error = search.explainInfeasible(fn, bool(fixed));
     return failure();
