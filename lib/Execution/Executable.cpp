@@ -129,7 +129,7 @@ bool copyRuntime(const ExecutableOptions &options, StringRef dir,
 /// Links the step's objects with the rank-program archives and the runtime,
 /// which is found at run time in `$ORIGIN/lib` (copyRuntime puts it there).
 bool link(const ExecutableOptions &options, ArrayRef<std::string> objects,
-          const std::string &output, std::string &error) {
+          const std::string &output, bool exportEntries, std::string &error) {
   std::vector<std::string> args = {options.linker, "-o", output};
   args.insert(args.end(), objects.begin(), objects.end());
   for (const std::string &f : options.linkFlags)
@@ -139,6 +139,9 @@ bool link(const ExecutableOptions &options, ArrayRef<std::string> objects,
   args.push_back("-L" + options.libraryDir);
   args.push_back("-lloom_runtime");
   args.push_back("-Wl,-rpath,$ORIGIN/lib");
+  // A pipelined program finds its stage programs' entries by name.
+  if (exportEntries)
+    args.push_back("-rdynamic");
   // The JIT's code model and relocations: no position-independent code.
   args.push_back("-no-pie");
   SmallVector<StringRef> refs(args.begin(), args.end());
@@ -159,61 +162,158 @@ bool link(const ExecutableOptions &options, ArrayRef<std::string> objects,
   return false;
 }
 
+/// The manifest's description of `fn`'s arguments and results as `exec`
+/// compiled them (with their pipeline ports); parameters' initial values
+/// bound (constants appended to `constants`).
+bool describeProgram(func::FuncOp fn, const Executor &exec, MeshOp mesh,
+                     std::vector<program::Value> &arguments,
+                     std::vector<program::Value> &results,
+                     std::string &constants, std::string &error) {
+  auto portOf = [](DictionaryAttr attrs) {
+    auto pipe = attrs ? attrs.getAs<StringAttr>(LoomDialect::kPipeAttrName)
+                      : StringAttr();
+    return pipe ? pipe.getValue().str() : std::string();
+  };
+  for (auto [i, info] : llvm::enumerate(exec.getArguments())) {
+    auto sharding =
+        fn.getArgAttrOfType<ShardingAttr>(i, LoomDialect::kShardingAttrName);
+    arguments.push_back(describe(info, sharding, mesh));
+    arguments.back().port = portOf(fn.getArgAttrDict(i));
+    if (!info.parameter.empty() &&
+        !bindInitialValue(info, arguments.back(), constants, error))
+      return false;
+  }
+  for (auto [i, info] : llvm::enumerate(exec.getResults())) {
+    results.push_back(describe(info, nullptr, nullptr));
+    results.back().port = portOf(fn.getResultAttrDict(i));
+    for (const program::Value &arg : arguments)
+      if (!info.parameter.empty() && arg.parameter == info.parameter)
+        results.back().trainable = arg.trainable;
+  }
+  return true;
+}
+
+/// A pipelined step: every stage's programs compiled into one program,
+/// which runs the stages of its pipeline rank on the schedule.
+bool describePipeline(ModuleOp module, StringRef dir,
+                      const ExecutorOptions &executor,
+                      program::Manifest &manifest,
+                      std::vector<std::string> &objects,
+                      std::string &constants, std::string &error) {
+  auto pipe =
+      module->getAttrOfType<DictionaryAttr>(LoomDialect::kPipelineAttrName);
+  auto get = [&](StringRef k) {
+    auto a = pipe.getAs<IntegerAttr>(k);
+    return a ? int(a.getInt()) : -1;
+  };
+  manifest.pipelineRanks = get("ranks");
+  manifest.virtualStages = get("virtual_stages");
+  manifest.microBatches = get("micro_batches");
+  auto lists = pipe.getAs<ArrayAttr>("actions");
+  if (manifest.pipelineRanks < 1 || manifest.virtualStages < 1 ||
+      manifest.microBatches < 1 || !lists ||
+      int(lists.size()) != manifest.pipelineRanks) {
+    error = "the module's loom.pipeline has no schedule";
+    return false;
+  }
+  for (Attribute list : lists) {
+    manifest.actions.emplace_back();
+    for (Attribute a : cast<ArrayAttr>(list))
+      manifest.actions.back().push_back(cast<StringAttr>(a).str());
+  }
+  MeshOp mesh;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (auto ref = fn->getAttrOfType<FlatSymbolRefAttr>(
+            LoomDialect::kPartitionedAttrName))
+      mesh = module.lookupSymbol<MeshOp>(ref);
+  if (!mesh) {
+    error = "the pipeline's stage programs are not partitioned for a mesh";
+    return false;
+  }
+  for (Attribute a : mesh.getAxes()) {
+    auto axis = cast<MeshAxisAttr>(a);
+    manifest.axisNames.push_back(axis.getName().str());
+    manifest.axisSizes.push_back(axis.getSize());
+  }
+  const char *kinds[] = {"forward", "backward_input", "backward_weight",
+                         "update"};
+  int stages = manifest.pipelineRanks * manifest.virtualStages;
+  for (int s = 0; s < stages; ++s)
+    for (const char *kind : kinds) {
+      std::string name = llvm::formatv("stage{0}_{1}", s, kind).str();
+      auto fn = module.lookupSymbol<func::FuncOp>(name);
+      if (!fn)
+        continue;
+      ExecutorOptions options = executor;
+      options.objectFile = path(dir, name + ".o");
+      std::unique_ptr<Executor> exec =
+          Executor::create(module, name, options, error);
+      if (!exec)
+        return false;
+      program::StageProgram p;
+      p.stage = s;
+      p.kind = kind;
+      p.function = name;
+      if (!describeProgram(fn, *exec, mesh, p.arguments, p.results, constants,
+                           error))
+        return false;
+      manifest.programs.push_back(std::move(p));
+      objects.insert(objects.end(), exec->getObjectFiles().begin(),
+                     exec->getObjectFiles().end());
+    }
+  if (manifest.programs.empty()) {
+    error = "the pipelined module has no stage programs";
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 bool mlir::loom::writeExecutable(ModuleOp module, StringRef dir,
                                  const ExecutableOptions &options,
                                  std::string &error, double *seconds) {
   auto start = std::chrono::steady_clock::now();
-  if (module->hasAttr(LoomDialect::kPipelineAttrName)) {
-    error = "pipelined steps are not built yet (they need a program per "
-            "stage)";
-    return false;
-  }
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!step) {
-    error = "the module has no @train_step to compile";
-    return false;
-  }
-  MeshOp mesh;
-  if (auto ref = step->getAttrOfType<FlatSymbolRefAttr>(
-          LoomDialect::kPartitionedAttrName))
-    mesh = module.lookupSymbol<MeshOp>(ref);
-
   ExecutorOptions executor = options.executor;
   // The objects also seed loom-run's compile cache: `loom-run ARTIFACT`
   // then links them instead of compiling the step again.
   executor.cacheDir = path(dir, "cache");
-  executor.objectFile = path(dir, "train.o");
-  std::unique_ptr<Executor> exec =
-      Executor::create(module, "train_step", executor, error);
-  if (!exec)
-    return false;
-
   program::Manifest manifest;
-  if (auto micro = step->getAttrOfType<IntegerAttr>(
-          LoomDialect::kMicroBatchesAttrName))
-    manifest.microBatches = micro.getInt();
-  if (mesh)
-    for (Attribute a : mesh.getAxes()) {
-      auto axis = cast<MeshAxisAttr>(a);
-      manifest.axisNames.push_back(axis.getName().str());
-      manifest.axisSizes.push_back(axis.getSize());
-    }
   std::string constants;
-  for (auto [i, info] : llvm::enumerate(exec->getArguments())) {
-    auto sharding =
-        step.getArgAttrOfType<ShardingAttr>(i, LoomDialect::kShardingAttrName);
-    manifest.arguments.push_back(describe(info, sharding, mesh));
-    if (!info.parameter.empty() &&
-        !bindInitialValue(info, manifest.arguments.back(), constants, error))
+  std::vector<std::string> objects;
+  bool pipelined = module->hasAttr(LoomDialect::kPipelineAttrName);
+  if (pipelined) {
+    if (!describePipeline(module, dir, executor, manifest, objects, constants,
+                          error))
       return false;
-  }
-  for (const ValueInfo &info : exec->getResults()) {
-    manifest.results.push_back(describe(info, nullptr, nullptr));
-    for (const program::Value &arg : manifest.arguments)
-      if (!info.parameter.empty() && arg.parameter == info.parameter)
-        manifest.results.back().trainable = arg.trainable;
+  } else {
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!step) {
+      error = "the module has no @train_step to compile";
+      return false;
+    }
+    MeshOp mesh;
+    if (auto ref = step->getAttrOfType<FlatSymbolRefAttr>(
+            LoomDialect::kPartitionedAttrName))
+      mesh = module.lookupSymbol<MeshOp>(ref);
+    executor.objectFile = path(dir, "train.o");
+    std::unique_ptr<Executor> exec =
+        Executor::create(module, "train_step", executor, error);
+    if (!exec)
+      return false;
+    if (auto micro = step->getAttrOfType<IntegerAttr>(
+            LoomDialect::kMicroBatchesAttrName))
+      manifest.microBatches = micro.getInt();
+    if (mesh)
+      for (Attribute a : mesh.getAxes()) {
+        auto axis = cast<MeshAxisAttr>(a);
+        manifest.axisNames.push_back(axis.getName().str());
+        manifest.axisSizes.push_back(axis.getSize());
+      }
+    if (!describeProgram(step, *exec, mesh, manifest.arguments,
+                         manifest.results, constants, error))
+      return false;
+    objects = exec->getObjectFiles();
   }
 
   if ((!constants.empty() &&
@@ -222,8 +322,8 @@ bool mlir::loom::writeExecutable(ModuleOp module, StringRef dir,
                  program::printManifest(manifest), error))
     return false;
   bool linked = copyRuntime(options, dir, error) &&
-                link(options, exec->getObjectFiles(), path(dir, "train"), error);
-  for (const std::string &object : exec->getObjectFiles())
+                link(options, objects, path(dir, "train"), pipelined, error);
+  for (const std::string &object : objects)
     llvm::sys::fs::remove(object);
   if (seconds)
     *seconds = std::chrono::duration<double>(

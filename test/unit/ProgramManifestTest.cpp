@@ -68,6 +68,57 @@ TEST(ProgramManifest, RoundTripsOddNamesShardingsAndInitialValues) {
   EXPECT_EQ(back.results[0].name, "loss");
 }
 
+TEST(ProgramManifest, RoundTripsAPipeline) {
+  Manifest m;
+  m.microBatches = 2;
+  m.axisNames = {"pp", "dp"};
+  m.axisSizes = {2, 2};
+  m.pipelineRanks = 2;
+  m.virtualStages = 1;
+  m.actions = {{"F(0,0)", "SEND_F(0,0)", "U(0)"}, {"RECV_F(1,0)", "F(1,0)"}};
+  StageProgram fwd;
+  fwd.stage = 1;
+  fwd.kind = "forward";
+  fwd.function = "stage1_forward";
+  Value in;
+  in.name = "act";
+  in.shape = {4, 8};
+  in.global = {4, 8};
+  in.port = "recv:0";
+  Value loss;
+  loss.name = "loss";
+  fwd.arguments = {in};
+  fwd.results = {loss};
+  m.programs = {fwd};
+  std::string text = printManifest(m), error;
+  EXPECT_EQ(text.find("function "), std::string::npos) << text;
+  Manifest back;
+  ASSERT_TRUE(parseManifest(text, back, error)) << error << "\n" << text;
+  ASSERT_TRUE(back.pipelined());
+  EXPECT_EQ(back.pipelineRanks, 2);
+  EXPECT_EQ(back.actions, m.actions);
+  ASSERT_EQ(back.programs.size(), 1u);
+  EXPECT_EQ(back.programs[0].stage, 1);
+  EXPECT_EQ(back.programs[0].kind, "forward");
+  EXPECT_EQ(back.programs[0].function, "stage1_forward");
+  ASSERT_EQ(back.programs[0].arguments.size(), 1u);
+  EXPECT_EQ(back.programs[0].arguments[0].port, "recv:0");
+  ASSERT_EQ(back.programs[0].results.size(), 1u);
+  EXPECT_EQ(back.programs[0].results[0].name, "loss");
+  // The step's own values stay empty: the stage programs hold them.
+  EXPECT_TRUE(back.arguments.empty());
+  // A schedule for a rank count the pipeline line does not have.
+  std::string bad = text;
+  bad.replace(bad.find("ranks=2"), 7, "ranks=3");
+  EXPECT_FALSE(parseManifest(bad, back, error));
+  EXPECT_NE(error.find("one 'actions' line per pipeline rank"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(parseManifest("loom-program 1\nprogram stage=0 kind=sideways "
+                             "function=f\n",
+                             back, error));
+}
+
 TEST(ProgramManifest, RejectsWhatItCannotRead) {
   Manifest m;
   std::string error;

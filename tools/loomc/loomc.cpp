@@ -122,8 +122,8 @@ static cl::opt<std::string> emit("emit",
              "linked with Loom's runtime (no LLVM/MLIR at run time), run as "
              "`mpirun -np N out/train --steps K` or through loom-run; its "
              "machine code also fills out/cache, so loom-run does not compile "
-             "the step again. Pipelined steps get no program yet (a note "
-             "says so). mlir: the artifact only, no compilation"),
+             "the step again. A pipelined step is one program holding every "
+             "stage's programs; each rank runs its stages. mlir: the artifact only, no compilation"),
     cl::init("executable"), cl::cat(category));
 
 static cl::opt<std::string> target("target",

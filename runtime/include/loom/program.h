@@ -54,6 +54,19 @@ struct Value {
   std::string initFile;
   int64_t initOffset = -1;
   std::string splat;
+  /// A pipeline stage program's port: what a value is to the schedule
+  /// ("recv:N", "recv_grad:N", "send:N", "send_grad:N", "stash:N",
+  /// "grad:N"; empty for parameters, data, the loss and updates).
+  std::string port;
+};
+
+/// One program of a pipeline stage (loom-split-stages): its forward,
+/// backward_input, backward_weight or update.
+struct StageProgram {
+  int stage = 0;
+  std::string kind;
+  std::string function;
+  std::vector<Value> arguments, results;
 };
 
 struct Manifest {
@@ -63,6 +76,13 @@ struct Manifest {
   std::vector<std::string> axisNames;
   std::vector<int64_t> axisSizes;
   std::vector<Value> arguments, results;
+  /// A pipelined step (`programs` non-empty): P pipeline ranks (the mesh's
+  /// pp axis) with V stages each, every rank's schedule as action texts
+  /// ("F(1,3)", "SEND_B(0,2)", "U(1)"), and every stage's programs.
+  int pipelineRanks = 0, virtualStages = 1;
+  std::vector<std::vector<std::string>> actions;
+  std::vector<StageProgram> programs;
+  bool pipelined() const { return !programs.empty(); }
 };
 
 /// The text form (one `key=value` list per line; names percent-encoded).
@@ -173,6 +193,14 @@ struct TrainStats {
 /// Returns false with `error`.
 bool train(const Manifest &manifest, PackedEntry entry,
            const TrainOptions &options, TrainStats &stats, std::string &error);
+
+/// A pipelined manifest's training: each rank runs its schedule's actions
+/// with its stages' programs, found by function name through `lookup`
+/// (null: not in the program), as loom-run's pipeline trainer does.
+bool trainPipeline(const Manifest &manifest,
+                   const std::function<PackedEntry(const std::string &)> &lookup,
+                   const TrainOptions &options, TrainStats &stats,
+                   std::string &error);
 
 } // namespace loom::program
 

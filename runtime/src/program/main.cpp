@@ -17,12 +17,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <fstream>
 #include <malloc.h>
 #include <sstream>
 #include <unistd.h>
 
-extern "C" void _mlir__mlir_ciface_train_step(void **);
+// An unpipelined step's entry; a pipelined program has per-stage entries
+// instead, found by name (the program exports its symbols).
+extern "C" __attribute__((weak)) void _mlir__mlir_ciface_train_step(void **);
 
 namespace {
 
@@ -145,17 +148,31 @@ int main(int argc, char **argv) {
   loom::program::Manifest manifest;
   if (!loom::program::parseManifest(text.str(), manifest, error))
     return fail(manifestPath + ": " + error);
-  if (manifest.function != "train_step")
+  if (!manifest.pipelined() && (manifest.function != "train_step" ||
+                                !&_mlir__mlir_ciface_train_step))
     return fail(manifestPath + " describes @" + manifest.function +
-                ", but this program runs @train_step");
+                ", but this program runs " +
+                (&_mlir__mlir_ciface_train_step ? "@train_step"
+                                                 : "a pipeline's stages"));
   options.onStep = [](int64_t step, double loss, const std::string &note) {
     std::printf("step %lld loss %.8e%s\n", static_cast<long long>(step), loss,
                 note.empty() ? "" : ("  [" + note + "]").c_str());
     std::fflush(stdout);
   };
   loom::program::TrainStats stats;
-  if (!loom::program::train(manifest, &_mlir__mlir_ciface_train_step, options,
-                            stats, error))
+  bool ok;
+  if (manifest.pipelined()) {
+    auto lookup = [](const std::string &function) {
+      std::string symbol = "_mlir__mlir_ciface_" + function;
+      return reinterpret_cast<loom::program::PackedEntry>(
+          dlsym(RTLD_DEFAULT, symbol.c_str()));
+    };
+    ok = loom::program::trainPipeline(manifest, lookup, options, stats, error);
+  } else {
+    ok = loom::program::train(manifest, &_mlir__mlir_ciface_train_step,
+                              options, stats, error);
+  }
+  if (!ok)
     return fail(error);
   double seconds = stats.trainSeconds;
   if (stats.rank == 0)

@@ -13,6 +13,16 @@
 // ('.'-separated indices, '-' for none); `partial=sum:1` names partial
 // axes; `splat=` is one element's bytes in hex. Names are percent-encoded.
 //
+// A pipelined step has no function line; instead
+//
+//   pipeline ranks=2 virtual-stages=1
+//   actions 0 RECV_F(0,0) F(0,0) SEND_F(0,0) ...
+//   program stage=0 kind=forward function=stage0_forward
+//   arg ... port=recv:0
+//
+// one `actions` line per pipeline rank, and per stage program a `program`
+// line whose arguments and results follow it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "loom/program.h"
@@ -134,6 +144,8 @@ void printValue(std::ostream &os, const char *kind, const Value &v,
     os << " init=" << encode(v.initFile) << "@" << v.initOffset;
   if (!v.splat.empty())
     os << " splat=" << toHex(v.splat);
+  if (!v.port.empty())
+    os << " port=" << encode(v.port);
   os << "\n";
 }
 
@@ -211,6 +223,8 @@ bool parseValue(std::istringstream &fields, Value &v, std::string &error) {
         v.initOffset = std::atoll(val.c_str() + at + 1);
     } else if (key == "splat")
       ok = ok && fromHex(val, v.splat);
+    else if (key == "port")
+      ok = ok && decode(val, v.port);
     else
       ok = false;
     if (!ok) {
@@ -240,8 +254,10 @@ bool Sharding::splits() const {
 
 std::string loom::program::printManifest(const Manifest &m) {
   std::ostringstream os;
-  os << "loom-program 1\nfunction " << encode(m.function) << "\nmicro-batches "
-     << m.microBatches << "\n";
+  os << "loom-program 1\n";
+  if (!m.pipelined())
+    os << "function " << encode(m.function) << "\n";
+  os << "micro-batches " << m.microBatches << "\n";
   bool meshed = !m.axisNames.empty();
   if (meshed) {
     os << "mesh";
@@ -253,6 +269,24 @@ std::string loom::program::printManifest(const Manifest &m) {
     printValue(os, "arg", v, meshed);
   for (const Value &v : m.results)
     printValue(os, "result", v, meshed);
+  if (m.pipelined()) {
+    os << "pipeline ranks=" << m.pipelineRanks
+       << " virtual-stages=" << m.virtualStages << "\n";
+    for (size_t r = 0; r < m.actions.size(); ++r) {
+      os << "actions " << r;
+      for (const std::string &a : m.actions[r])
+        os << " " << a;
+      os << "\n";
+    }
+    for (const StageProgram &p : m.programs) {
+      os << "program stage=" << p.stage << " kind=" << p.kind
+         << " function=" << encode(p.function) << "\n";
+      for (const Value &v : p.arguments)
+        printValue(os, "arg", v, meshed);
+      for (const Value &v : p.results)
+        printValue(os, "result", v, meshed);
+    }
+  }
   return os.str();
 }
 
@@ -291,7 +325,48 @@ bool loom::program::parseManifest(const std::string &text, Manifest &m,
     } else if (kind == "arg" || kind == "result") {
       Value v;
       ok = parseValue(fields, v, why);
-      (kind == "arg" ? m.arguments : m.results).push_back(std::move(v));
+      // Inside a pipelined manifest, a value belongs to the last program.
+      StageProgram *p = m.programs.empty() ? nullptr : &m.programs.back();
+      auto &list = kind == "arg" ? (p ? p->arguments : m.arguments)
+                                 : (p ? p->results : m.results);
+      list.push_back(std::move(v));
+    } else if (kind == "pipeline") {
+      while (ok && fields >> word) {
+        if (word.rfind("ranks=", 0) == 0)
+          m.pipelineRanks = std::atoi(word.c_str() + 6);
+        else if (word.rfind("virtual-stages=", 0) == 0)
+          m.virtualStages = std::atoi(word.c_str() + 15);
+        else
+          ok = false;
+      }
+      ok = ok && m.pipelineRanks >= 1 && m.virtualStages >= 1;
+    } else if (kind == "actions") {
+      size_t r = 0;
+      ok = (fields >> r) && r == m.actions.size();
+      why = ok ? "" : "actions lines must come in rank order";
+      m.actions.emplace_back();
+      while (ok && fields >> word)
+        m.actions.back().push_back(word);
+    } else if (kind == "program") {
+      StageProgram p;
+      p.stage = -1;
+      while (ok && fields >> word) {
+        size_t eq = word.find('=');
+        std::string key = word.substr(0, eq),
+                    val = eq == std::string::npos ? "" : word.substr(eq + 1);
+        if (key == "stage")
+          p.stage = std::atoi(val.c_str());
+        else if (key == "kind")
+          p.kind = val;
+        else if (key == "function")
+          ok = decode(val, p.function);
+        else
+          ok = false;
+      }
+      ok = ok && p.stage >= 0 && !p.function.empty() &&
+           (p.kind == "forward" || p.kind == "backward_input" ||
+            p.kind == "backward_weight" || p.kind == "update");
+      m.programs.push_back(std::move(p));
     } else {
       ok = false;
       why = "unknown line";
@@ -304,6 +379,12 @@ bool loom::program::parseManifest(const std::string &text, Manifest &m,
   }
   if (!header) {
     error = "not a Loom program manifest (no 'loom-program 1' line)";
+    return false;
+  }
+  if (m.pipelined() && (m.pipelineRanks < 1 ||
+                        int(m.actions.size()) != m.pipelineRanks)) {
+    error = "a pipelined manifest needs a 'pipeline' line and one 'actions' "
+            "line per pipeline rank";
     return false;
   }
   return true;

@@ -8,102 +8,31 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "internal.h"
+
 #include "loom/kernels.h"
-#include "loom/program.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <map>
 #include <memory>
 #include <random>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 using namespace loom::program;
+using namespace loom::program::detail;
 
 namespace {
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s;
-}
-
-bool isFloat(loom_dtype_t t) {
-  return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F64 || t == LOOM_DTYPE_F16 ||
-         t == LOOM_DTYPE_BF16;
-}
-
-/// Element `i` of `t` set from `v` as loom-run's HostTensor::setFromDouble
-/// does (f16/bf16 are refused before any value is set).
-void setFromDouble(Tensor &t, int64_t i, double v) {
-  char *p = t.bytes.data() + i * loom_dtype_size(t.dtype);
-  auto store = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
-  int64_t x = static_cast<int64_t>(v);
-  switch (t.dtype) {
-  case LOOM_DTYPE_F32:
-    return store(static_cast<float>(v));
-  case LOOM_DTYPE_F64:
-    return store(v);
-  case LOOM_DTYPE_BOOL:
-    return store(static_cast<uint8_t>(v != 0));
-  case LOOM_DTYPE_I8:
-  case LOOM_DTYPE_U8:
-    return store(static_cast<int8_t>(x));
-  case LOOM_DTYPE_I16:
-  case LOOM_DTYPE_U16:
-    return store(static_cast<int16_t>(x));
-  case LOOM_DTYPE_I32:
-  case LOOM_DTYPE_U32:
-    return store(static_cast<int32_t>(x));
-  default:
-    return store(x);
-  }
-}
-
-/// A file mapped read-only.
-struct Mapping {
-  const char *data = nullptr;
-  size_t size = 0;
-  ~Mapping() {
-    if (data)
-      munmap(const_cast<char *>(data), size);
-  }
-  bool open(const std::string &path, std::string &error) {
-    int fd = ::open(path.c_str(), O_RDONLY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-      error = "cannot read " + path + ": " + std::strerror(errno);
-      if (fd >= 0)
-        ::close(fd);
-      return false;
-    }
-    size = static_cast<size_t>(st.st_size);
-    void *p = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0)
-                   : nullptr;
-    ::close(fd);
-    if (p == MAP_FAILED) {
-      error = "cannot map " + path + ": " + std::strerror(errno);
-      return false;
-    }
-    data = static_cast<const char *>(p);
-    return true;
-  }
-};
 
 /// One data argument's source: drawn, or read from a mapped .npy file.
 struct DataSource {
   size_t arg;
   std::vector<int64_t> perEntry, offset, block;
-  std::unique_ptr<Mapping> file;
-  const char *base = nullptr;
-  loom_dtype_t fileType = LOOM_DTYPE_F32;
-  int64_t entries = 0, entryBytes = 0;
+  NpyData npy;
+  bool file = false;
   DataOrder order;
 };
 
@@ -144,8 +73,6 @@ private:
     return !collectiveFailed(
         loom_barrier(mesh, all.data(), int32_t(all.size())), "waiting for the ranks");
   }
-  Tensor localShard(const Tensor &global, const Value &v) const;
-  bool gatherGlobal(const Tensor &local, const Value &v, Tensor &global);
   bool bindParameters();
   bool checkResults();
   bool openData();
@@ -169,34 +96,10 @@ private:
 };
 
 bool Trainer::start() {
-  if (m.axisNames.empty())
-    return true;
-  loom_runtime_options_t opts;
-  loom_runtime_options_init(&opts);
-  opts.timeout_seconds = o.timeoutSeconds;
-  if (loom_status_t s = loom_runtime_create(&opts, &runtime)) {
-    error = std::string("cannot start the runtime: ") + loom_status_message(s);
-    loom_status_free(s);
+  if (!startMesh(m, o.timeoutSeconds, runtime, mesh, error))
     return false;
-  }
-  std::vector<const char *> names;
-  std::string spec;
-  for (size_t a = 0; a < m.axisNames.size(); ++a) {
-    names.push_back(m.axisNames[a].c_str());
-    spec += (a ? "," : "") + m.axisNames[a] + "=" +
-            std::to_string(m.axisSizes[a]);
-  }
-  if (loom_status_t s = loom_mesh_create(
-          runtime, static_cast<int32_t>(names.size()), m.axisSizes.data(),
-          names.data(), &mesh)) {
-    error = "mesh " + spec + ": " + loom_status_message(s) +
-            " (launch as many ranks as the mesh has devices: mpirun -np " +
-            std::to_string(numElements(m.axisSizes)) + " ...)";
-    loom_status_free(s);
-    return false;
-  }
-  loom_rt_set_mesh(mesh);
-  rank = loom_runtime_rank(runtime);
+  if (mesh)
+    rank = loom_runtime_rank(runtime);
   return true;
 }
 
@@ -208,69 +111,16 @@ bool Trainer::collectiveFailed(loom_status_t s, const std::string &what) {
   return true;
 }
 
-Tensor Trainer::localShard(const Tensor &global, const Value &v) const {
-  if (!mesh)
-    return global;
-  Tensor out(global.dtype, v.shape);
-  copyBlock(global.bytes.data(), global.shape,
-            blockOffset(mesh, global.shape, v.sharding), out.bytes.data(),
-            v.shape, std::vector<int64_t>(v.shape.size(), 0), v.shape,
-            loom_dtype_size(global.dtype));
-  return out;
-}
-
-/// The whole tensor from every rank's block (a collective).
-bool Trainer::gatherGlobal(const Tensor &local, const Value &v,
-                           Tensor &global) {
-  if (!mesh || !v.sharding.splits()) {
-    global = local;
-    return true;
-  }
-  Tensor value = local;
-  global = Tensor(value.dtype, v.global);
-  return !collectiveFailed(
-      loom::program::gatherGlobal(mesh, v.sharding, value.dtype, v.shape, v.global,
-                            value.bytes.data(), global.bytes.data()),
-      "gathering " + v.name);
-}
-
 bool Trainer::bindParameters() {
-  std::map<std::string, std::unique_ptr<Mapping>> files;
+  std::vector<std::pair<std::string, std::unique_ptr<Mapping>>> files;
   for (size_t i = 0; i < m.arguments.size(); ++i) {
     const Value &v = m.arguments[i];
     if (v.parameter.empty())
       continue;
-    Tensor global(v.dtype, v.global);
-    size_t bytes = global.bytes.size(), width = loom_dtype_size(v.dtype);
-    if (!v.splat.empty()) {
-      if (v.splat.size() != width) {
-        error = "parameter '" + v.parameter + "': its splat value has " +
-                std::to_string(v.splat.size()) + " bytes, not " +
-                std::to_string(width);
-        return false;
-      }
-      for (size_t at = 0; at < bytes; at += width)
-        std::memcpy(global.bytes.data() + at, v.splat.data(), width);
-    } else if (!v.initFile.empty()) {
-      std::unique_ptr<Mapping> &file = files[v.initFile];
-      std::string path = o.dir + "/" + v.initFile;
-      if (!file) {
-        file = std::make_unique<Mapping>();
-        if (!file->open(path, error))
-          return false;
-      }
-      if (v.initOffset < 0 || size_t(v.initOffset) + bytes > file->size) {
-        error = path + " is too short for parameter '" + v.parameter +
-                "' (" + std::to_string(bytes) + " bytes at offset " +
-                std::to_string(v.initOffset) + ")";
-        return false;
-      }
-      std::memcpy(global.bytes.data(), file->data + v.initOffset, bytes);
-    } else {
-      error = "parameter '" + v.parameter + "' has no initial value";
+    Tensor global;
+    if (!initialValue(v, o.dir, files, global, error))
       return false;
-    }
-    params[i] = localShard(global, v);
+    params[i] = localShard(mesh, global, v);
   }
   return true;
 }
@@ -328,57 +178,22 @@ bool Trainer::openData() {
     data.push_back(std::move(source));
   }
   for (const DataSource &s : data)
-    if (s.file && s.entries != data.front().entries) {
+    if (s.file && s.npy.entries != data.front().npy.entries) {
       error = "the inputs' files hold different numbers of entries (" +
-              std::to_string(data.front().entries) + " and " +
-              std::to_string(s.entries) + "): every input's file needs the same";
+              std::to_string(data.front().npy.entries) + " and " +
+              std::to_string(s.npy.entries) +
+              "): every input's file needs the same";
       return false;
     }
   return true;
 }
 
 bool Trainer::openFile(DataSource &source, const Value &v) {
-  std::string path = o.data + "/" + v.name + ".npy";
-  source.file = std::make_unique<Mapping>();
-  if (!source.file->open(path, error)) {
-    error = "no data for input '" + v.name + "': " + error +
-            " (the data directory needs one .npy per input, shaped [entries, " +
-            shapeText(source.perEntry) + "])";
+  if (!openNpyData(o.data + "/" + v.name + ".npy", v, source.perEntry,
+                   source.npy, error))
     return false;
-  }
-  NpyInfo info;
-  if (!parseNpyHeader(source.file->data, source.file->size, path, info, error))
-    return false;
-  if (!dtypeOfNpyDescr(info.descr, source.fileType)) {
-    error = path + ": unsupported .npy dtype '" + info.descr + "'";
-    return false;
-  }
-  std::vector<int64_t> rest(info.shape.begin() + (info.shape.empty() ? 0 : 1),
-                            info.shape.end());
-  if (info.shape.empty() || info.shape[0] < 1 || rest != source.perEntry) {
-    error = path + " has shape [" + shapeText(info.shape) + "] but input '" +
-            v.name + "' needs [entries x " + shapeText(source.perEntry) + "]";
-    return false;
-  }
-  bool fileFloat = isFloat(source.fileType), wantFloat = isFloat(v.dtype);
-  if (source.fileType != v.dtype &&
-      (fileFloat != wantFloat || source.fileType == LOOM_DTYPE_BOOL ||
-       v.dtype == LOOM_DTYPE_BOOL)) {
-    error = path + " holds " + loom_dtype_name(source.fileType) +
-            " values but the model expects " + loom_dtype_name(v.dtype);
-    return false;
-  }
-  source.entries = info.shape[0];
-  source.entryBytes =
-      numElements(source.perEntry) * int64_t(loom_dtype_size(source.fileType));
-  source.base = source.file->data + info.dataOffset;
-  if (info.dataOffset + uint64_t(source.entries * source.entryBytes) >
-      source.file->size) {
-    error = path + " is truncated: its header says [" + shapeText(info.shape) +
-            "]";
-    return false;
-  }
-  source.order = DataOrder(source.entries, o.shuffle, o.seed);
+  source.file = true;
+  source.order = DataOrder(source.npy.entries, o.shuffle, o.seed);
   return true;
 }
 
@@ -396,19 +211,19 @@ std::vector<Tensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
       bool f = isFloat(v.dtype);
       for (int64_t i = 0; i < global.numElements(); ++i)
         setFromDouble(global, i, f ? real(gen) : double(ints(gen)));
-      values[source.arg] = localShard(global, v);
+      values[source.arg] = localShard(mesh, global, v);
       continue;
     }
-    Tensor step(v.dtype, v.shape), block(source.fileType, source.block),
+    Tensor step(v.dtype, v.shape), block(source.npy.fileType, source.block),
         converted(v.dtype, source.block);
     std::vector<int64_t> zeros(source.block.size(), 0);
     for (int64_t k = 0; k < m.microBatches; ++k) {
       int64_t e = source.order.entry(s * m.microBatches + k);
-      copyBlock(source.base + e * source.entryBytes, source.perEntry,
+      copyBlock(source.npy.base + e * source.npy.entryBytes, source.perEntry,
                 source.offset, block.bytes.data(), source.block, zeros,
-                source.block, loom_dtype_size(source.fileType));
+                source.block, loom_dtype_size(source.npy.fileType));
       const Tensor *out = &block;
-      if (source.fileType != v.dtype) {
+      if (source.npy.fileType != v.dtype) {
         for (int64_t i = 0; i < block.numElements(); ++i)
           setFromDouble(converted, i, block.getAsDouble(i));
         out = &converted;
@@ -419,20 +234,6 @@ std::vector<Tensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
     values[source.arg] = std::move(step);
   }
   return values;
-}
-
-/// A memref descriptor {allocated, aligned, offset, sizes, strides}.
-std::vector<int64_t> descriptorFor(Tensor &t) {
-  size_t rank = t.shape.size();
-  std::vector<int64_t> d(3 + 2 * rank);
-  d[0] = d[1] = reinterpret_cast<int64_t>(t.bytes.data());
-  int64_t stride = 1;
-  for (int64_t i = int64_t(rank) - 1; i >= 0; --i) {
-    d[3 + i] = t.shape[i];
-    d[3 + rank + i] = stride;
-    stride *= t.shape[i];
-  }
-  return d;
 }
 
 bool Trainer::runSteps() {
@@ -450,18 +251,11 @@ bool Trainer::runSteps() {
       values[i] = t;
     for (size_t r = 0; r < m.results.size(); ++r)
       outs[r] = Tensor(m.results[r].dtype, m.results[r].shape);
-    std::vector<std::vector<int64_t>> descriptors;
+    std::vector<Tensor *> args;
     for (Tensor &t : values)
-      descriptors.push_back(descriptorFor(t));
-    for (Tensor &t : outs)
-      descriptors.push_back(descriptorFor(t));
-    std::vector<void *> pointers, packed;
-    for (auto &d : descriptors)
-      pointers.push_back(d.data());
-    for (void *&p : pointers)
-      packed.push_back(&p);
+      args.push_back(&t);
     double before = scale();
-    entry(packed.data());
+    invoke(entry, args, outs);
     double loss = outs[0].getAsDouble(0);
     for (size_t r = 1; r < outs.size(); ++r)
       params[updates[r]] = std::move(outs[r]);
@@ -513,29 +307,10 @@ bool Trainer::save(const std::string &dir, bool trainable) {
     if (v.trainable != trainable)
       continue;
     Tensor global;
-    if (!gatherGlobal(local, v, global))
+    if (!gatherGlobal(mesh, local, v, global, error))
       return false;
-    if (rank != 0)
-      continue;
-    if (global.dtype == LOOM_DTYPE_BF16) {
-      Tensor wide(LOOM_DTYPE_F32, global.shape);
-      for (int64_t e = 0; e < global.numElements(); ++e)
-        setFromDouble(wide, e, global.getAsDouble(e));
-      global = std::move(wide);
-    }
-    std::string path = dir + "/" + v.parameter + ".npy";
-    std::string header = npyHeader(npyDescr(global.dtype), global.shape);
-    FILE *f = std::fopen(path.c_str(), "wb");
-    bool ok = f && std::fwrite(header.data(), 1, header.size(), f) ==
-                       header.size() &&
-              std::fwrite(global.bytes.data(), 1, global.bytes.size(), f) ==
-                  global.bytes.size();
-    if (f)
-      ok = std::fclose(f) == 0 && ok;
-    if (!ok) {
-      error = "cannot write " + path + ": " + std::strerror(errno);
+    if (rank == 0 && !writeNpy(dir + "/" + v.parameter + ".npy", global, error))
       return false;
-    }
   }
   return true;
 }

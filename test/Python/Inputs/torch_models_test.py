@@ -4,6 +4,7 @@ loom-run, against PyTorch eager from the same weights and data.
 
     torch_models_test.py WORK_DIR --model gpt|encoder|resnet18
         [--mesh dp=2,tp=2] [--strategy S] [--steps N] [--optimizer adamw|sgd]
+        [--dtype float64]
 
 gpt: a nanoGPT-style model (examples/nanogpt.py: token + position embedding,
 causal self-attention, GELU MLP, weight-tied lm_head); encoder:
@@ -76,12 +77,19 @@ def main():
                         "against each other")
     p.add_argument("--reference-dtype", default="float32", choices=["float32", "float64"],
                    help="float64: PyTorch runs the reference in double precision")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float64"],
+                   help="float64: the model and its data in double precision, "
+                        "traced and trained by Loom so (and the reference too)")
     p.add_argument("--loss-rtol", type=float, default=1e-5)
     p.add_argument("--param-atol", type=float, default=1e-4)
     a = p.parse_args()
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     model, loss_fn, data = make(a.model, a.steps, rng)
+    if a.dtype == "float64":
+        model.double()
+        data = tuple(t.double() if t.is_floating_point() else t for t in data)
+        a.reference_dtype = "float64"
     ref = copy.deepcopy(model)
     ref.train()
     wide = a.reference_dtype == "float64"

@@ -1,0 +1,278 @@
+//===- common.cpp - What the rank programs' trainers share ----------------===//
+
+#include "internal.h"
+
+#include "loom/kernels.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace loom::program::detail {
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+bool isFloat(loom_dtype_t t) {
+  return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F64 || t == LOOM_DTYPE_F16 ||
+         t == LOOM_DTYPE_BF16;
+}
+
+void setFromDouble(Tensor &t, int64_t i, double v) {
+  char *p = t.bytes.data() + i * loom_dtype_size(t.dtype);
+  auto store = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
+  int64_t x = static_cast<int64_t>(v);
+  switch (t.dtype) {
+  case LOOM_DTYPE_F32:
+    return store(static_cast<float>(v));
+  case LOOM_DTYPE_F64:
+    return store(v);
+  case LOOM_DTYPE_BOOL:
+    return store(static_cast<uint8_t>(v != 0));
+  case LOOM_DTYPE_I8:
+  case LOOM_DTYPE_U8:
+    return store(static_cast<int8_t>(x));
+  case LOOM_DTYPE_I16:
+  case LOOM_DTYPE_U16:
+    return store(static_cast<int16_t>(x));
+  case LOOM_DTYPE_I32:
+  case LOOM_DTYPE_U32:
+    return store(static_cast<int32_t>(x));
+  default:
+    return store(x);
+  }
+}
+
+Mapping::~Mapping() {
+  if (data)
+    munmap(const_cast<char *>(data), size);
+}
+
+bool Mapping::open(const std::string &path, std::string &error) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    error = "cannot read " + path + ": " + std::strerror(errno);
+    if (fd >= 0)
+      ::close(fd);
+    return false;
+  }
+  size = static_cast<size_t>(st.st_size);
+  void *p = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0)
+                 : nullptr;
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    error = "cannot map " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  data = static_cast<const char *>(p);
+  return true;
+}
+
+std::vector<int64_t> descriptorFor(Tensor &t) {
+  size_t rank = t.shape.size();
+  std::vector<int64_t> d(3 + 2 * rank);
+  d[0] = d[1] = reinterpret_cast<int64_t>(t.bytes.data());
+  int64_t stride = 1;
+  for (int64_t i = int64_t(rank) - 1; i >= 0; --i) {
+    d[3 + i] = t.shape[i];
+    d[3 + rank + i] = stride;
+    stride *= t.shape[i];
+  }
+  return d;
+}
+
+void invoke(PackedEntry entry, std::vector<Tensor *> args,
+            std::vector<Tensor> &results) {
+  std::vector<std::vector<int64_t>> descriptors;
+  for (Tensor *t : args)
+    descriptors.push_back(descriptorFor(*t));
+  for (Tensor &t : results)
+    descriptors.push_back(descriptorFor(t));
+  std::vector<void *> pointers, packed;
+  for (auto &d : descriptors)
+    pointers.push_back(d.data());
+  for (void *&p : pointers)
+    packed.push_back(&p);
+  entry(packed.data());
+}
+
+Tensor localShard(loom_mesh_t mesh, const Tensor &global, const Value &v) {
+  if (!mesh)
+    return global;
+  Tensor out(global.dtype, v.shape);
+  copyBlock(global.bytes.data(), global.shape,
+            blockOffset(mesh, global.shape, v.sharding), out.bytes.data(),
+            v.shape, std::vector<int64_t>(v.shape.size(), 0), v.shape,
+            loom_dtype_size(global.dtype));
+  return out;
+}
+
+bool gatherGlobal(loom_mesh_t mesh, const Tensor &local, const Value &v,
+                  Tensor &global, std::string &error) {
+  if (!mesh || !v.sharding.splits()) {
+    global = local;
+    return true;
+  }
+  Tensor value = local;
+  global = Tensor(value.dtype, v.global);
+  if (loom_status_t s = loom::program::gatherGlobal(
+          mesh, v.sharding, value.dtype, v.shape, v.global,
+          value.bytes.data(), global.bytes.data())) {
+    error = "gathering " + v.name + ": " + loom_status_message(s);
+    loom_status_free(s);
+    return false;
+  }
+  return true;
+}
+
+bool initialValue(const Value &v, const std::string &dir,
+                  std::vector<std::pair<std::string, std::unique_ptr<Mapping>>>
+                      &files,
+                  Tensor &global, std::string &error) {
+  global = Tensor(v.dtype, v.global);
+  size_t bytes = global.bytes.size(), width = loom_dtype_size(v.dtype);
+  if (!v.splat.empty()) {
+    if (v.splat.size() != width) {
+      error = "parameter '" + v.parameter + "': its splat value has " +
+              std::to_string(v.splat.size()) + " bytes, not " +
+              std::to_string(width);
+      return false;
+    }
+    for (size_t at = 0; at < bytes; at += width)
+      std::memcpy(global.bytes.data() + at, v.splat.data(), width);
+    return true;
+  }
+  if (v.initFile.empty()) {
+    error = "parameter '" + v.parameter + "' has no initial value";
+    return false;
+  }
+  std::string path = dir + "/" + v.initFile;
+  Mapping *file = nullptr;
+  for (auto &[name, mapping] : files)
+    if (name == v.initFile)
+      file = mapping.get();
+  if (!file) {
+    files.emplace_back(v.initFile, std::make_unique<Mapping>());
+    file = files.back().second.get();
+    if (!file->open(path, error))
+      return false;
+  }
+  if (v.initOffset < 0 || size_t(v.initOffset) + bytes > file->size) {
+    error = path + " is too short for parameter '" + v.parameter + "' (" +
+            std::to_string(bytes) + " bytes at offset " +
+            std::to_string(v.initOffset) + ")";
+    return false;
+  }
+  std::memcpy(global.bytes.data(), file->data + v.initOffset, bytes);
+  return true;
+}
+
+bool openNpyData(const std::string &path, const Value &v,
+                 const std::vector<int64_t> &perEntry, NpyData &data,
+                 std::string &error) {
+  data.file = std::make_unique<Mapping>();
+  if (!data.file->open(path, error)) {
+    error = "no data for input '" + v.name + "': " + error +
+            " (the data directory needs one .npy per input, shaped [entries, " +
+            shapeText(perEntry) + "])";
+    return false;
+  }
+  NpyInfo info;
+  if (!parseNpyHeader(data.file->data, data.file->size, path, info, error))
+    return false;
+  if (!dtypeOfNpyDescr(info.descr, data.fileType)) {
+    error = path + ": unsupported .npy dtype '" + info.descr + "'";
+    return false;
+  }
+  std::vector<int64_t> rest(info.shape.begin() + (info.shape.empty() ? 0 : 1),
+                            info.shape.end());
+  if (info.shape.empty() || info.shape[0] < 1 || rest != perEntry) {
+    error = path + " has shape [" + shapeText(info.shape) + "] but input '" +
+            v.name + "' needs [entries x " + shapeText(perEntry) + "]";
+    return false;
+  }
+  bool fileFloat = isFloat(data.fileType), wantFloat = isFloat(v.dtype);
+  if (data.fileType != v.dtype &&
+      (fileFloat != wantFloat || data.fileType == LOOM_DTYPE_BOOL ||
+       v.dtype == LOOM_DTYPE_BOOL)) {
+    error = path + " holds " + loom_dtype_name(data.fileType) +
+            " values but the model expects " + loom_dtype_name(v.dtype);
+    return false;
+  }
+  data.entries = info.shape[0];
+  data.entryBytes =
+      numElements(perEntry) * int64_t(loom_dtype_size(data.fileType));
+  data.base = data.file->data + info.dataOffset;
+  if (info.dataOffset + uint64_t(data.entries * data.entryBytes) >
+      data.file->size) {
+    error = path + " is truncated: its header says [" + shapeText(info.shape) +
+            "]";
+    return false;
+  }
+  return true;
+}
+
+bool writeNpy(const std::string &path, const Tensor &t, std::string &error) {
+  const Tensor *out = &t;
+  Tensor wide;
+  if (t.dtype == LOOM_DTYPE_BF16) {
+    wide = Tensor(LOOM_DTYPE_F32, t.shape);
+    for (int64_t e = 0; e < t.numElements(); ++e)
+      setFromDouble(wide, e, t.getAsDouble(e));
+    out = &wide;
+  }
+  std::string header = npyHeader(npyDescr(out->dtype), out->shape);
+  FILE *f = std::fopen(path.c_str(), "wb");
+  bool ok = f &&
+            std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
+            std::fwrite(out->bytes.data(), 1, out->bytes.size(), f) ==
+                out->bytes.size();
+  if (f)
+    ok = std::fclose(f) == 0 && ok;
+  if (!ok)
+    error = "cannot write " + path + ": " + std::strerror(errno);
+  return ok;
+}
+
+bool startMesh(const Manifest &m, double timeoutSeconds,
+               loom_runtime_t &runtime, loom_mesh_t &mesh,
+               std::string &error) {
+  if (m.axisNames.empty())
+    return true;
+  loom_runtime_options_t opts;
+  loom_runtime_options_init(&opts);
+  opts.timeout_seconds = timeoutSeconds;
+  if (loom_status_t s = loom_runtime_create(&opts, &runtime)) {
+    error = std::string("cannot start the runtime: ") + loom_status_message(s);
+    loom_status_free(s);
+    return false;
+  }
+  std::vector<const char *> names;
+  std::string spec;
+  for (size_t a = 0; a < m.axisNames.size(); ++a) {
+    names.push_back(m.axisNames[a].c_str());
+    spec += (a ? "," : "") + m.axisNames[a] + "=" +
+            std::to_string(m.axisSizes[a]);
+  }
+  if (loom_status_t s = loom_mesh_create(
+          runtime, static_cast<int32_t>(names.size()), m.axisSizes.data(),
+          names.data(), &mesh)) {
+    error = "mesh " + spec + ": " + loom_status_message(s) +
+            " (launch as many ranks as the mesh has devices: mpirun -np " +
+            std::to_string(numElements(m.axisSizes)) + " ...)";
+    loom_status_free(s);
+    return false;
+  }
+  loom_rt_set_mesh(mesh);
+  return true;
+}
+
+} // namespace loom::program::detail

@@ -1,0 +1,83 @@
+//===- internal.h - What the rank programs' trainers share ------*- C++ -*-===//
+//
+// The unpipelined trainer (trainer.cpp) and the pipeline trainer
+// (pipeline.cpp): mapped files, element stores as loom-run makes them,
+// memref descriptors, the mesh, and .npy data sources.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PROGRAM_INTERNAL_H
+#define LOOM_PROGRAM_INTERNAL_H
+
+#include "loom/program.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom::program::detail {
+
+std::string shapeText(const std::vector<int64_t> &shape);
+
+bool isFloat(loom_dtype_t t);
+
+/// Element `i` of `t` set from `v` as loom-run's HostTensor::setFromDouble
+/// does (f16/bf16 are refused before any value is set).
+void setFromDouble(Tensor &t, int64_t i, double v);
+
+/// A file mapped read-only.
+struct Mapping {
+  const char *data = nullptr;
+  size_t size = 0;
+  Mapping() = default;
+  Mapping(const Mapping &) = delete;
+  Mapping &operator=(const Mapping &) = delete;
+  ~Mapping();
+  bool open(const std::string &path, std::string &error);
+};
+
+/// A memref descriptor {allocated, aligned, offset, sizes, strides} of `t`.
+std::vector<int64_t> descriptorFor(Tensor &t);
+
+/// Calls a packed entry with `args` then `results` (destination passing:
+/// the results' buffers are allocated by the caller).
+void invoke(PackedEntry entry, std::vector<Tensor *> args,
+            std::vector<Tensor> &results);
+
+/// A `global`-shaped tensor's block on this rank, as `v` is split.
+Tensor localShard(loom_mesh_t mesh, const Tensor &global, const Value &v);
+
+/// The whole tensor from every rank's block (a collective); false with
+/// `error` naming `v`.
+bool gatherGlobal(loom_mesh_t mesh, const Tensor &local, const Value &v,
+                  Tensor &global, std::string &error);
+
+/// A parameter argument's initial value (the global tensor) from its splat
+/// or its bytes in a file under `dir` (mapped once per file in `files`).
+bool initialValue(const Value &v, const std::string &dir,
+                  std::vector<std::pair<std::string, std::unique_ptr<Mapping>>>
+                      &files,
+                  Tensor &global, std::string &error);
+
+/// One data argument's .npy file, mapped and checked: entries of
+/// `perEntry` shape in an element type convertible to `v`'s.
+struct NpyData {
+  std::unique_ptr<Mapping> file;
+  const char *base = nullptr;
+  loom_dtype_t fileType = LOOM_DTYPE_F32;
+  int64_t entries = 0, entryBytes = 0;
+};
+bool openNpyData(const std::string &path, const Value &v,
+                 const std::vector<int64_t> &perEntry, NpyData &data,
+                 std::string &error);
+
+/// Writes `t` (bf16 widened to f32, as loom-run writes it) to `path`.
+bool writeNpy(const std::string &path, const Tensor &t, std::string &error);
+
+/// Starts the runtime and the manifest's mesh (nothing without one).
+bool startMesh(const Manifest &m, double timeoutSeconds,
+               loom_runtime_t &runtime, loom_mesh_t &mesh, std::string &error);
+
+} // namespace loom::program::detail
+
+#endif // LOOM_PROGRAM_INTERNAL_H
