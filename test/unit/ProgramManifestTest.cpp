@@ -140,12 +140,29 @@ TEST(ProgramNpy, HeaderRoundTripsAndIsWhatNumpyWrites) {
   EXPECT_EQ(header.back(), '\n');
   NpyInfo info;
   std::string error;
-  ASSERT_TRUE(parseNpyHeader(header.data(), header.size(), "x.npy", info, error))
+  std::string file = header + std::string(48, '\0');
+  ASSERT_TRUE(parseNpyHeader(file.data(), file.size(), "x.npy", info, error))
       << error;
   EXPECT_EQ(info.descr, "<f4");
   EXPECT_EQ(info.shape, (std::vector<int64_t>{3, 4}));
   EXPECT_EQ(info.dataOffset, header.size());
-  std::string scalar = npyHeader("<i8", {});
+  // The data the header promises must follow it.
+  EXPECT_FALSE(parseNpyHeader(file.data(), file.size() - 1, "x.npy", info, error));
+  EXPECT_NE(error.find("x.npy is truncated: its header says shape (3, 4) of "
+                       "'<f4', 48 bytes of data, but 47 follow the header"),
+            std::string::npos)
+      << error;
+  std::string huge = npyHeader("<f4", {int64_t(1) << 40});
+  EXPECT_FALSE(parseNpyHeader(huge.data(), huge.size(), "h.npy", info, error));
+  EXPECT_NE(error.find("is truncated"), std::string::npos) << error;
+  std::string overflow = npyHeader("<f8", {int64_t(1) << 32, int64_t(1) << 32});
+  EXPECT_FALSE(parseNpyHeader(overflow.data(), overflow.size(), "o.npy", info,
+                              error));
+  EXPECT_NE(error.find("is too large"), std::string::npos) << error;
+  std::string empty = npyHeader("<f4", {0, int64_t(1) << 40});
+  EXPECT_TRUE(parseNpyHeader(empty.data(), empty.size(), "e.npy", info, error))
+      << error;
+  std::string scalar = npyHeader("<i8", {}) + std::string(8, '\0');
   ASSERT_TRUE(parseNpyHeader(scalar.data(), scalar.size(), "s.npy", info, error));
   EXPECT_TRUE(info.shape.empty());
   std::string vector = npyHeader("|b1", {5});

@@ -138,7 +138,9 @@ struct NpyInfo {
   std::vector<int64_t> shape;
   size_t dataOffset = 0;
 };
-/// Parses the header of the .npy bytes `data` (`path` names it in errors).
+/// Parses the header of the .npy file `data` (all `size` bytes of it; `path`
+/// names it in errors) and checks that the data it describes follows it: a
+/// shape whose bytes overflow or exceed the file is an error.
 bool parseNpyHeader(const char *data, size_t size, const std::string &path,
                     NpyInfo &info, std::string &error);
 

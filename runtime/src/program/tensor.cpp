@@ -3,6 +3,7 @@
 #include "loom/program.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -236,14 +237,34 @@ bool loom::program::parseNpyHeader(const char *bytes, size_t size,
       continue;
     part = part.substr(b, e - b + 1);
     char *end = nullptr;
+    errno = 0;
     long long d = std::strtoll(part.c_str(), &end, 10);
-    if (*end || d < 0) {
-      error = path + ": bad .npy shape";
+    if (*end || d < 0 || errno == ERANGE) {
+      error = path + ": bad .npy shape (" + shape + ")";
       return false;
     }
     info.shape.push_back(d);
   }
   info.dataOffset = start + headerLen;
+  // The data the header promises must be in the file: a shape from a
+  // damaged or hostile file never sizes an allocation or a read past the
+  // end.
+  loom_dtype_t dtype;
+  uint64_t dataBytes = dtypeOfNpyDescr(info.descr, dtype) ? loom_dtype_size(dtype) : 1;
+  for (int64_t d : info.shape)
+    if (d != 0 && dataBytes > (uint64_t(1) << 62) / uint64_t(d)) {
+      error = path + ": .npy shape (" + shape + ") is too large";
+      return false;
+    } else {
+      dataBytes *= uint64_t(d);
+    }
+  if (info.dataOffset > size || dataBytes > size - info.dataOffset) {
+    error = path + " is truncated: its header says shape (" + shape + ") of '" +
+            info.descr + "', " + std::to_string(dataBytes) + " bytes of data, but " +
+            std::to_string(size > info.dataOffset ? size - info.dataOffset : 0) +
+            " follow the header";
+    return false;
+  }
   return true;
 }
 
