@@ -46,6 +46,7 @@
 #include <cstdlib>
 #include <map>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <unistd.h>
 #include <sys/resource.h>
@@ -289,8 +290,8 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   if (!module)
     return 2;
-  if (steps < 1)
-    return fail("--steps must be at least 1");
+  if (steps < 1 || steps > int64_t(1e15))
+    return fail("--steps must be from 1 to 1e15, not " + std::to_string(steps));
   TrainOptions options;
   options.steps = steps;
   options.data = dataDir;
@@ -737,6 +738,19 @@ int main(int argc, char **argv) {
   ctx.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
+
+  // Numbers are finite and in range: --timeout nan would switch the
+  // collectives' deadline off, and a stalled rank would hang the job.
+  if (!std::isfinite(timeout) || timeout <= 0)
+    return fail("--timeout must be a positive number of seconds, not " +
+                std::to_string(timeout));
+  if (!std::isfinite(relTol) || relTol < 0 || !std::isfinite(absTol) ||
+      absTol < 0)
+    return fail("--rtol and --atol must be numbers >= 0");
+  if (!std::isfinite(progressEvery) || progressEvery < 0)
+    return fail("--progress must be a number of seconds >= 0");
+  if (numRanks < 0)
+    return fail("-np must be a number of ranks >= 1");
 
   if (useExecutable)
     return runExecutable();

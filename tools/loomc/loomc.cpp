@@ -38,6 +38,9 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include <cmath>
+#include <limits>
+
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -300,6 +303,58 @@ bool meshBesidesPipeline() {
   });
 }
 
+/// A numeric flag given on the command line is finite and in range: a NaN,
+/// an infinity or a negative learning rate is the user's mistake, not a
+/// request for the default. Returns the error, or "".
+std::string checkNumbers(double beta1, double beta2) {
+  struct Range {
+    const cl::opt<double> &opt;
+    double lo;
+    bool loOpen;
+    double hi;
+    const char *what;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const Range ranges[] = {
+      {lr, 0, true, inf, "a positive number"},
+      {weightDecay, 0, false, inf, "a number >= 0"},
+      {momentum, 0, false, inf, "a number >= 0"},
+      {dampening, 0, false, 1, "a number in [0, 1]"},
+      {eps, 0, true, inf, "a positive number"},
+      {gradClip, 0, false, inf, "a number >= 0 (0: off)"},
+      {lossScaleInit, 0, true, inf, "a positive number"},
+      {memoryLimitGiB, 0, true, inf, "a positive number of GiB"},
+      {planTimeLimit, 0, true, inf, "a positive number of seconds"},
+      {bucketMb, 0, false, inf, "a number of MiB >= 0 (0: off)"},
+  };
+  for (const Range &r : ranges) {
+    if (!r.opt.getNumOccurrences())
+      continue;
+    double v = r.opt;
+    bool ok = std::isfinite(v) && (r.loOpen ? v > r.lo : v >= r.lo) &&
+              v <= r.hi;
+    if (!ok) {
+      char text[64];
+      std::snprintf(text, sizeof(text), "%g", v);
+      return "--" + r.opt.ArgStr.str() + " must be " + r.what + ", not " +
+             text;
+    }
+  }
+  for (double b : {beta1, beta2})
+    if (!std::isfinite(b) || b < 0 || b >= 1)
+      return "--betas must be two numbers in [0, 1), got '" + betas + "'";
+  if (warmupSteps < 0 || totalSteps < 0)
+    return "--warmup-steps and --total-steps must be >= 0";
+  if (lossScaleGrowthInterval < 1)
+    return "--loss-scale-growth-interval must be at least 1";
+  if (microBatches < 1)
+    return "--micro-batches must be at least 1";
+  if (planReport.getNumOccurrences() && !planReport.empty() &&
+      planReport != "text" && planReport != "json")
+    return "--plan-report takes text or json, not '" + planReport + "'";
+  return "";
+}
+
 std::string checkFlags(double &beta1, double &beta2) {
   if (!train)
     return "only --train is implemented: say --train";
@@ -308,6 +363,8 @@ std::string checkFlags(double &beta1, double &beta2) {
   auto [b1, b2] = StringRef(betas).split(',');
   if (b1.trim().getAsDouble(beta1) || b2.trim().getAsDouble(beta2))
     return "--betas must be two numbers B1,B2, got '" + betas + "'";
+  if (std::string err = checkNumbers(beta1, beta2); !err.empty())
+    return err;
   if (virtualStages < 1)
     return "--virtual-stages must be at least 1";
   bool pipelinePlanned =

@@ -14,6 +14,7 @@
 #include "loom/program.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,8 +58,14 @@ bool parseNumber(const std::string &flag, const std::string &text,
                  double &out, std::string &error) {
   char *end = nullptr;
   out = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end) {
+  if (text.empty() || *end || !std::isfinite(out)) {
     error = flag + " expects a number, got '" + text + "'";
+    return false;
+  }
+  // Counts (--steps, --seed) are whole numbers an int64 holds, with room
+  // for steps x micro-batches.
+  if (flag != "--timeout" && (out != std::floor(out) || out < 0 || out > 1e15)) {
+    error = flag + " expects a whole number from 0 to 1e15, got '" + text + "'";
     return false;
   }
   return true;
@@ -118,6 +125,10 @@ bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
   }
   if (o.steps < 1) {
     error = "--steps must be at least 1";
+    return false;
+  }
+  if (!std::isfinite(o.timeoutSeconds) || o.timeoutSeconds <= 0) {
+    error = "--timeout must be a positive number of seconds";
     return false;
   }
   return true;
