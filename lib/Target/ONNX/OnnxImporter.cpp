@@ -77,7 +77,7 @@ std::optional<RankedTensorType> Importer::onnxType(StringRef name) {
     return std::nullopt;
   SmallVector<int64_t> shape;
   for (const auto &dim : tensorType.shape().dim()) {
-    if (!dim.has_dim_value())
+    if (!dim.has_dim_value() || dim.dim_value() < 0)
       return std::nullopt;
     shape.push_back(dim.dim_value());
   }
@@ -478,6 +478,11 @@ LogicalResult Importer::importInputs() {
                << (dim.has_dim_param() ? dim.dim_param() : "?")
                << "'; Loom compiles static shapes: bind it with --input-shape "
                << input.name() << "=D0xD1x...";
+      if (dim.dim_value() < 0)
+        return emitError(currentLoc)
+               << "graph input '" << input.name() << "' has dimension "
+               << shape.size() << " of size " << dim.dim_value()
+               << " (sizes are >= 0)";
       shape.push_back(dim.dim_value());
     }
     auto type = RankedTensorType::get(shape, element);

@@ -3,6 +3,8 @@
 #include "OnnxLoader.h"
 
 #include "onnx/checker.h"
+#include <map>
+#include <set>
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/version_converter/convert.h"
@@ -34,6 +36,153 @@ bool guarded(const char *stage, std::string &error, Fn &&fn) {
     error = std::string(stage) + ": unknown error";
   }
   return false;
+}
+
+/// Every value the top-level graph reads is defined before it is read: by a
+/// graph input, an initializer or an earlier node. ONNX's version converter
+/// and shape inference dereference such values without checking (a graph
+/// output no node produces crashed the converter).
+bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
+  std::set<std::string> defined;
+  // Ranks known before shape inference, for the checks ONNX's own shape
+  // inference omits (and crashes without).
+  std::map<std::string, int> ranks;
+  // Sizes from the file bound the work ONNX's shape inference and Loom do
+  // (ONNX 1.12's pooling inference loops over a dimension: 2^40 hung it).
+  const int64_t kMaxDim = (int64_t(1) << 31) - 1,
+                kMaxElements = int64_t(1) << 46;
+  std::string bad;
+  auto checkDims = [&](const std::string &name, const auto &dims) {
+    int64_t elements = 1;
+    for (int64_t d : dims) {
+      if (d < 0 && bad.empty())
+        bad = "'" + name + "' has a dimension of size " + std::to_string(d) +
+              " (sizes are >= 0)";
+      if (d > kMaxDim && bad.empty())
+        bad = "'" + name + "' has a dimension of size " + std::to_string(d) +
+              "; Loom supports sizes up to 2^31 - 1";
+      elements = d > 0 ? std::min(kMaxElements + 1, elements * std::min(d, kMaxDim + 1)) : elements;
+    }
+    if (elements > kMaxElements && bad.empty())
+      bad = "'" + name + "' has more than 2^46 elements";
+  };
+  auto noteRank = [&](const onnx::ValueInfoProto &v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
+      return;
+    ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+    std::vector<int64_t> dims;
+    for (const auto &d : v.type().tensor_type().shape().dim())
+      if (d.has_dim_value())
+        dims.push_back(d.dim_value());
+    checkDims(v.name(), dims);
+  };
+  for (const auto &v : graph.input())
+    noteRank(v);
+  for (const auto &v : graph.value_info())
+    noteRank(v);
+  for (const auto &v : graph.output())
+    noteRank(v);
+  for (const auto &t : graph.initializer()) {
+    ranks[t.name()] = t.dims_size();
+    checkDims(t.name(), t.dims());
+  }
+  if (!bad.empty()) {
+    error = "value " + bad;
+    return false;
+  }
+  for (const auto &v : graph.input())
+    defined.insert(v.name());
+  for (const auto &t : graph.initializer())
+    defined.insert(t.name());
+  for (const auto &t : graph.sparse_initializer())
+    defined.insert(t.values().name());
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    for (const std::string &in : node.input())
+      if (!in.empty() && !defined.count(in)) {
+        error = "node " + std::to_string(i) + " ('" + node.name() + "', " +
+                node.op_type() + ") reads '" + in +
+                "', which no graph input, initializer or earlier node defines";
+        return false;
+      }
+    // Convolutions and pools: ONNX 1.12's shape inference divides by
+    // strides and indexes by rank without checking (SIGFPE, SIGSEGV).
+    static const std::set<std::string> windowed = {
+        "Conv",    "ConvInteger", "QLinearConv", "ConvTranspose", "MaxPool",
+        "AveragePool", "LpPool",  "MaxUnpool"};
+    if (windowed.count(node.op_type())) {
+      auto where = [&] {
+        return "node " + std::to_string(i) + " ('" + node.name() + "', " +
+               node.op_type() + "): ";
+      };
+      int spatial = -1; // unknown
+      if (node.input_size() > 0 && ranks.count(node.input(0)) &&
+          ranks[node.input(0)] < 3) {
+        error = where() + "input '" + node.input(0) + "' has rank " +
+                std::to_string(ranks[node.input(0)]) +
+                "; it needs a batch, a channel and spatial dimensions";
+        return false;
+      }
+      if (node.input_size() > 0 && ranks.count(node.input(0)))
+        spatial = ranks[node.input(0)] - 2;
+      bool conv = node.op_type().find("Conv") != std::string::npos;
+      int w = node.op_type() == "QLinearConv" ? 3 : 1;
+      if (conv && spatial > 0 && node.input_size() > w &&
+          ranks.count(node.input(w)) && ranks[node.input(w)] != spatial + 2) {
+        error = where() + "the weight '" + node.input(w) + "' has rank " +
+                std::to_string(ranks[node.input(w)]) + ", the input " +
+                std::to_string(spatial + 2);
+        return false;
+      }
+      for (const auto &a : node.attribute()) {
+        bool positive = a.name() == "strides" || a.name() == "dilations" ||
+                        a.name() == "kernel_shape";
+        bool pads = a.name() == "pads";
+        if (a.name() == "group" && a.i() < 1) {
+          error = where() + "group = " + std::to_string(a.i()) +
+                  " must be positive";
+          return false;
+        }
+        if (!positive && !pads && a.name() != "output_padding")
+          continue;
+        for (int64_t v : a.ints())
+          if (positive ? v < 1 : v < 0) {
+            error = where() + a.name() + " holds " + std::to_string(v) +
+                    (positive ? "; they must be positive" : "; they must be >= 0");
+            return false;
+          }
+        size_t want = pads ? 2 * size_t(std::max(spatial, 0)) : size_t(std::max(spatial, 0));
+        if (spatial > 0 && a.ints_size() && size_t(a.ints_size()) != want) {
+          error = where() + a.name() + " has " + std::to_string(a.ints_size()) +
+                  " values; " + std::to_string(want) + " for " +
+                  std::to_string(spatial) + " spatial dimensions";
+          return false;
+        }
+      }
+    }
+    // MaxUnpool's indices have X's shape (ONNX 1.12's inference reads past
+    // them otherwise).
+    if (node.op_type() == "MaxUnpool" && node.input_size() >= 2 &&
+        ranks.count(node.input(0)) && ranks.count(node.input(1)) &&
+        ranks[node.input(0)] != ranks[node.input(1)]) {
+      error = "node " + std::to_string(i) + " ('" + node.name() +
+              "', MaxUnpool): the indices '" + node.input(1) + "' (rank " +
+              std::to_string(ranks[node.input(1)]) + ") must have the shape "
+              "of X '" + node.input(0) + "' (rank " +
+              std::to_string(ranks[node.input(0)]) + ")";
+      return false;
+    }
+    for (const std::string &out : node.output())
+      if (!out.empty())
+        defined.insert(out);
+  }
+  for (const auto &v : graph.output())
+    if (!defined.count(v.name())) {
+      error = "graph output '" + v.name() +
+              "' is not produced by any node, graph input or initializer";
+      return false;
+    }
+  return true;
 }
 
 /// OnnxImportOptions::dataShapes: the data's shape fills the dimensions
@@ -266,7 +415,8 @@ bool mlir::loom::onnx_import::loadOnnxModel(llvm::StringRef bytes,
             std::to_string(maxOpset);
     return false;
   }
-  if (!bindInputShapes(model, options, error))
+  if (!bindInputShapes(model, options, error) ||
+      !checkGraphValues(model.graph(), error))
     return false;
   // The checker finds external data files relative to the model's path only
   // when given the path (ONNX 1.12 has no model-directory option otherwise).

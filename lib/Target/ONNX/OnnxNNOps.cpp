@@ -70,8 +70,15 @@ LogicalResult importGemm(Importer &imp, const Node &node) {
   bool transB = imp.attrInt(node, "transB", 0) != 0;
   double alpha = imp.attrFloat(node, "alpha", 1.0f);
   double beta = imp.attrFloat(node, "beta", 1.0f);
-  if (Importer::typeOf(a).getRank() != 2 || Importer::typeOf(c).getRank() != 2)
+  RankedTensorType at = Importer::typeOf(a), ct = Importer::typeOf(c);
+  if (at.getRank() != 2 || ct.getRank() != 2)
     return imp.error(node) << "A and B must be matrices";
+  int64_t ka = at.getDimSize(transA ? 0 : 1), kc = ct.getDimSize(transB ? 1 : 0);
+  if (ka != kc)
+    return imp.error(node) << "A " << at << (transA ? " (transposed)" : "")
+                           << " and B " << ct << (transB ? " (transposed)" : "")
+                           << " do not agree on the contracted size (" << ka
+                           << " vs " << kc << ")";
   // Transposes become the choice of contracting dimensions.
   Value r = DotGeneralOp::create(
       b, imp.loc(), a, c, b.getDenseI64ArrayAttr({}),

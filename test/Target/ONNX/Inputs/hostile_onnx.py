@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Regression inputs from scripts/fuzz/onnx-mutants.py: the mutants of ONNX's
+node test models that crashed loom-translate --import-onnx, rebuilt from the
+originals (hostile_onnx.py OUT_DIR).
+"""
+import os
+import sys
+
+import onnx
+
+DATA = "/usr/lib/python3/dist-packages/onnx/backend/test/data/node"
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+
+def load(name):
+    return onnx.load(os.path.join(DATA, name, "model.onnx"))
+
+
+# Every node removed: the graph output names a value nothing produces
+# (crashed ONNX's version converter).
+m = load("test_acos")
+del m.graph.node[:]
+onnx.save(m, os.path.join(out, "empty-graph.onnx"))
+
+# A negative dimension on a graph input (ConvTranspose kept building after
+# the slice that could not be built).
+m = load("test_convtranspose_with_kernel")
+m.graph.input[0].type.tensor_type.shape.dim[3].dim_value = -3
+onnx.save(m, os.path.join(out, "negative-dim.onnx"))
+
+# Gemm's B dropped: C becomes B, whose sizes do not pair with A's (the
+# contraction that could not be built was used).
+m = load("test_gemm_alpha")
+del m.graph.node[0].input[1]
+onnx.save(m, os.path.join(out, "gemm-mismatch.onnx"))
+
+# MaxUnpool's indices dropped: output_shape becomes the indices (ONNX's own
+# shape inference reads past them).
+m = load("test_maxunpool_export_with_output_shape")
+del m.graph.node[0].input[1]
+onnx.save(m, os.path.join(out, "maxunpool-indices.onnx"))
+
+# A dimension of 2^40 (ONNX's pooling shape inference looped over it for
+# minutes).
+m = load("test_maxpool_2d_precomputed_same_upper")
+m.graph.input[0].type.tensor_type.shape.dim[2].dim_value = 1 << 40
+onnx.save(m, os.path.join(out, "huge-dim.onnx"))
+
+# Convolutions and pools with a zero stride or mismatched ranks (ONNX's own
+# shape inference divided by zero or indexed past the shapes).
+m = load("test_maxpool_2d_strides")
+for a in m.graph.node[0].attribute:
+    if a.name == "strides":
+        a.ints[1] = 0
+onnx.save(m, os.path.join(out, "zero-stride.onnx"))
+m = load("test_convinteger_without_padding")
+del m.graph.input[0].type.tensor_type.shape.dim[-1]
+onnx.save(m, os.path.join(out, "conv-ranks.onnx"))
