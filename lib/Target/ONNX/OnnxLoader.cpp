@@ -160,6 +160,27 @@ bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
         }
       }
     }
+    // An axis within the first input's rank (LayerNormalization's
+    // inference in ONNX 1.12 indexes by it unchecked).
+    static const std::set<std::string> axial = {
+        "LayerNormalization", "Softmax", "LogSoftmax", "Hardmax", "Gather",
+        "GatherElements", "ArgMax", "ArgMin", "Split", "Concat", "Flatten"};
+    if (axial.count(node.op_type()) && node.input_size() > 0 &&
+        ranks.count(node.input(0)))
+      for (const auto &a : node.attribute()) {
+        if (a.name() != "axis" || a.type() != onnx::AttributeProto::INT)
+          continue;
+        int64_t r = ranks[node.input(0)],
+                hi = node.op_type() == "Flatten" ? r : r - 1;
+        if (a.i() < -r || a.i() > hi) {
+          error = "node " + std::to_string(i) + " ('" + node.name() + "', " +
+                  node.op_type() + "): axis " + std::to_string(a.i()) +
+                  " is outside [" + std::to_string(-r) + ", " +
+                  std::to_string(hi) + "] for input '" + node.input(0) +
+                  "' of rank " + std::to_string(r);
+          return false;
+        }
+      }
     // MaxUnpool's indices have X's shape (ONNX 1.12's inference reads past
     // them otherwise).
     if (node.op_type() == "MaxUnpool" && node.input_size() >= 2 &&

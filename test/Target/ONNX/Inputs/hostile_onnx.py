@@ -57,3 +57,9 @@ onnx.save(m, os.path.join(out, "zero-stride.onnx"))
 m = load("test_convinteger_without_padding")
 del m.graph.input[0].type.tensor_type.shape.dim[-1]
 onnx.save(m, os.path.join(out, "conv-ranks.onnx"))
+
+# LayerNormalization's axis outside its input's rank (ONNX's own shape
+# inference indexed by it).
+m = load("test_layer_normalization_4d_axis_negative_4")
+del m.graph.input[0].type.tensor_type.shape.dim[-1]
+onnx.save(m, os.path.join(out, "axis-range.onnx"))
