@@ -53,7 +53,7 @@ bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
                 kMaxElements = int64_t(1) << 46;
   std::string bad;
   auto checkDims = [&](const std::string &name, const auto &dims) {
-    int64_t elements = 1;
+    double elements = 1;
     for (int64_t d : dims) {
       if (d < 0 && bad.empty())
         bad = "'" + name + "' has a dimension of size " + std::to_string(d) +
@@ -61,9 +61,9 @@ bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
       if (d > kMaxDim && bad.empty())
         bad = "'" + name + "' has a dimension of size " + std::to_string(d) +
               "; Loom supports sizes up to 2^31 - 1";
-      elements = d > 0 ? std::min(kMaxElements + 1, elements * std::min(d, kMaxDim + 1)) : elements;
+      elements *= double(std::max<int64_t>(d, 0));
     }
-    if (elements > kMaxElements && bad.empty())
+    if (elements > double(kMaxElements) && bad.empty())
       bad = "'" + name + "' has more than 2^46 elements";
   };
   auto noteRank = [&](const onnx::ValueInfoProto &v) {

@@ -63,3 +63,9 @@ onnx.save(m, os.path.join(out, "conv-ranks.onnx"))
 m = load("test_layer_normalization_4d_axis_negative_4")
 del m.graph.input[0].type.tensor_type.shape.dim[-1]
 onnx.save(m, os.path.join(out, "axis-range.onnx"))
+
+# Dimensions each within range whose product is 2^90 elements.
+m = load("test_acos")
+for d in m.graph.input[0].type.tensor_type.shape.dim:
+    d.dim_value = 1 << 30
+onnx.save(m, os.path.join(out, "many-elements.onnx"))
