@@ -38,35 +38,121 @@ bool guarded(const char *stage, std::string &error, Fn &&fn) {
   return false;
 }
 
-/// Every value the top-level graph reads is defined before it is read: by a
-/// graph input, an initializer or an earlier node. ONNX's version converter
-/// and shape inference dereference such values without checking (a graph
-/// output no node produces crashed the converter).
+/// The sizes a value declares: >= 0, at most 2^31 - 1 each and 2^46 in
+/// all. They bound the work ONNX's shape inference and Loom do (ONNX 1.12's
+/// pooling inference loops over a dimension: 2^40 hung it). Returns the
+/// problem, or "".
+template <typename Dims>
+std::string checkSizes(const std::string &name, const Dims &dims) {
+  const int64_t kMaxDim = (int64_t(1) << 31) - 1, kMaxElements = int64_t(1)
+                                                                  << 46;
+  double elements = 1;
+  for (int64_t d : dims) {
+    if (d < 0)
+      return "value '" + name + "' has a dimension of size " +
+             std::to_string(d) + " (sizes are >= 0)";
+    if (d > kMaxDim)
+      return "value '" + name + "' has a dimension of size " +
+             std::to_string(d) + "; Loom supports sizes up to 2^31 - 1";
+    elements *= double(d);
+  }
+  if (elements > double(kMaxElements))
+    return "value '" + name + "' has more than 2^46 elements";
+  return "";
+}
+
+using Ranks = std::map<std::string, int>;
+
+std::string nodeName(int i, const onnx::NodeProto &node) {
+  return "node " + std::to_string(i) + " ('" + node.name() + "', " +
+         node.op_type() + "): ";
+}
+
+/// Convolutions and pools: ONNX 1.12's shape inference divides by strides
+/// and indexes by rank without checking (SIGFPE, SIGSEGV).
+std::string checkWindowed(int i, const onnx::NodeProto &node, Ranks &ranks) {
+  static const std::set<std::string> windowed = {
+      "Conv",        "ConvInteger", "QLinearConv", "ConvTranspose",
+      "MaxPool",     "AveragePool", "LpPool",      "MaxUnpool"};
+  if (!windowed.count(node.op_type()))
+    return "";
+  bool known = node.input_size() > 0 && ranks.count(node.input(0));
+  int spatial = known ? ranks[node.input(0)] - 2 : -1;
+  if (known && spatial < 1)
+    return nodeName(i, node) + "input '" + node.input(0) + "' has rank " +
+           std::to_string(spatial + 2) +
+           "; it needs a batch, a channel and spatial dimensions";
+  bool conv = node.op_type().find("Conv") != std::string::npos;
+  int w = node.op_type() == "QLinearConv" ? 3 : 1;
+  if (conv && known && node.input_size() > w && ranks.count(node.input(w)) &&
+      ranks[node.input(w)] != spatial + 2)
+    return nodeName(i, node) + "the weight '" + node.input(w) + "' has rank " +
+           std::to_string(ranks[node.input(w)]) + ", the input " +
+           std::to_string(spatial + 2);
+  for (const auto &a : node.attribute()) {
+    if (a.name() == "group" && a.i() < 1)
+      return nodeName(i, node) + "group = " + std::to_string(a.i()) +
+             " must be positive";
+    bool positive = a.name() == "strides" || a.name() == "dilations" ||
+                    a.name() == "kernel_shape";
+    bool pads = a.name() == "pads";
+    if (!positive && !pads && a.name() != "output_padding")
+      continue;
+    for (int64_t v : a.ints())
+      if (positive ? v < 1 : v < 0)
+        return nodeName(i, node) + a.name() + " holds " + std::to_string(v) +
+               (positive ? "; they must be positive" : "; they must be >= 0");
+    size_t want = size_t(std::max(spatial, 0)) * (pads ? 2 : 1);
+    if (known && a.ints_size() && size_t(a.ints_size()) != want)
+      return nodeName(i, node) + a.name() + " has " +
+             std::to_string(a.ints_size()) + " values; " +
+             std::to_string(want) + " for " + std::to_string(spatial) +
+             " spatial dimensions";
+  }
+  return "";
+}
+
+/// An axis within the first input's rank (LayerNormalization's inference
+/// in ONNX 1.12 indexes by it unchecked); MaxUnpool's indices of X's rank
+/// (its inference reads past them otherwise).
+std::string checkAxes(int i, const onnx::NodeProto &node, Ranks &ranks) {
+  static const std::set<std::string> axial = {
+      "LayerNormalization", "Softmax", "LogSoftmax", "Hardmax", "Gather",
+      "GatherElements",     "ArgMax",  "ArgMin",     "Split",   "Concat",
+      "Flatten"};
+  bool known = node.input_size() > 0 && ranks.count(node.input(0));
+  if (axial.count(node.op_type()) && known)
+    for (const auto &a : node.attribute()) {
+      if (a.name() != "axis" || a.type() != onnx::AttributeProto::INT)
+        continue;
+      int64_t r = ranks[node.input(0)],
+              hi = node.op_type() == "Flatten" ? r : r - 1;
+      if (a.i() < -r || a.i() > hi)
+        return nodeName(i, node) + "axis " + std::to_string(a.i()) +
+               " is outside [" + std::to_string(-r) + ", " +
+               std::to_string(hi) + "] for input '" + node.input(0) +
+               "' of rank " + std::to_string(r);
+    }
+  if (node.op_type() == "MaxUnpool" && node.input_size() >= 2 && known &&
+      ranks.count(node.input(1)) &&
+      ranks[node.input(0)] != ranks[node.input(1)])
+    return nodeName(i, node) + "the indices '" + node.input(1) + "' (rank " +
+           std::to_string(ranks[node.input(1)]) +
+           ") must have the shape of X '" + node.input(0) + "' (rank " +
+           std::to_string(ranks[node.input(0)]) + ")";
+  return "";
+}
+
+/// What ONNX's checker, shape inference and version converter assume and
+/// do not check, checked first: every value the top-level graph reads is
+/// defined before it is read (by a graph input, an initializer or an
+/// earlier node: a graph output no node produces crashed the converter),
+/// declared sizes are in range, and the attributes and ranks of the ops
+/// whose inference crashed on hostile files (checkWindowed, checkAxes).
 bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
   std::set<std::string> defined;
-  // Ranks known before shape inference, for the checks ONNX's own shape
-  // inference omits (and crashes without).
-  std::map<std::string, int> ranks;
-  // Sizes from the file bound the work ONNX's shape inference and Loom do
-  // (ONNX 1.12's pooling inference loops over a dimension: 2^40 hung it).
-  const int64_t kMaxDim = (int64_t(1) << 31) - 1,
-                kMaxElements = int64_t(1) << 46;
-  std::string bad;
-  auto checkDims = [&](const std::string &name, const auto &dims) {
-    double elements = 1;
-    for (int64_t d : dims) {
-      if (d < 0 && bad.empty())
-        bad = "'" + name + "' has a dimension of size " + std::to_string(d) +
-              " (sizes are >= 0)";
-      if (d > kMaxDim && bad.empty())
-        bad = "'" + name + "' has a dimension of size " + std::to_string(d) +
-              "; Loom supports sizes up to 2^31 - 1";
-      elements *= double(std::max<int64_t>(d, 0));
-    }
-    if (elements > double(kMaxElements) && bad.empty())
-      bad = "'" + name + "' has more than 2^46 elements";
-  };
-  auto noteRank = [&](const onnx::ValueInfoProto &v) {
+  Ranks ranks; // known before shape inference
+  auto note = [&](const onnx::ValueInfoProto &v) {
     if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
       return;
     ranks[v.name()] = v.type().tensor_type().shape().dim_size();
@@ -74,22 +160,22 @@ bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
     for (const auto &d : v.type().tensor_type().shape().dim())
       if (d.has_dim_value())
         dims.push_back(d.dim_value());
-    checkDims(v.name(), dims);
+    if (error.empty())
+      error = checkSizes(v.name(), dims);
   };
   for (const auto &v : graph.input())
-    noteRank(v);
+    note(v);
   for (const auto &v : graph.value_info())
-    noteRank(v);
+    note(v);
   for (const auto &v : graph.output())
-    noteRank(v);
+    note(v);
   for (const auto &t : graph.initializer()) {
     ranks[t.name()] = t.dims_size();
-    checkDims(t.name(), t.dims());
+    if (error.empty())
+      error = checkSizes(t.name(), t.dims());
   }
-  if (!bad.empty()) {
-    error = "value " + bad;
+  if (!error.empty())
     return false;
-  }
   for (const auto &v : graph.input())
     defined.insert(v.name());
   for (const auto &t : graph.initializer())
@@ -100,99 +186,16 @@ bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
     const onnx::NodeProto &node = graph.node(i);
     for (const std::string &in : node.input())
       if (!in.empty() && !defined.count(in)) {
-        error = "node " + std::to_string(i) + " ('" + node.name() + "', " +
-                node.op_type() + ") reads '" + in +
+        error = nodeName(i, node).substr(0, nodeName(i, node).size() - 2) +
+                " reads '" + in +
                 "', which no graph input, initializer or earlier node defines";
         return false;
       }
-    // Convolutions and pools: ONNX 1.12's shape inference divides by
-    // strides and indexes by rank without checking (SIGFPE, SIGSEGV).
-    static const std::set<std::string> windowed = {
-        "Conv",    "ConvInteger", "QLinearConv", "ConvTranspose", "MaxPool",
-        "AveragePool", "LpPool",  "MaxUnpool"};
-    if (windowed.count(node.op_type())) {
-      auto where = [&] {
-        return "node " + std::to_string(i) + " ('" + node.name() + "', " +
-               node.op_type() + "): ";
-      };
-      int spatial = -1; // unknown
-      if (node.input_size() > 0 && ranks.count(node.input(0)) &&
-          ranks[node.input(0)] < 3) {
-        error = where() + "input '" + node.input(0) + "' has rank " +
-                std::to_string(ranks[node.input(0)]) +
-                "; it needs a batch, a channel and spatial dimensions";
-        return false;
-      }
-      if (node.input_size() > 0 && ranks.count(node.input(0)))
-        spatial = ranks[node.input(0)] - 2;
-      bool conv = node.op_type().find("Conv") != std::string::npos;
-      int w = node.op_type() == "QLinearConv" ? 3 : 1;
-      if (conv && spatial > 0 && node.input_size() > w &&
-          ranks.count(node.input(w)) && ranks[node.input(w)] != spatial + 2) {
-        error = where() + "the weight '" + node.input(w) + "' has rank " +
-                std::to_string(ranks[node.input(w)]) + ", the input " +
-                std::to_string(spatial + 2);
-        return false;
-      }
-      for (const auto &a : node.attribute()) {
-        bool positive = a.name() == "strides" || a.name() == "dilations" ||
-                        a.name() == "kernel_shape";
-        bool pads = a.name() == "pads";
-        if (a.name() == "group" && a.i() < 1) {
-          error = where() + "group = " + std::to_string(a.i()) +
-                  " must be positive";
-          return false;
-        }
-        if (!positive && !pads && a.name() != "output_padding")
-          continue;
-        for (int64_t v : a.ints())
-          if (positive ? v < 1 : v < 0) {
-            error = where() + a.name() + " holds " + std::to_string(v) +
-                    (positive ? "; they must be positive" : "; they must be >= 0");
-            return false;
-          }
-        size_t want = pads ? 2 * size_t(std::max(spatial, 0)) : size_t(std::max(spatial, 0));
-        if (spatial > 0 && a.ints_size() && size_t(a.ints_size()) != want) {
-          error = where() + a.name() + " has " + std::to_string(a.ints_size()) +
-                  " values; " + std::to_string(want) + " for " +
-                  std::to_string(spatial) + " spatial dimensions";
-          return false;
-        }
-      }
-    }
-    // An axis within the first input's rank (LayerNormalization's
-    // inference in ONNX 1.12 indexes by it unchecked).
-    static const std::set<std::string> axial = {
-        "LayerNormalization", "Softmax", "LogSoftmax", "Hardmax", "Gather",
-        "GatherElements", "ArgMax", "ArgMin", "Split", "Concat", "Flatten"};
-    if (axial.count(node.op_type()) && node.input_size() > 0 &&
-        ranks.count(node.input(0)))
-      for (const auto &a : node.attribute()) {
-        if (a.name() != "axis" || a.type() != onnx::AttributeProto::INT)
-          continue;
-        int64_t r = ranks[node.input(0)],
-                hi = node.op_type() == "Flatten" ? r : r - 1;
-        if (a.i() < -r || a.i() > hi) {
-          error = "node " + std::to_string(i) + " ('" + node.name() + "', " +
-                  node.op_type() + "): axis " + std::to_string(a.i()) +
-                  " is outside [" + std::to_string(-r) + ", " +
-                  std::to_string(hi) + "] for input '" + node.input(0) +
-                  "' of rank " + std::to_string(r);
-          return false;
-        }
-      }
-    // MaxUnpool's indices have X's shape (ONNX 1.12's inference reads past
-    // them otherwise).
-    if (node.op_type() == "MaxUnpool" && node.input_size() >= 2 &&
-        ranks.count(node.input(0)) && ranks.count(node.input(1)) &&
-        ranks[node.input(0)] != ranks[node.input(1)]) {
-      error = "node " + std::to_string(i) + " ('" + node.name() +
-              "', MaxUnpool): the indices '" + node.input(1) + "' (rank " +
-              std::to_string(ranks[node.input(1)]) + ") must have the shape "
-              "of X '" + node.input(0) + "' (rank " +
-              std::to_string(ranks[node.input(0)]) + ")";
+    error = checkWindowed(i, node, ranks);
+    if (error.empty())
+      error = checkAxes(i, node, ranks);
+    if (!error.empty())
       return false;
-    }
     for (const std::string &out : node.output())
       if (!out.empty())
         defined.insert(out);
