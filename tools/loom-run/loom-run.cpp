@@ -24,6 +24,7 @@
 #include "loom/Execution/TensorIO.h"
 #include "loom/Execution/Training.h"
 #include "loom/Support/Debug.h"
+#include "loom/Support/InputLimits.h"
 #include "loom/Target/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -286,6 +287,9 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   if (!buffer)
     return fail(modelPath + " is not a training artifact: cannot read " +
                 std::string(irPath) + " (create one with loomc --train)");
+  std::string nesting = checkIRNesting((*buffer)->getBuffer(), irPath);
+  if (!nesting.empty())
+    return fail(nesting);
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   if (!module)
@@ -468,6 +472,9 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,
                                 bool isOnnx, const Inputs &in,
                                 std::string &error) {
   if (!isOnnx) {
+    error = checkIRNesting(buffer->getBuffer(), buffer->getBufferIdentifier());
+    if (!error.empty())
+      return nullptr;
     sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
     return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   }

@@ -26,6 +26,7 @@
 #include "loom/Sharding/PartitionReport.h"
 #include "loom/Sharding/Strategies.h"
 #include "loom/Support/Debug.h"
+#include "loom/Support/InputLimits.h"
 #include "loom/Target/ONNX/ImportONNX.h"
 #include "loom/Training/Passes.h"
 
@@ -259,6 +260,9 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,
   } else {
     auto buffer = mlir::openInputFile(input, &error);
     if (!buffer)
+      return nullptr;
+    error = checkIRNesting(buffer->getBuffer(), input);
+    if (!error.empty())
       return nullptr;
     sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
