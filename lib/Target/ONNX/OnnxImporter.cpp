@@ -177,22 +177,14 @@ FailureOr<Value> Importer::parameterFor(const onnx::TensorProto &init) {
   Attribute initial;
   if (init.data_location() == onnx::TensorProto::EXTERNAL) {
     // Keep the bytes in the side file; check now that they are there.
-    std::string location;
-    int64_t offset = 0;
-    for (const auto &entry : init.external_data()) {
-      if (entry.key() == "location")
-        location = entry.value();
-      else if (entry.key() == "offset")
-        offset = std::stoll(entry.value());
-    }
-    if (failed(tensorBytes(init, element, type.getNumElements(), modelDir,
-                           reason)))
+    ExternalData external;
+    uint64_t bytes =
+        uint64_t(type.getNumElements()) *
+        (element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8);
+    if (!resolveExternalData(init, modelDir, bytes, external, reason))
       return emitError(currentLoc) << reason;
-    SmallString<256> path(modelDir);
-    llvm::sys::path::append(path, location);
-    (void)llvm::sys::fs::make_absolute(path);
-    llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
-    initial = ExternalDataAttr::get(ctx, StringAttr::get(ctx, path), offset);
+    initial = ExternalDataAttr::get(ctx, StringAttr::get(ctx, external.path),
+                                    external.offset);
   } else {
     FailureOr<ElementsAttr> attr = tensorAttr(init, /*allowResource=*/true);
     if (failed(attr))
@@ -281,6 +273,9 @@ LogicalResult Importer::setResult(const Node &node, int i, Value value) {
   if (!wantsOutput(node, i))
     return success();
   StringRef name = node.output(i);
+  // A builder that reported an error (above) made a placeholder type.
+  if (errorCount != 0)
+    return failure();
   if (std::optional<RankedTensorType> expected = onnxType(name)) {
     if (*expected != value.getType())
       return error(node) << "output '" << name << "' would have type "
@@ -374,15 +369,21 @@ Value Importer::constant(ElementsAttr value) {
   return ConstantOp::create(b, currentLoc, value);
 }
 
+// Once a builder reported an error the node fails (importNode checks
+// errorCount), but its handler runs on with a `tensor<none>` placeholder:
+// the helpers below then build nothing more from it and return their input.
+
 Value Importer::reshape(Value v, ArrayRef<int64_t> shape) {
   RankedTensorType type = typeOf(v);
-  if (type.getShape() == shape)
+  if (errorCount != 0 || type.getShape() == shape)
     return v;
   return ReshapeOp::create(b, currentLoc, type.clone(shape), v);
 }
 
 Value Importer::gatherIndices(Value v, ArrayRef<int64_t> indices,
                               int64_t axis) {
+  if (errorCount != 0)
+    return v;
   Value idx = constant(DenseElementsAttr::get(
       RankedTensorType::get({static_cast<int64_t>(indices.size())},
                             b.getI64Type()),
@@ -395,6 +396,11 @@ FailureOr<Value> Importer::padOrCrop(const Node &node, Value v,
                                      ArrayRef<int64_t> high, double value) {
   ArrayRef<int64_t> shape = typeOf(v).getShape();
   int64_t rank = shape.size();
+  if (errorCount != 0)
+    return failure();
+  if (low.size() < size_t(rank) || high.size() < size_t(rank))
+    return error(node) << "pads give " << low.size() << " and " << high.size()
+                       << " sizes for a value of rank " << rank;
   SmallVector<int64_t> lo(rank), hi(rank), start(rank), limit(shape),
       stride(rank, 1);
   bool crop = false;
@@ -420,6 +426,14 @@ FailureOr<Value> Importer::padOrCrop(const Node &node, Value v,
 }
 
 Value Importer::addChannelBias(Value y, Value bias) {
+  if (errorCount != 0)
+    return y;
+  if (typeOf(y).getRank() < 2 || typeOf(bias).getRank() != 1) {
+    emitError(currentLoc) << "the bias " << bias.getType()
+                          << " must have rank 1 and the output "
+                          << y.getType() << " a channel dimension";
+    return y;
+  }
   SmallVector<int64_t> shape(typeOf(y).getRank() - 1, 1);
   shape[0] = typeOf(bias).getDimSize(0);
   return AddOp::create(b, currentLoc, y, reshape(bias, shape));
@@ -427,7 +441,7 @@ Value Importer::addChannelBias(Value y, Value bias) {
 
 Value Importer::broadcastTo(Value v, ArrayRef<int64_t> shape) {
   RankedTensorType type = typeOf(v);
-  if (type.getShape() == shape)
+  if (errorCount != 0 || type.getShape() == shape)
     return v;
   int64_t offset = shape.size() - type.getRank();
   SmallVector<int64_t> dims;
@@ -439,7 +453,7 @@ Value Importer::broadcastTo(Value v, ArrayRef<int64_t> shape) {
 
 Value Importer::castTo(Value v, Type elementType) {
   RankedTensorType type = typeOf(v);
-  if (type.getElementType() == elementType)
+  if (errorCount != 0 || type.getElementType() == elementType)
     return v;
   return CastOp::create(b, currentLoc, type.clone(elementType), v);
 }
@@ -673,9 +687,16 @@ Location Importer::fileLoc() {
 OwningOpRef<ModuleOp> Importer::run() {
   // Builders report invalid operands as diagnostics (see LoomOps.cpp);
   // count errors so that the import stops at the first bad node.
+  // An error from a builder or a type inference names no node: a note
+  // says which one was being imported.
   ScopedDiagnosticHandler counter(ctx, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error)
+    if (diag.getSeverity() == DiagnosticSeverity::Error) {
       ++errorCount;
+      if (currentNode && !StringRef(diag.str()).starts_with("ONNX node '"))
+        diag.attachNote() << "in ONNX node '" << currentName << "' ("
+                          << currentNode->op_type() << ", opset "
+                          << defaultOpset << ")";
+    }
     return failure(); // let the next handler print it
   });
   module = ModuleOp::create(fileLoc());

@@ -64,6 +64,21 @@ void registerResamplingOps(OpTable &table);
 /// memory) into `shape`.
 bool validDims(const onnx::TensorProto &tensor, SmallVectorImpl<int64_t> &shape,
                std::string &error);
+/// Where an EXTERNAL tensor's bytes are: `location` resolved under the
+/// model's directory, `offset` and `length` (-1: not given).
+struct ExternalData {
+  std::string path;
+  int64_t offset = 0, length = -1;
+};
+/// Reads `tensor`'s external_data entries: the location must be a relative
+/// path of an existing file that stays inside `modelDir` (after `..` and
+/// symbolic links), offset and length non-negative decimal integers, and
+/// the file must hold `bytes` bytes from the offset (and length, if given,
+/// must be `bytes`; kUnknownBytes: not checked). Errors name the tensor and
+/// what is wrong.
+constexpr uint64_t kUnknownBytes = ~uint64_t(0);
+bool resolveExternalData(const onnx::TensorProto &tensor, StringRef modelDir,
+                         uint64_t bytes, ExternalData &out, std::string &error);
 /// Little-endian bytes of a tensor's elements, wherever the proto keeps
 /// them (raw_data, typed fields, or an external file under `modelDir`).
 FailureOr<std::vector<char>> tensorBytes(const onnx::TensorProto &tensor,

@@ -134,6 +134,71 @@ static int64_t byteWidth(Type elementType) {
   return elementType.getIntOrFloatBitWidth() / 8;
 }
 
+bool mlir::loom::onnx_import::resolveExternalData(
+    const onnx::TensorProto &tensor, StringRef modelDir, uint64_t bytes,
+    ExternalData &out, std::string &error) {
+  std::string where = "external data of '" + tensor.name() + "'";
+  std::string location;
+  for (const auto &entry : tensor.external_data()) {
+    int64_t *field = entry.key() == "offset"   ? &out.offset
+                     : entry.key() == "length" ? &out.length
+                                               : nullptr;
+    if (entry.key() == "location") {
+      location = entry.value();
+    } else if (field && (StringRef(entry.value()).getAsInteger(10, *field) ||
+                         *field < 0)) {
+      error = where + ": " + entry.key() + " '" + entry.value() +
+              "' is not a non-negative integer";
+      return false;
+    }
+  }
+  if (location.empty() || llvm::sys::path::is_absolute(location)) {
+    error = where + ": location '" + location +
+            "' must be a file name relative to the model's directory";
+    return false;
+  }
+  SmallString<256> dir(modelDir.empty() ? "." : modelDir), path(dir);
+  llvm::sys::path::append(path, location);
+  SmallString<256> realDir, realPath;
+  if (llvm::sys::fs::real_path(path, realPath)) {
+    error = "cannot read " + where + ": " + std::string(path) +
+            " does not exist";
+    return false;
+  }
+  // Confined to the model's directory (ONNX 1.12's checker is not: the
+  // CVE-2022-25882 fix came in 1.13), symbolic links resolved.
+  if (llvm::sys::fs::real_path(dir, realDir) ||
+      !StringRef(realPath).starts_with(realDir.str().str() + "/")) {
+    error = where + ": location '" + location +
+            "' is outside the model's directory " + std::string(dir);
+    return false;
+  }
+  uint64_t size = 0;
+  if (llvm::sys::fs::file_size(realPath, size) ||
+      !llvm::sys::fs::is_regular_file(realPath)) {
+    error = "cannot read " + where + ": " + std::string(realPath) +
+            " is not a regular file";
+    return false;
+  }
+  out.path = realPath.str().str();
+  if (bytes == kUnknownBytes)
+    return true;
+  if (out.length >= 0 && uint64_t(out.length) != bytes) {
+    error = where + ": length " + std::to_string(out.length) +
+            " differs from the " + std::to_string(bytes) +
+            " bytes its type needs";
+    return false;
+  }
+  if (uint64_t(out.offset) > size || size - uint64_t(out.offset) < bytes) {
+    error = where + " in " + std::string(realPath) + ": " +
+            std::to_string(bytes) + " bytes at offset " +
+            std::to_string(out.offset) + " do not fit in the file's " +
+            std::to_string(size) + " bytes (truncated?)";
+    return false;
+  }
+  return true;
+}
+
 /// Little-endian bytes of a tensor's elements, wherever the proto keeps
 /// them (raw_data, typed fields, or an external file).
 FailureOr<std::vector<char>>
@@ -144,30 +209,14 @@ mlir::loom::onnx_import::tensorBytes(const onnx::TensorProto &tensor,
   size_t expected = static_cast<size_t>(numElements * width);
   std::vector<char> bytes;
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    int64_t offset = 0, length = -1;
-    for (const auto &entry : tensor.external_data()) {
-      if (entry.key() == "location")
-        location = entry.value();
-      else if (entry.key() == "offset")
-        offset = std::stoll(entry.value());
-      else if (entry.key() == "length")
-        length = std::stoll(entry.value());
-    }
-    SmallString<256> path(modelDir);
-    llvm::sys::path::append(path, location);
-    auto buffer = llvm::MemoryBuffer::getFileSlice(
-        path, length >= 0 ? length : expected, offset);
+    ExternalData external;
+    if (!resolveExternalData(tensor, modelDir, expected, external, error))
+      return failure();
+    auto buffer = llvm::MemoryBuffer::getFileSlice(external.path, expected,
+                                                   external.offset);
     if (!buffer) {
       error = "cannot read external data of '" + tensor.name() + "' from " +
-              std::string(path) + ": " + buffer.getError().message();
-      return failure();
-    }
-    if ((*buffer)->getBufferSize() != expected) {
-      error = "external data of '" + tensor.name() + "' in " +
-              std::string(path) + " has " +
-              std::to_string((*buffer)->getBufferSize()) + " bytes, expected " +
-              std::to_string(expected);
+              external.path + ": " + buffer.getError().message();
       return failure();
     }
     bytes.assign((*buffer)->getBufferStart(), (*buffer)->getBufferEnd());
@@ -193,21 +242,26 @@ mlir::loom::onnx_import::tensorBytes(const onnx::TensorProto &tensor,
             " values, expected " + std::to_string(numElements);
     return false;
   };
+  // An empty repeated field's data() may be null: no memcpy from it.
+  auto copyIn = [&](const void *src, size_t size) {
+    if (size)
+      std::memcpy(bytes.data(), src, size);
+  };
   switch (tensor.data_type()) {
   case onnx::TensorProto::FLOAT:
     if (!count(tensor.float_data_size()))
       return failure();
-    std::memcpy(bytes.data(), tensor.float_data().data(), expected);
+    copyIn(tensor.float_data().data(), expected);
     break;
   case onnx::TensorProto::DOUBLE:
     if (!count(tensor.double_data_size()))
       return failure();
-    std::memcpy(bytes.data(), tensor.double_data().data(), expected);
+    copyIn(tensor.double_data().data(), expected);
     break;
   case onnx::TensorProto::INT64:
     if (!count(tensor.int64_data_size()))
       return failure();
-    std::memcpy(bytes.data(), tensor.int64_data().data(), expected);
+    copyIn(tensor.int64_data().data(), expected);
     break;
   case onnx::TensorProto::UINT64:
   case onnx::TensorProto::UINT32:

@@ -92,7 +92,7 @@ func.func @gelu_bad_mode(%x: tensor<4xf32>) {
 
 func.func @not_broadcastable(%a: tensor<4x3xf32>, %b: tensor<4xf32>) {
   // expected-error @+3 {{operands are not broadcast-compatible: 'tensor<4x3xf32>' vs 'tensor<4xf32>' (dimension of size 4 against 3)}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.add %a, %b : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
   return
@@ -135,7 +135,7 @@ func.func @div_bool(%a: tensor<4xi1>) {
 
 func.func @max_not_broadcastable(%a: tensor<2xf32>, %b: tensor<3xf32>) {
   // expected-error @+3 {{operands are not broadcast-compatible}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.max %a, %b : (tensor<2xf32>, tensor<3xf32>) -> tensor<3xf32>
   return
@@ -170,7 +170,7 @@ func.func @compare_mixed(%a: tensor<2xf32>, %b: tensor<2xi32>) {
 
 func.func @select_not_broadcastable(%c: tensor<3xi1>, %a: tensor<2xf32>) {
   // expected-error @+3 {{operands are not broadcast-compatible: 'tensor<3xi1>' vs 'tensor<2xf32>' vs 'tensor<2xf32>'}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.select %c, %a, %a : (tensor<3xi1>, tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   return
@@ -188,7 +188,7 @@ func.func @select_cond_not_bool(%c: tensor<2xf32>, %a: tensor<2xf32>) {
 
 func.func @dot_batch_count(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
   // expected-error @+3 {{lhs has 1 batching dimensions but rhs has 0}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = "loom.dot_general"(%a, %b) <{lhs_batching_dims = array<i64: 0>, rhs_batching_dims = array<i64>,
       lhs_contracting_dims = array<i64: 2>, rhs_contracting_dims = array<i64: 1>}>
@@ -200,7 +200,7 @@ func.func @dot_batch_count(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
 
 func.func @dot_contract_count(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) {
   // expected-error @+3 {{lhs has 1 contracting dimensions but rhs has 2}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.dot_general %a, %b contracting_dims = [1] x [0, 1] : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3xf32>
   return
@@ -210,7 +210,7 @@ func.func @dot_contract_count(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) {
 
 func.func @dot_out_of_range(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) {
   // expected-error @+3 {{lhs batching/contracting dimension 2 is out of range for rank 2}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.dot_general %a, %b contracting_dims = [2] x [0] : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
   return
@@ -220,7 +220,7 @@ func.func @dot_out_of_range(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) {
 
 func.func @dot_dim_twice(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) {
   // expected-error @+3 {{rhs batching/contracting dimension 0 is listed more than once}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.dot_general %a, %b batching_dims = [0] x [0] contracting_dims = [1] x [0]
       : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4xf32>
@@ -231,7 +231,7 @@ func.func @dot_dim_twice(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) {
 
 func.func @dot_size_mismatch(%a: tensor<3x4xf32>, %b: tensor<5x6xf32>) {
   // expected-error @+3 {{lhs dimension 1 (size 4) and rhs dimension 0 (size 5) are paired but differ in size}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.dot_general %a, %b contracting_dims = [1] x [0] : (tensor<3x4xf32>, tensor<5x6xf32>) -> tensor<3x6xf32>
   return
@@ -250,7 +250,7 @@ func.func @dot_wrong_result(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) {
 
 func.func @reduce_unsorted(%x: tensor<3x4xf32>) {
   // expected-error @+3 {{reduced dimensions must be sorted}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.reduce_sum %x dims = [1, 0] : (tensor<3x4xf32>) -> tensor<f32>
   return
@@ -260,7 +260,7 @@ func.func @reduce_unsorted(%x: tensor<3x4xf32>) {
 
 func.func @reduce_out_of_range(%x: tensor<3x4xf32>) {
   // expected-error @+3 {{reduced dimension 2 is out of range for rank 2}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.reduce_mean %x dims = [2] : (tensor<3x4xf32>) -> tensor<3x4xf32>
   return
@@ -270,7 +270,7 @@ func.func @reduce_out_of_range(%x: tensor<3x4xf32>) {
 
 func.func @reduce_twice(%x: tensor<3x4xf32>) {
   // expected-error @+3 {{reduced dimension 1 is listed more than once}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.reduce_max %x dims = [1, 1] : (tensor<3x4xf32>) -> tensor<3xf32>
   return
@@ -289,7 +289,7 @@ func.func @reduce_keepdims_result(%x: tensor<3x4xf32>) {
 
 func.func @conv_rank(%x: tensor<3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+3 {{filter 'tensor<4x3x3x3xf32>' must have the rank of the input 'tensor<3x8x8xf32>' ([F, C/groups, K1...Kk])}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.conv %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
       : (tensor<3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
@@ -300,7 +300,7 @@ func.func @conv_rank(%x: tensor<3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 
 func.func @conv_groups(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+3 {{groups = 2 must be positive and divide both the 3 input channels and the 4 filters}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.conv %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 2
       : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
@@ -311,7 +311,7 @@ func.func @conv_groups(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 
 func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
   // expected-error @+3 {{filter has 2 input channels per group but the input has 3 channels in 1 group(s)}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.conv %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
       : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
@@ -322,7 +322,7 @@ func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
 
 func.func @conv_attr_sizes(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+3 {{expects 2 kernel sizes, strides and dilations and 4 paddings [begin..., end...] for 2 spatial dimensions}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.conv %x, %w strides = [1, 1] padding = [0, 0] dilations = [1, 1] groups = 1
       : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
@@ -333,7 +333,7 @@ func.func @conv_attr_sizes(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 
 func.func @conv_zero_stride(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+3 {{kernel sizes, strides and dilations must be positive}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.conv %x, %w strides = [0, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
       : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
@@ -344,7 +344,7 @@ func.func @conv_zero_stride(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 
 func.func @conv_negative_pad(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+3 {{padding must be non-negative}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.conv %x, %w strides = [1, 1] padding = [-1, 0, 0, 0] dilations = [1, 1] groups = 1
       : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
@@ -355,7 +355,7 @@ func.func @conv_negative_pad(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 
 func.func @conv_window_too_big(%x: tensor<1x3x2x8xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+3 {{window of size 3 (dilation 1) does not fit spatial dimension 2 of size 2 with its padding}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.conv %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
       : (tensor<1x3x2x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x1x6xf32>
@@ -376,7 +376,7 @@ func.func @conv_wrong_result(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 
 func.func @pool_rank(%x: tensor<3x8xf32>) {
   // expected-error @+3 {{expects a channels-first input [N, C, D1...Dk] with 1 to 3 spatial dimensions, got 'tensor<3x8xf32>'}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.max_pool %x kernel = [2] strides = [2] padding = [0, 0] dilations = [1]
       : (tensor<3x8xf32>) -> tensor<3x4xf32>
@@ -387,7 +387,7 @@ func.func @pool_rank(%x: tensor<3x8xf32>) {
 
 func.func @pool_window_in_padding(%x: tensor<1x1x4x4xf32>) {
   // expected-error @+3 {{the last window along spatial dimension 2 lies entirely in the padding}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.avg_pool %x kernel = [1, 1] strides = [1, 1] padding = [0, 0, 2, 0]
       : (tensor<1x1x4x4xf32>) -> tensor<1x1x6x4xf32>
@@ -398,7 +398,7 @@ func.func @pool_window_in_padding(%x: tensor<1x1x4x4xf32>) {
 
 func.func @pool_kernel_size(%x: tensor<1x1x4x4xf32>) {
   // expected-error @+3 {{expects 2 kernel sizes, strides and dilations and 4 paddings}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.avg_pool %x kernel = [2] strides = [1, 1] padding = [0, 0, 0, 0]
       : (tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32>
@@ -425,7 +425,7 @@ func.func @reshape_element(%x: tensor<2x3xf32>) {
 
 func.func @transpose_length(%x: tensor<2x3xf32>) {
   // expected-error @+3 {{permutation has 3 entries but the input has rank 2}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.transpose %x permutation = [0, 1, 2] : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return
@@ -435,7 +435,7 @@ func.func @transpose_length(%x: tensor<2x3xf32>) {
 
 func.func @transpose_not_permutation(%x: tensor<2x3xf32>) {
   // expected-error @+3 {{permuted dimension 0 is listed more than once}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.transpose %x permutation = [0, 0] : (tensor<2x3xf32>) -> tensor<2x2xf32>
   return
@@ -485,7 +485,7 @@ func.func @concat_empty() {
 
 func.func @concat_axis(%a: tensor<2x3xf32>) {
   // expected-error @+3 {{axis 2 is out of range for rank 2}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.concat %a, %a axis = 2 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   return
@@ -495,7 +495,7 @@ func.func @concat_axis(%a: tensor<2x3xf32>) {
 
 func.func @concat_rank(%a: tensor<2x3xf32>, %b: tensor<2xf32>) {
   // expected-error @+3 {{operand #1 has rank 1 but operand #0 has rank 2}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.concat %a, %b axis = 0 : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<4x3xf32>
   return
@@ -505,7 +505,7 @@ func.func @concat_rank(%a: tensor<2x3xf32>, %b: tensor<2xf32>) {
 
 func.func @concat_sizes(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
   // expected-error @+3 {{operand #1 has size 4 in dimension 1 but operand #0 has 3}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.concat %a, %b axis = 0 : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<4x3xf32>
   return
@@ -523,7 +523,7 @@ func.func @concat_elements(%a: tensor<2xf32>, %b: tensor<2xf16>) {
 
 func.func @slice_ranges(%x: tensor<4x4xf32>) {
   // expected-error @+3 {{needs one range per dimension (2), got 1}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.slice %x [0:2] : (tensor<4x4xf32>) -> tensor<2x4xf32>
   return
@@ -533,7 +533,7 @@ func.func @slice_ranges(%x: tensor<4x4xf32>) {
 
 func.func @slice_bounds(%x: tensor<4x4xf32>) {
   // expected-error @+3 {{range 2:5 of dimension 1 is not within [0, 4] in increasing order}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.slice %x [0:4, 2:5] : (tensor<4x4xf32>) -> tensor<4x3xf32>
   return
@@ -543,7 +543,7 @@ func.func @slice_bounds(%x: tensor<4x4xf32>) {
 
 func.func @slice_stride(%x: tensor<4x4xf32>) {
   // expected-error @+3 {{stride of dimension 0 must be positive, got -1}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.slice %x [0:4:-1, 0:4] : (tensor<4x4xf32>) -> tensor<4x4xf32>
   return
@@ -562,7 +562,7 @@ func.func @slice_result(%x: tensor<4x4xf32>) {
 
 func.func @gather_axis(%t: tensor<10x4xf32>, %i: tensor<3xi64>) {
   // expected-error @+3 {{axis 2 is out of range for rank 2}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.gather %t[%i] axis = 2 : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
   return
@@ -596,7 +596,7 @@ func.func @scatter_add_axis(%u: tensor<3x4xf32>, %i: tensor<3xi64>) {
 
 func.func @pad_lengths(%x: tensor<4x4xf32>) {
   // expected-error @+3 {{needs 2 low and high padding amounts, got 1 and 2}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.pad %x low = [1] high = [1, 1] value = 0.0 : f32 : (tensor<4x4xf32>) -> tensor<6x5xf32>
   return
@@ -606,7 +606,7 @@ func.func @pad_lengths(%x: tensor<4x4xf32>) {
 
 func.func @pad_value_type(%x: tensor<4xf32>) {
   // expected-error @+3 {{padding value must have the element type 'f32'}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.pad %x low = [1] high = [1] value = 0 : i32 : (tensor<4xf32>) -> tensor<6xf32>
   return
@@ -616,7 +616,7 @@ func.func @pad_value_type(%x: tensor<4xf32>) {
 
 func.func @pad_negative(%x: tensor<4xf32>) {
   // expected-error @+3 {{padding amounts must be non-negative}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.pad %x low = [-1] high = [1] value = 0.0 : f32 : (tensor<4xf32>) -> tensor<4xf32>
   return
@@ -642,7 +642,7 @@ func.func @log_softmax_axis(%x: tensor<4x8xf32>) {
 
 func.func @layer_norm_axis(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
   // expected-error @+3 {{axis 2 is out of range for rank 2}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.layer_norm %x, %g, %g axis = 2 epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   return
@@ -652,7 +652,7 @@ func.func @layer_norm_axis(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
 
 func.func @layer_norm_scale(%x: tensor<4x8xf32>, %g: tensor<4xf32>) {
   // expected-error @+3 {{scale and bias must have the shape of the normalized dimensions of 'tensor<4x8xf32>' from axis 1, got 'tensor<4xf32>' and 'tensor<4xf32>'}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.layer_norm %x, %g, %g axis = 1 epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4x8xf32>
   return
@@ -662,7 +662,7 @@ func.func @layer_norm_scale(%x: tensor<4x8xf32>, %g: tensor<4xf32>) {
 
 func.func @batch_norm_rank(%x: tensor<4xf32>, %c: tensor<4xf32>) {
   // expected-error @+3 {{input must be [N, C, ...], got 'tensor<4xf32>'}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.batch_norm_inference %x, %c, %c, %c, %c epsilon = 1.0e-5
       : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
@@ -673,7 +673,7 @@ func.func @batch_norm_rank(%x: tensor<4xf32>, %c: tensor<4xf32>) {
 
 func.func @batch_norm_channels(%x: tensor<2x3x4x4xf32>, %c: tensor<4xf32>) {
   // expected-error @+3 {{per-channel operands must be [3], got 'tensor<4xf32>'}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0:3 = loom.batch_norm_training %x, %c, %c epsilon = 1.0e-5
       : (tensor<2x3x4x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
@@ -684,7 +684,7 @@ func.func @batch_norm_channels(%x: tensor<2x3x4x4xf32>, %c: tensor<4xf32>) {
 
 func.func @dropout_ratio(%x: tensor<4xf32>, %s: tensor<i64>) {
   // expected-error @+3 {{ratio must be in [0, 1), got 1.000000e+00}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0:2 = loom.dropout %x, %s ratio = 1.0 : (tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xi1>)
   return
@@ -702,7 +702,7 @@ func.func @dropout_seed(%x: tensor<4xf32>, %s: tensor<2xi64>) {
 
 func.func @ce_rank(%x: tensor<10xf32>, %l: tensor<1xi64>) {
   // expected-error @+3 {{input must be [N, C, d1, ...], got 'tensor<10xf32>'}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.cross_entropy %x, %l reduction = mean : (tensor<10xf32>, tensor<1xi64>) -> tensor<f32>
   return
@@ -712,7 +712,7 @@ func.func @ce_rank(%x: tensor<10xf32>, %l: tensor<1xi64>) {
 
 func.func @ce_labels(%x: tensor<4x10xf32>, %l: tensor<5xi64>) {
   // expected-error @+3 {{labels 'tensor<5xi64>' do not match input 'tensor<4x10xf32>': expected shape [N, d1, ...] = [4]}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.cross_entropy %x, %l reduction = mean : (tensor<4x10xf32>, tensor<5xi64>) -> tensor<f32>
   return
@@ -722,7 +722,7 @@ func.func @ce_labels(%x: tensor<4x10xf32>, %l: tensor<5xi64>) {
 
 func.func @nll_weight(%x: tensor<4x10xf32>, %l: tensor<4xi64>, %w: tensor<4xf32>) {
   // expected-error @+3 {{weight must be [C] = [10], got 'tensor<4xf32>'}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.nll_loss %x, %l weight = %w reduction = mean : (tensor<4x10xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<f32>
   return
@@ -821,7 +821,7 @@ func.func @cast_unsupported_element(%x: tensor<4xf32>) {
 
 func.func @conv_4d_spatial(%x: tensor<1x1x2x2x2x2xf32>, %w: tensor<1x1x1x1x1x1xf32>) {
   // expected-error @+3 {{expects a channels-first input [N, C, D1...Dk] with 1 to 3 spatial dimensions}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.conv %x, %w strides = [1, 1, 1, 1] padding = [0, 0, 0, 0, 0, 0, 0, 0] dilations = [1, 1, 1, 1] groups = 1
       : (tensor<1x1x2x2x2x2xf32>, tensor<1x1x1x1x1x1xf32>) -> tensor<1x1x2x2x2x2xf32>
@@ -832,7 +832,7 @@ func.func @conv_4d_spatial(%x: tensor<1x1x2x2x2x2xf32>, %w: tensor<1x1x1x1x1x1xf
 
 func.func @reduce_prod_order(%x: tensor<3x4xf32>) {
   // expected-error @+3 {{reduced dimensions must be sorted}}
-  // expected-error @+2 {{inferred type(s) 'none'}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = loom.reduce_prod %x dims = [1, 0] : (tensor<3x4xf32>) -> tensor<f32>
   return

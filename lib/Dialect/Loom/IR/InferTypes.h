@@ -43,9 +43,11 @@ LogicalResult checkSpatialRank(std::optional<Location> loc,
 
 /// Result-type inference policy. Called without a location (a query),
 /// inference fails silently. Called with one (from a builder or the
-/// verifier), it emits the reason and yields `none` result types instead of
-/// failing: a builder then never aborts the process on bad operands, and the
-/// verifier still rejects the op because `none` is not its declared type.
+/// verifier), it emits the reason and yields `tensor<none>` result types
+/// instead of failing: a builder then never aborts the process on bad
+/// operands, the op's typed result accessors (RankedTensorType) stay valid
+/// for the caller that goes on until it checks for errors, and the verifier
+/// still rejects the op because `tensor<none>` is not its declared type.
 template <typename Fn>
 LogicalResult poisonOnError(MLIRContext *ctx,
                                    std::optional<Location> loc,
@@ -57,7 +59,7 @@ LogicalResult poisonOnError(MLIRContext *ctx,
   if (!loc)
     return failure();
   inferred.resize(before);
-  inferred.append(numResults, NoneType::get(ctx));
+  inferred.append(numResults, RankedTensorType::get({}, NoneType::get(ctx)));
   return success();
 }
 
