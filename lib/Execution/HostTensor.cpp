@@ -119,7 +119,8 @@ std::optional<HostTensor> HostTensor::fromBytes(RankedTensorType type,
                 .str();
     return std::nullopt;
   }
-  std::memcpy(t.data(), bytes.data(), bytes.size());
+  if (!bytes.empty()) // an empty tensor's data may be null
+    std::memcpy(t.data(), bytes.data(), bytes.size());
   return t;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cblas.h>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <unistd.h>
 #include <thread>
@@ -38,6 +39,9 @@ Link Cluster::link(int64_t stride, int64_t size) const {
   const LinkLevel &top = levels.back();
   return {top.bandwidth, top.latency, top.name};
 }
+
+/// The most devices a cluster file may describe.
+static constexpr int64_t kMaxDevices = int64_t(1) << 24;
 
 static llvm::Error err(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
@@ -273,7 +277,7 @@ private:
                      StringRef key, double &out, bool required) {
     if (const llvm::json::Value *v = obj.get(key)) {
       std::optional<double> x = v->getAsNumber();
-      if (!x || *x <= 0)
+      if (!x || !(*x > 0) || !std::isfinite(*x))
         return fail(where + " \"" + key + "\" must be a positive number");
       out = *x;
       return llvm::Error::success();
@@ -304,9 +308,12 @@ private:
       return e;
     if (auto e = number(dev, where, "efficiency", d.efficiency, false))
       return e;
+    if (d.efficiency > 1)
+      return fail(where + " \"efficiency\" is the fraction of peak FLOP/s "
+                  "reached, in (0, 1]");
     if (counted) {
       std::optional<int64_t> n = dev.getInteger("count");
-      if (!n || *n < 1)
+      if (!n || *n < 1 || *n > kMaxDevices)
         return fail(where + " needs a positive integer \"count\"");
       kind.count = *n;
     }
@@ -329,6 +336,12 @@ private:
       std::optional<int64_t> size = l->getInteger("size");
       if (!size || *size < 1)
         return fail(where + " needs a positive integer \"size\"");
+      // The planner enumerates meshes over the devices: 2^24 is far more
+      // than any cluster and keeps products of sizes from overflowing.
+      if (*size > kMaxDevices / c.numDevices())
+        return fail(llvm::formatv("the levels make more than {0} devices",
+                                  kMaxDevices)
+                        .str());
       level.size = *size;
       if (auto e = number(*l, where, "bandwidth", level.bandwidth, true))
         return e;

@@ -28,6 +28,7 @@
 #include "loom/program.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <sstream>
 
@@ -77,6 +78,19 @@ std::string join(const std::vector<int64_t> &v, char sep) {
   return out;
 }
 
+/// A whole decimal integer that fits in int64_t.
+bool parseInt(const std::string &s, int64_t &out) {
+  if (s.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (*end || errno == ERANGE)
+    return false;
+  out = v;
+  return true;
+}
+
 bool parseInts(const std::string &s, char sep, std::vector<int64_t> &out) {
   out.clear();
   if (s.empty())
@@ -84,9 +98,8 @@ bool parseInts(const std::string &s, char sep, std::vector<int64_t> &out) {
   std::stringstream in(s);
   std::string part;
   while (std::getline(in, part, sep)) {
-    char *end = nullptr;
-    long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end)
+    int64_t v = 0;
+    if (!parseInt(part, v))
       return false;
     out.push_back(v);
   }
@@ -205,7 +218,7 @@ bool parseValue(std::istringstream &fields, Value &v, std::string &error) {
     else if (key == "trainable")
       v.trainable = val == "1";
     else if (key == "bound")
-      v.indexBound = std::atoll(val.c_str());
+      ok = ok && parseInt(val, v.indexBound) && v.indexBound >= 0;
     else if (key == "dtype")
       ok = ok && parseDtype(val, v.dtype);
     else if (key == "shape")
@@ -218,9 +231,8 @@ bool parseValue(std::istringstream &fields, Value &v, std::string &error) {
       partial = val;
     else if (key == "init") {
       size_t at = val.rfind('@');
-      ok = ok && at != std::string::npos && decode(val.substr(0, at), v.initFile);
-      if (ok)
-        v.initOffset = std::atoll(val.c_str() + at + 1);
+      ok = ok && at != std::string::npos && decode(val.substr(0, at), v.initFile) &&
+           parseInt(val.substr(at + 1), v.initOffset) && v.initOffset >= 0;
     } else if (key == "splat")
       ok = ok && fromHex(val, v.splat);
     else if (key == "port")
@@ -238,6 +250,68 @@ bool parseValue(std::istringstream &fields, Value &v, std::string &error) {
   }
   if (v.global.empty())
     v.global = v.shape;
+  return true;
+}
+
+/// What the program will index and allocate by: sizes in range, a block
+/// within its tensor, mesh axes that exist, a splat of one element.
+bool checkValue(const Manifest &m, const Value &v, std::string &error) {
+  auto fail = [&](const std::string &why) {
+    error = "value '" + v.name + "': " + why;
+    return false;
+  };
+  if (v.shape.size() != v.global.size() || v.shape.size() > 16)
+    return fail("its shape and global shape differ in rank (or exceed 16)");
+  double elements = 1;
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    if (v.global[d] < 0 || v.global[d] > (int64_t(1) << 31) - 1 ||
+        v.shape[d] < 0 || v.shape[d] > v.global[d])
+      return fail("dimension " + std::to_string(d) + " is " +
+                  std::to_string(v.shape[d]) + " of " +
+                  std::to_string(v.global[d]));
+    elements *= double(v.global[d]);
+  }
+  if (elements > double(int64_t(1) << 40))
+    return fail("more than 2^40 elements");
+  if (v.sharding.dims.size() > v.shape.size())
+    return fail("its sharding splits more dimensions than it has");
+  auto axisOk = [&](int32_t a) {
+    return a >= 0 && size_t(a) < m.axisNames.size();
+  };
+  for (const auto &axes : v.sharding.dims)
+    for (int32_t a : axes)
+      if (!axisOk(a))
+        return fail("its sharding names mesh axis " + std::to_string(a) +
+                    ", which the mesh does not have");
+  for (int32_t a : v.sharding.partial)
+    if (!axisOk(a))
+      return fail("it is partial over mesh axis " + std::to_string(a) +
+                  ", which the mesh does not have");
+  if (!v.splat.empty() && v.splat.size() != loom_dtype_size(v.dtype))
+    return fail("its splat is not one element");
+  return true;
+}
+
+bool checkValues(const Manifest &m, std::string &error) {
+  int64_t devices = 1;
+  for (int64_t s : m.axisSizes) {
+    devices *= s;
+    if (devices > (int64_t(1) << 20)) {
+      error = "the mesh has more than 2^20 devices";
+      return false;
+    }
+  }
+  auto all = [&](const std::vector<Value> &values) {
+    for (const Value &v : values)
+      if (!checkValue(m, v, error))
+        return false;
+    return true;
+  };
+  if (!all(m.arguments) || !all(m.results))
+    return false;
+  for (const StageProgram &p : m.programs)
+    if (!all(p.arguments) || !all(p.results))
+      return false;
   return true;
 }
 
@@ -312,15 +386,18 @@ bool loom::program::parseManifest(const std::string &text, Manifest &m,
     } else if (kind == "function") {
       ok = (fields >> word) && decode(word, m.function);
     } else if (kind == "micro-batches") {
-      ok = (fields >> m.microBatches) && m.microBatches >= 1;
+      ok = (fields >> word) && parseInt(word, m.microBatches) &&
+           m.microBatches >= 1 && m.microBatches <= (int64_t(1) << 20);
     } else if (kind == "mesh") {
       while (ok && fields >> word) {
         size_t eq = word.find('=');
         std::string name;
         ok = eq != std::string::npos && decode(word.substr(0, eq), name);
+        int64_t size = 0;
+        ok = ok && parseInt(word.substr(eq + 1), size) && size >= 1 &&
+             size <= (int64_t(1) << 20);
         m.axisNames.push_back(name);
-        m.axisSizes.push_back(std::atoll(word.c_str() + eq + 1));
-        ok = ok && m.axisSizes.back() >= 1;
+        m.axisSizes.push_back(size);
       }
     } else if (kind == "arg" || kind == "result") {
       Value v;
@@ -331,15 +408,19 @@ bool loom::program::parseManifest(const std::string &text, Manifest &m,
                                  : (p ? p->results : m.results);
       list.push_back(std::move(v));
     } else if (kind == "pipeline") {
+      int64_t ranks = 0, virtualStages = 0;
       while (ok && fields >> word) {
         if (word.rfind("ranks=", 0) == 0)
-          m.pipelineRanks = std::atoi(word.c_str() + 6);
+          ok = parseInt(word.substr(6), ranks);
         else if (word.rfind("virtual-stages=", 0) == 0)
-          m.virtualStages = std::atoi(word.c_str() + 15);
+          ok = parseInt(word.substr(15), virtualStages);
         else
           ok = false;
       }
-      ok = ok && m.pipelineRanks >= 1 && m.virtualStages >= 1;
+      ok = ok && ranks >= 1 && ranks <= 4096 && virtualStages >= 1 &&
+           virtualStages <= 4096;
+      m.pipelineRanks = int(ranks);
+      m.virtualStages = int(virtualStages);
     } else if (kind == "actions") {
       size_t r = 0;
       ok = (fields >> r) && r == m.actions.size();
@@ -354,8 +435,11 @@ bool loom::program::parseManifest(const std::string &text, Manifest &m,
         size_t eq = word.find('=');
         std::string key = word.substr(0, eq),
                     val = eq == std::string::npos ? "" : word.substr(eq + 1);
-        if (key == "stage")
-          p.stage = std::atoi(val.c_str());
+        int64_t stage = -1;
+        if (key == "stage") {
+          ok = parseInt(val, stage) && stage >= 0 && stage < (1 << 20);
+          p.stage = int(stage);
+        }
         else if (key == "kind")
           p.kind = val;
         else if (key == "function")
@@ -387,5 +471,5 @@ bool loom::program::parseManifest(const std::string &text, Manifest &m,
             "line per pipeline rank";
     return false;
   }
-  return true;
+  return checkValues(m, error);
 }
