@@ -252,7 +252,7 @@ bool PipelineTrainer::setUp() {
   dopts.timeoutSeconds = options.timeoutSeconds;
   mesh = DistributedContext::create(module, module.lookupSymbol<MeshOp>(meshRef),
                                     dopts, error);
-  if (!mesh)
+  if (!mesh || !agreeOnTrainingStart(*mesh, dir, options, error))
     return false;
   result.rank = mesh->rank();
   for (int32_t a = 0; a < loom_mesh_num_axes(mesh->getMesh()); ++a)

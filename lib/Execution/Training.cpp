@@ -158,11 +158,27 @@ bool Trainer::setUp() {
     dopts.timeoutSeconds = options.timeoutSeconds;
     mesh = DistributedContext::create(
         module, module.lookupSymbol<MeshOp>(meshRef), dopts, error);
-    if (!mesh)
+    if (!mesh || !agreeOnTrainingStart(*mesh, dir, options, error))
       return false;
     for (unsigned i = 0; i < step.getNumArguments(); ++i)
       argShardings[i] = step.getArgAttrOfType<ShardingAttr>(
           i, LoomDialect::kShardingAttrName);
+  } else {
+    // One device: as one of several ranks, every rank would train the
+    // whole model alone and write the same files.
+    loom_launch_info_t info;
+    loom_status_t s = loom_launch_info_from_env(&info);
+    if (!s && info.world_size > 1) {
+      error = llvm::formatv("this artifact is for one device but loom-run was "
+                            "started as rank {0} of {1} ({2}); run it without "
+                            "a launcher, or compile it for a mesh (loomc "
+                            "--mesh ...)",
+                            info.rank, info.world_size,
+                            loom_launcher_name(info.launcher))
+                  .str();
+      return false;
+    }
+    loom_status_free(s);
   }
   result.rank = mesh ? mesh->rank() : 0;
   return true;
@@ -568,6 +584,49 @@ bool Trainer::save(StringRef outDir, bool trainable) {
 /// Events travel as fixed-size records (kind, axes, bytes, step, start and
 /// duration in nanoseconds, stage, micro-batch), padded to the longest
 /// rank's count.
+bool mlir::loom::agreeOnTrainingStart(const DistributedContext &mesh,
+                                      StringRef dir,
+                                      const TrainOptions &options,
+                                      std::string &error) {
+  namespace p = ::loom::program;
+  auto file = [&](StringRef name) {
+    SmallString<256> path(dir);
+    llvm::sys::path::append(path, name);
+    return p::fingerprintFile(path.str().str());
+  };
+  p::StartFingerprint fp;
+  fp.add("loom-run (its executable file)", p::fingerprintFile("/proc/self/exe"));
+  fp.add("the artifact (train.mlir)", file("train.mlir"));
+  fp.add("the initial parameters (params.bin)", file("params.bin"));
+  std::string flags = llvm::formatv(
+      "steps={0} seed={1} shuffle={2} synthetic={3} timeout={4} every={5} "
+      "keep={6} resume={7}",
+      options.steps, options.seed, options.shuffle,
+      options.data == "synthetic", options.timeoutSeconds,
+      options.checkpointEvery, options.checkpointKeep, !options.resume.empty());
+  fp.add("the flags (--steps, --seed, --shuffle, --data, --timeout, "
+         "--checkpoint-every, --checkpoint-keep, --resume)",
+         p::fingerprintBytes(flags.data(), flags.size()));
+  uint64_t data = p::fingerprintBytes("", 0);
+  if (options.data != "synthetic") {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(options.data, ec), end;
+         it != end && !ec; it.increment(ec))
+      if (StringRef(it->path()).ends_with(".npy"))
+        files.push_back(it->path());
+    llvm::sort(files);
+    for (const std::string &f : files) {
+      StringRef name = llvm::sys::path::filename(f);
+      data = p::fingerprintBytes(name.data(), name.size(), data);
+      uint64_t h = p::fingerprintFile(f);
+      data = p::fingerprintBytes(&h, sizeof(h), data);
+    }
+  }
+  fp.add("the data files (--data " + options.data + ")", data);
+  return p::agreeOnStart(mesh.getMesh(), fp, error);
+}
+
 bool mlir::loom::gatherTrace(const DistributedContext &mesh,
                              std::vector<TraceEvent> &events,
                              std::string &error) {

@@ -82,6 +82,14 @@ struct TraceEvent {
   bool isPipelineAction() const { return stage >= 0; }
 };
 
+/// The start-up handshake of loom-run's ranks (loom::program::agreeOnStart):
+/// loom-run's executable, the artifact's train.mlir and params.bin under
+/// `dir`, the flags that must agree and the .npy files of the data
+/// directory. A collective over `mesh`; false with `error` naming what
+/// differs on which ranks.
+bool agreeOnTrainingStart(const DistributedContext &mesh, llvm::StringRef dir,
+                          const TrainOptions &options, std::string &error);
+
 /// Rank 0 learns every rank's `events` (a collective: every rank calls
 /// it), in rank and time order; other ranks keep their own.
 bool gatherTrace(const DistributedContext &mesh,

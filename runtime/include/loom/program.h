@@ -164,6 +164,32 @@ private:
   std::vector<int64_t> permutation;
 };
 
+/// What the ranks of a job compare before they train (the start-up
+/// handshake): named 64-bit fingerprints of the program, its inputs and its
+/// flags, at most kMaxStartItems, added in the same order on every rank.
+struct StartFingerprint {
+  static constexpr size_t kMaxStartItems = 16;
+  std::vector<std::string> names;
+  std::vector<uint64_t> values;
+  void add(const std::string &name, uint64_t value) {
+    names.push_back(name);
+    values.push_back(value);
+  }
+};
+/// 64-bit FNV-1a of `size` bytes, continuing from `seed`.
+uint64_t fingerprintBytes(const void *data, size_t size,
+                          uint64_t seed = 14695981039346656037ull);
+/// A file's fingerprint: its size and a sample of its bytes (the first and
+/// last 64 KiB and 64 blocks of 4 KiB spread between), so that start-up
+/// reads at most 384 KiB of a file of any size; a file that differs only
+/// between the samples is not told apart. 0 when it cannot be read.
+uint64_t fingerprintFile(const std::string &path);
+/// Every rank of `mesh` (all its axes) exchanges `fingerprint`; on any
+/// difference every rank fails with an error naming the first item that
+/// differs and the ranks that disagree. A collective: every rank calls it.
+bool agreeOnStart(loom_mesh_t mesh, const StartFingerprint &fingerprint,
+                  std::string &error);
+
 /// Trains with a compiled step.
 struct TrainOptions {
   int64_t steps = 1;

@@ -5,6 +5,8 @@
 #include "loom/kernels.h"
 
 #include <cerrno>
+#include <cstdio>
+#include <set>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -245,8 +247,25 @@ bool writeNpy(const std::string &path, const Tensor &t, std::string &error) {
 bool startMesh(const Manifest &m, double timeoutSeconds,
                loom_runtime_t &runtime, loom_mesh_t &mesh,
                std::string &error) {
-  if (m.axisNames.empty())
+  if (m.axisNames.empty()) {
+    // One device: started as one of several ranks, every rank would train
+    // the whole model alone and write the same files.
+    loom_launch_info_t info;
+    if (loom_status_t s = loom_launch_info_from_env(&info)) {
+      loom_status_free(s);
+      return true;
+    }
+    if (info.world_size > 1) {
+      error = "this program was compiled for one device but was started as "
+              "rank " + std::to_string(info.rank) + " of " +
+              std::to_string(info.world_size) + " (" +
+              loom_launcher_name(info.launcher) +
+              "); run it without a launcher, or compile for a mesh "
+              "(loomc --mesh ...)";
+      return false;
+    }
     return true;
+  }
   loom_runtime_options_t opts;
   loom_runtime_options_init(&opts);
   opts.timeout_seconds = timeoutSeconds;
@@ -273,6 +292,159 @@ bool startMesh(const Manifest &m, double timeoutSeconds,
   }
   loom_rt_set_mesh(mesh);
   return true;
+}
+
+} // namespace loom::program::detail
+
+//===----------------------------------------------------------------------===//
+// The start-up handshake
+//===----------------------------------------------------------------------===//
+
+uint64_t loom::program::fingerprintBytes(const void *data, size_t size,
+                                         uint64_t seed) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  uint64_t h = seed;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+uint64_t loom::program::fingerprintFile(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0)
+      ::close(fd);
+    return 0;
+  }
+  uint64_t size = uint64_t(st.st_size);
+  uint64_t h = fingerprintBytes(&size, sizeof(size));
+  std::vector<char> buffer;
+  auto sample = [&](uint64_t offset, uint64_t bytes) {
+    buffer.resize(size_t(bytes));
+    ssize_t n = ::pread(fd, buffer.data(), buffer.size(), off_t(offset));
+    if (n > 0)
+      h = fingerprintBytes(buffer.data(), size_t(n), h);
+  };
+  const uint64_t kEnd = 64 << 10, kBlock = 4 << 10, kBlocks = 64;
+  if (size <= 2 * kEnd + kBlocks * kBlock) {
+    sample(0, size);
+  } else {
+    sample(0, kEnd);
+    uint64_t span = size - 2 * kEnd - kBlock;
+    for (uint64_t b = 0; b < kBlocks; ++b)
+      sample(kEnd + span * b / (kBlocks - 1), kBlock);
+    sample(size - kEnd, kEnd);
+  }
+  ::close(fd);
+  return h;
+}
+
+bool loom::program::agreeOnStart(loom_mesh_t mesh,
+                                 const StartFingerprint &fingerprint,
+                                 std::string &error) {
+  if (!mesh)
+    return true;
+  const size_t n = StartFingerprint::kMaxStartItems;
+  if (fingerprint.values.size() > n) {
+    error = "the start-up handshake has more than " + std::to_string(n) +
+            " items";
+    return false;
+  }
+  // A fixed count, so that ranks running different programs still match.
+  std::vector<int64_t> mine(n, 0);
+  for (size_t i = 0; i < fingerprint.values.size(); ++i)
+    mine[i] = int64_t(fingerprint.values[i]);
+  std::vector<int32_t> axes;
+  for (int32_t a = 0; a < loom_mesh_num_axes(mesh); ++a)
+    axes.push_back(a);
+  int64_t ranks = 1;
+  for (int32_t a : axes)
+    ranks *= loom_mesh_axis_size(mesh, a);
+  std::vector<int64_t> all(size_t(ranks) * n);
+  if (loom_status_t s =
+          loom_all_gather(mesh, axes.data(), int32_t(axes.size()),
+                          LOOM_DTYPE_I64, mine.data(), all.data(), int64_t(n))) {
+    error = std::string("start-up handshake: ") + loom_status_message(s);
+    loom_status_free(s);
+    return false;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<int64_t> differ;
+    for (int64_t r = 1; r < ranks; ++r)
+      if (all[size_t(r) * n + i] != all[i])
+        differ.push_back(r);
+    if (differ.empty())
+      continue;
+    std::string what = i < fingerprint.names.size()
+                           ? fingerprint.names[i]
+                           : "handshake item " + std::to_string(i);
+    std::string list;
+    for (size_t k = 0; k < differ.size() && k < 8; ++k)
+      list += (k ? ", " : "") + std::to_string(differ[k]);
+    if (differ.size() > 8)
+      list += ", ... (" + std::to_string(differ.size()) + " ranks)";
+    char values[64];
+    std::snprintf(values, sizeof(values), "%016llx vs %016llx",
+                  (unsigned long long)all[i],
+                  (unsigned long long)all[size_t(differ[0]) * n + i]);
+    error = "the ranks disagree before training: rank" +
+            std::string(differ.size() > 1 ? "s " : " ") + list +
+            (differ.size() > 1 ? " differ" : " differs") + " from rank 0 in " +
+            what + " (fingerprints " + values +
+            "); every rank must run the same program with the same flags "
+            "and inputs";
+    return false;
+  }
+  return true;
+}
+
+namespace loom::program::detail {
+
+bool agreeOnTrainingStart(const Manifest &m, const TrainOptions &o,
+                          loom_mesh_t mesh, std::string &error) {
+  if (!mesh)
+    return true;
+  std::set<std::string> initFiles, inputs;
+  auto collect = [&](const std::vector<Value> &values) {
+    for (const Value &v : values) {
+      if (!v.initFile.empty())
+        initFiles.insert(v.initFile);
+      if (v.parameter.empty() && v.port.empty())
+        inputs.insert(v.name);
+    }
+  };
+  collect(m.arguments);
+  for (const StageProgram &p : m.programs)
+    collect(p.arguments);
+  StartFingerprint fp;
+  fp.add("the program (its executable file)", fingerprintFile("/proc/self/exe"));
+  std::string manifest = printManifest(m);
+  fp.add("the manifest (train.manifest)",
+         fingerprintBytes(manifest.data(), manifest.size()));
+  uint64_t params = fingerprintBytes("", 0);
+  for (const std::string &f : initFiles) {
+    uint64_t h = fingerprintFile(o.dir + "/" + f);
+    params = fingerprintBytes(&h, sizeof(h), params);
+  }
+  fp.add("the initial parameters (params.bin)", params);
+  std::string flags = "steps=" + std::to_string(o.steps) +
+                      " seed=" + std::to_string(o.seed) +
+                      " shuffle=" + std::to_string(o.shuffle) +
+                      " synthetic=" + std::to_string(o.data == "synthetic") +
+                      " timeout=" + std::to_string(o.timeoutSeconds);
+  fp.add("the flags (--steps, --seed, --shuffle, --data, --timeout)",
+         fingerprintBytes(flags.data(), flags.size()));
+  uint64_t data = fingerprintBytes("", 0);
+  if (o.data != "synthetic")
+    for (const std::string &name : inputs) {
+      uint64_t h = fingerprintFile(o.data + "/" + name + ".npy");
+      data = fingerprintBytes(&h, sizeof(h), data);
+    }
+  fp.add("the data files (--data " + o.data + ")", data);
+  return agreeOnStart(mesh, fp, error);
 }
 
 } // namespace loom::program::detail

@@ -78,6 +78,12 @@ bool writeNpy(const std::string &path, const Tensor &t, std::string &error);
 bool startMesh(const Manifest &m, double timeoutSeconds,
                loom_runtime_t &runtime, loom_mesh_t &mesh, std::string &error);
 
+/// The start-up handshake of a rank program (agreeOnStart): the program's
+/// executable, its manifest, its initial parameters, the flags that must
+/// agree and the data files. A collective over `mesh` (null: nothing).
+bool agreeOnTrainingStart(const Manifest &m, const TrainOptions &o,
+                          loom_mesh_t mesh, std::string &error);
+
 } // namespace loom::program::detail
 
 #endif // LOOM_PROGRAM_INTERNAL_H

@@ -235,7 +235,8 @@ bool PipelineTrainer::setUp() {
     error = "the pipeline's stage programs are not partitioned for a mesh";
     return false;
   }
-  if (!startMesh(m, o.timeoutSeconds, runtime, mesh, error))
+  if (!startMesh(m, o.timeoutSeconds, runtime, mesh, error) ||
+      !agreeOnTrainingStart(m, o, mesh, error))
     return false;
   rank = loom_runtime_rank(runtime);
   for (int32_t a = 0; a < loom_mesh_num_axes(mesh); ++a)

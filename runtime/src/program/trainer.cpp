@@ -100,7 +100,7 @@ bool Trainer::start() {
     return false;
   if (mesh)
     rank = loom_runtime_rank(runtime);
-  return true;
+  return agreeOnTrainingStart(m, o, mesh, error);
 }
 
 bool Trainer::collectiveFailed(loom_status_t s, const std::string &what) {
