@@ -6,6 +6,8 @@ set -euo pipefail
 PKGS=(
   # toolchain
   cmake ninja-build ccache lld-22 clang-22 g++
+  # libFuzzer, ASan and UBSan runtimes (scripts/fuzz.sh)
+  libclang-rt-22-dev
   # LLVM / MLIR 22
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   # ONNX (C++ library, protobuf, conformance data)

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds Loom and runs every test (lit + GoogleTest).
-# Exits non-zero on any failure; the output ends with lit's summary.
+# Installs dependencies, builds Loom and runs every test: the fuzz harnesses
+# under libFuzzer + ASan + UBSan for LOOM_FUZZ_SECONDS (60) each
+# (scripts/fuzz.sh, its own build in build-fuzz/), then lit + GoogleTest.
+# Exits non-zero on any failure or fuzzing finding; the output ends with
+# lit's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-22}
@@ -8,4 +11,12 @@ BUILD_DIR=${LOOM_BUILD_DIR:-build}
 
 ./scripts/install-deps.sh
 ./scripts/build.sh
-"$LLVM_PREFIX/bin/lit" -sv "$BUILD_DIR/test" "$BUILD_DIR/test/unit" "$@"
+fuzz_status=0
+./scripts/fuzz.sh --seconds "${LOOM_FUZZ_SECONDS:-60}" || fuzz_status=$?
+lit_status=0
+"$LLVM_PREFIX/bin/lit" -sv "$BUILD_DIR/test" "$BUILD_DIR/test/unit" "$@" || lit_status=$?
+if [ "$fuzz_status" != 0 ]; then
+  echo "test.sh: fuzzing found problems (scripts/fuzz.sh output above)"
+  exit 1
+fi
+exit "$lit_status"

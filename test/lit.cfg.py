@@ -29,7 +29,9 @@ llvm_config.with_environment("PYTHONPATH", os.path.join(config.loom_src_root, "p
 llvm_config.with_environment("LOOM_BUILD_DIR", config.loom_obj_root)
 
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
-tools = ["loom-opt", "loom-translate", "loom-run", "loomc", "loom-collectives-test"]
+tools = ["loom-opt", "loom-translate", "loom-run", "loomc", "loom-collectives-test",
+         "loom-fuzz-onnx", "loom-fuzz-ir", "loom-fuzz-cluster", "loom-fuzz-tensor",
+         "loom-fuzz-manifest"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.add_tool_substitutions(["mlir-translate"], [config.llvm_tools_dir])
 

@@ -1,6 +1,7 @@
 //===- OnnxLoader.cpp - Load, check, upgrade, infer an ONNX model ---------===//
 
 #include "OnnxLoader.h"
+#include "OnnxShapeInference.h"
 #include "OnnxImporter.h"
 
 #include "llvm/Support/Path.h"
@@ -13,10 +14,6 @@
 #include "onnx/version_converter/convert.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <csignal>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <exception>
 #include <sstream>
 
@@ -299,97 +296,6 @@ bool bindInputShapes(onnx::ModelProto &model,
       shape->add_dim()->set_dim_value(d);
   }
   return bindDataShapes(*graph, initializers, options, error);
-}
-
-bool inferShapesHere(onnx::ModelProto &model, std::string &error) {
-  return guarded("ONNX shape inference", error, [&] {
-    onnx::ShapeInferenceOptions options{/*check_type=*/true, /*error_mode=*/1,
-                                        /*enable_data_propagation=*/true};
-    onnx::shape_inference::InferShapes(model,
-                                       onnx::OpSchemaRegistry::Instance(),
-                                       options);
-  });
-}
-
-bool writeAll(int fd, const std::string &bytes) {
-  for (size_t done = 0; done < bytes.size();) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0)
-      return false;
-    done += size_t(n);
-  }
-  return true;
-}
-
-/// ONNX 1.12's shape inference dereferences null on some malformed models
-/// (found by loom-fuzz-onnx: a Gemm whose operands' shapes it cannot
-/// merge). It runs in a child process, which sends back what it inferred
-/// (the graph's value_info and outputs; it does not change the rest), so
-/// that a crash in the library is an error naming the model, not a crash
-/// of Loom.
-bool inferShapes(onnx::ModelProto &model, std::string &error) {
-  int fds[2];
-  if (::pipe(fds) != 0)
-    return inferShapesHere(model, error);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return inferShapesHere(model, error);
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    // A crash here is reported by the parent, without LLVM's stack dump.
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
-      ::signal(sig, SIG_DFL);
-    std::string why, out;
-    if (inferShapesHere(model, why)) {
-      onnx::GraphProto inferred;
-      *inferred.mutable_value_info() = model.graph().value_info();
-      *inferred.mutable_output() = model.graph().output();
-      out = "1" + inferred.SerializeAsString();
-    } else {
-      out = "0" + why;
-    }
-    ::_exit(writeAll(fds[1], out) ? 0 : 1);
-  }
-  ::close(fds[1]);
-  std::string reply;
-  char buffer[65536];
-  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof(buffer))) != 0;) {
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      break;
-    reply.append(buffer, size_t(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status)) {
-    error = "ONNX shape inference crashed (signal " +
-            std::to_string(WTERMSIG(status)) +
-            ": a bug of ONNX 1.12 on this malformed model; check it with "
-            "onnx.checker.check_model(model, full_check=True))";
-    return false;
-  }
-  if (reply.empty() || (reply[0] != '0' && reply[0] != '1')) {
-    error = "ONNX shape inference failed without a reason";
-    return false;
-  }
-  if (reply[0] == '0') {
-    error = reply.substr(1);
-    return false;
-  }
-  onnx::GraphProto inferred;
-  if (!inferred.ParseFromArray(reply.data() + 1, int(reply.size() - 1))) {
-    error = "ONNX shape inference returned an unreadable graph";
-    return false;
-  }
-  *model.mutable_graph()->mutable_value_info() = inferred.value_info();
-  *model.mutable_graph()->mutable_output() = inferred.output();
-  return true;
 }
 
 /// Whether shape inference found the rank of `name` (a graph input, an

@@ -1,0 +1,272 @@
+//===- OnnxShapeInference.cpp - ONNX shape inference, isolated ------------===//
+
+#include "OnnxShapeInference.h"
+
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+using namespace mlir::loom::onnx_import;
+
+bool mlir::loom::onnx_import::inferShapesInProcess(onnx::ModelProto &model,
+                                                   std::string &error) {
+  try {
+    onnx::ShapeInferenceOptions options{/*check_type=*/true, /*error_mode=*/1,
+                                        /*enable_data_propagation=*/true};
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       options);
+    return true;
+  } catch (const std::exception &e) {
+    error = std::string("ONNX shape inference: ") + e.what();
+  } catch (...) {
+    error = "ONNX shape inference: unknown error";
+  }
+  return false;
+}
+
+std::string mlir::loom::onnx_import::encodeInference(
+    const onnx::ModelProto &inferred, bool ok, const std::string &error) {
+  if (!ok)
+    return "0" + error;
+  onnx::GraphProto g;
+  *g.mutable_value_info() = inferred.graph().value_info();
+  *g.mutable_output() = inferred.graph().output();
+  return "1" + g.SerializeAsString();
+}
+
+namespace {
+
+bool writeAll(int fd, const char *data, size_t size) {
+  for (size_t done = 0; done < size;) {
+    ssize_t n = ::write(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    done += size_t(n);
+  }
+  return true;
+}
+
+std::string readAll(int fd) {
+  std::string out;
+  char buffer[65536];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) != 0;) {
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      break;
+    out.append(buffer, size_t(n));
+  }
+  return out;
+}
+
+/// loom-onnx-infer in the running executable's directory (or where
+/// LOOM_ONNX_INFER names it), or "".
+std::string helperPath() {
+  if (const char *env = std::getenv("LOOM_ONNX_INFER"))
+    return env;
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0)
+    return "";
+  std::string dir(self, size_t(n));
+  dir = dir.substr(0, dir.rfind('/'));
+  std::string path = dir + "/loom-onnx-infer";
+  return ::access(path.c_str(), X_OK) == 0 ? path : "";
+}
+
+/// What inference needs of the model: the values of weights are not (only
+/// their types and shapes); small float tensors may be (Resize's scales),
+/// and integer ones (shape inputs).
+std::string requestFor(const onnx::ModelProto &model) {
+  onnx::ModelProto light = model;
+  for (onnx::TensorProto &t : *light.mutable_graph()->mutable_initializer()) {
+    int64_t elements = 1;
+    for (int64_t d : t.dims())
+      elements = d > 0 && elements < (int64_t(1) << 40) ? elements * d : elements;
+    bool isFloat = t.data_type() == onnx::TensorProto::FLOAT ||
+                   t.data_type() == onnx::TensorProto::DOUBLE ||
+                   t.data_type() == onnx::TensorProto::FLOAT16 ||
+                   t.data_type() == onnx::TensorProto::BFLOAT16;
+    if (isFloat && elements > 64) {
+      t.clear_raw_data();
+      t.clear_float_data();
+      t.clear_double_data();
+      t.clear_int32_data();
+    }
+  }
+  return light.SerializeAsString();
+}
+
+/// The helper, started once and kept: requests and replies are framed by
+/// an 8-byte length. A helper that dies (ONNX crashed on a request) is
+/// reaped, its status returned, and a new one started for the next model.
+class Helper {
+public:
+  /// The wait status of a helper that died on this request, 0 with
+  /// `reply` set, or -1 when no helper could be started.
+  int request(const std::string &path, const std::string &bytes,
+              std::string &reply) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (pid <= 0 && !start(path))
+      return -1;
+    uint64_t size = bytes.size();
+    struct sigaction ignore = {}, old;
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &old);
+    bool sent = writeAll(to, reinterpret_cast<const char *>(&size), 8) &&
+                writeAll(to, bytes.data(), bytes.size());
+    ::sigaction(SIGPIPE, &old, nullptr);
+    uint64_t length = 0;
+    if (sent && readExactly(from, reinterpret_cast<char *>(&length), 8) &&
+        length < (uint64_t(1) << 34)) {
+      reply.resize(size_t(length));
+      if (readExactly(from, reply.data(), reply.size()))
+        return 0;
+    }
+    return stop();
+  }
+  ~Helper() {
+    if (pid > 0)
+      stop();
+  }
+
+private:
+  static bool readExactly(int fd, char *data, size_t size) {
+    for (size_t done = 0; done < size;) {
+      ssize_t n = ::read(fd, data + done, size - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return false;
+      done += size_t(n);
+    }
+    return true;
+  }
+
+  bool start(const std::string &path) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0)
+      return false;
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+      ::close(in[0]);
+      ::close(in[1]);
+      return false;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    char *argv[] = {const_cast<char *>(path.c_str()), nullptr};
+    int rc = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in[0]);
+    ::close(out[1]);
+    if (rc != 0) {
+      pid = 0;
+      ::close(in[1]);
+      ::close(out[0]);
+      return false;
+    }
+    to = in[1];
+    from = out[0];
+    return true;
+  }
+
+  /// Closes the pipes and reaps the helper; its wait status.
+  int stop() {
+    ::close(to);
+    ::close(from);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid = 0;
+    // A helper that exited cleanly without replying: report it as failed.
+    return status == 0 ? (1 << 8) : status;
+  }
+
+  std::mutex mutex;
+  pid_t pid = 0;
+  int to = -1, from = -1;
+};
+
+/// The same in a fork of this process.
+int runForked(onnx::ModelProto &model, std::string &reply) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return -1;
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    // A crash here is reported by the parent, without a stack dump.
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+      ::signal(sig, SIG_DFL);
+    std::string why;
+    bool ok = inferShapesInProcess(model, why);
+    std::string out = encodeInference(model, ok, why);
+    ::_exit(writeAll(fds[1], out.data(), out.size()) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  reply = readAll(fds[0]);
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+} // namespace
+
+bool mlir::loom::onnx_import::inferShapes(onnx::ModelProto &model,
+                                          std::string &error) {
+  static Helper server;
+  std::string reply;
+  std::string helper = helperPath();
+  int status = helper.empty() ? -1 : server.request(helper, requestFor(model), reply);
+  if (status == -1)
+    status = runForked(model, reply);
+  if (status == -1) // neither could start: infer here
+    return inferShapesInProcess(model, error);
+  if (WIFSIGNALED(status)) {
+    error = "ONNX shape inference crashed (signal " +
+            std::to_string(WTERMSIG(status)) +
+            ": a bug of ONNX 1.12 on this malformed model; check it with "
+            "onnx.checker.check_model(model, full_check=True))";
+    return false;
+  }
+  if (reply.empty() || (reply[0] != '0' && reply[0] != '1')) {
+    error = "ONNX shape inference failed without a reason (exit status " +
+            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
+    return false;
+  }
+  if (reply[0] == '0') {
+    error = reply.substr(1);
+    return false;
+  }
+  onnx::GraphProto inferred;
+  if (!inferred.ParseFromArray(reply.data() + 1, int(reply.size() - 1))) {
+    error = "ONNX shape inference returned an unreadable graph";
+    return false;
+  }
+  *model.mutable_graph()->mutable_value_info() = inferred.value_info();
+  *model.mutable_graph()->mutable_output() = inferred.output();
+  return true;
+}

@@ -1,0 +1,39 @@
+//===- OnnxShapeInference.h - ONNX shape inference, isolated ----*- C++ -*-===//
+//
+// ONNX 1.12's shape inference dereferences null on some malformed models
+// (loom-fuzz-onnx found one: a Gemm whose operand shapes it cannot merge),
+// so the importer runs it in another process: the `loom-onnx-infer` helper
+// next to the running executable (spawned, so that even a large or
+// sanitized process starts it in a millisecond), or a fork of this process
+// where there is none. The other process sends back what inference adds to
+// the model (the graph's value_info and outputs), and a crash there is an
+// error naming the model, not a crash of Loom. Plain C++ and ONNX: the
+// helper links no LLVM or MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_LIB_TARGET_ONNX_ONNXSHAPEINFERENCE_H
+#define LOOM_LIB_TARGET_ONNX_ONNXSHAPEINFERENCE_H
+
+#include "onnx/onnx_pb.h"
+
+#include <string>
+
+namespace mlir::loom::onnx_import {
+
+/// ONNX's strict shape inference (with data propagation) on `model`, in
+/// this process; exceptions become `error`.
+bool inferShapesInProcess(onnx::ModelProto &model, std::string &error);
+
+/// The reply of the process that inferred: "1" and a GraphProto holding
+/// the inferred value_info and outputs, or "0" and the error.
+std::string encodeInference(const onnx::ModelProto &inferred, bool ok,
+                            const std::string &error);
+
+/// Shape inference in another process (see above), its results merged into
+/// `model`.
+bool inferShapes(onnx::ModelProto &model, std::string &error);
+
+} // namespace mlir::loom::onnx_import
+
+#endif // LOOM_LIB_TARGET_ONNX_ONNXSHAPEINFERENCE_H
