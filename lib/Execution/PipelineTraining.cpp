@@ -545,8 +545,20 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int m,
       if (d.file) {
         // This rank's block of the entry, read from the mapped file.
         HostTensor block(d.block), scratch(d.fileBlock);
-        d.file->readBlock(d.order.entry(step * shape.microBatches + m),
-                          d.offset, block, scratch);
+        int64_t entry = d.order.entry(step * shape.microBatches + m);
+        d.file->readBlock(entry, d.offset, block, scratch);
+        std::string why;
+        int64_t bad = ::loom::program::findBadValue(
+            block.data(), runtimeType(block.getElementType()),
+            block.getType().getNumElements(), d.indexBound, why);
+        if (bad >= 0) {
+          error = llvm::formatv("{0}/{1}.npy: entry {2} holds {3} (element "
+                                "{4} of this rank's block of input '{1}')",
+                                options.data, port.name, entry, why, bad)
+                      .str();
+          mesh->abandon();
+          return false;
+        }
         owned[i] = std::move(block);
       } else {
         HostTensor t(d.type);

@@ -100,7 +100,9 @@ private:
   bool checkResults();
   bool openData();
   bool openFile(DataSource &source);
+  /// Empty, with `dataError` set, when a value must not reach the step.
   std::vector<HostTensor> stepData(int64_t step, std::mt19937_64 &gen);
+  std::string dataError;
   bool runSteps();
   /// Dynamic loss scaling's current scale (amp.loss_scale), if the step has
   /// one.
@@ -362,8 +364,20 @@ std::vector<HostTensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
     HostTensor step(args[source.arg].type), block(source.block),
         scratch(source.fileBlock);
     for (int64_t k = 0; k < micro; ++k) {
-      source.file->readBlock(source.order.entry(s * micro + k), source.offset,
-                             block, scratch);
+      int64_t entry = source.order.entry(s * micro + k);
+      source.file->readBlock(entry, source.offset, block, scratch);
+      std::string why;
+      int64_t bad = ::loom::program::findBadValue(
+          block.data(), runtimeType(block.getElementType()),
+          block.getType().getNumElements(), args[source.arg].indexBound, why);
+      if (bad >= 0) {
+        // Read on the prefetch thread: runSteps reports it.
+        dataError = llvm::formatv("{0}/{1}.npy: entry {2} holds {3} (element "
+                                  "{4} of this rank's block of input '{1}')",
+                                  options.data, source.name, entry, why, bad)
+                        .str();
+        return {};
+      }
       std::memcpy(step.data() + k * block.byteSize(), block.data(),
                   block.byteSize());
     }
@@ -434,6 +448,12 @@ bool Trainer::runSteps() {
     });
   for (int64_t s = firstStep; s < options.steps; ++s) {
     std::vector<HostTensor> dataValues = next.get();
+    if (dataValues.empty()) {
+      error = dataError;
+      if (mesh)
+        mesh->abandon();
+      return false;
+    }
     if (s + 1 < options.steps)
       next = std::async(std::launch::async, [this, &gen, s] {
         return stepData(s + 1, gen);

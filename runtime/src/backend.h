@@ -75,6 +75,9 @@ public:
     return unsupported(info);
   }
   virtual loom_status_t wait(Request &request) { return unsupported(request.info); }
+  /// This rank stops alone (loom_runtime_abandon): tearing down must not
+  /// wait for peers that are still in a collective.
+  virtual void abandon() {}
 
 protected:
   loom_status_t unsupported(const CallInfo &info) {

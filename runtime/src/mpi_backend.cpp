@@ -137,6 +137,7 @@ public:
   explicit MpiBackend(const loom_runtime_options_t &options)
       : options(options) {}
   ~MpiBackend() override;
+  void abandon() override { peerLost = true; }
   loom_status_t init();
 
   loom_backend_t kind() const override { return LOOM_BACKEND_MPI; }

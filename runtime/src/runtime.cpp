@@ -203,6 +203,11 @@ extern "C" void loom_runtime_destroy(loom_runtime_t runtime) {
   delete runtime;
 }
 
+extern "C" void loom_runtime_abandon(loom_runtime_t runtime) {
+  if (runtime)
+    runtime->backend->abandon();
+}
+
 extern "C" int32_t loom_runtime_rank(loom_runtime_t runtime) {
   return runtime->backend->rank();
 }

@@ -31,6 +31,9 @@ struct DistributedOptions {
 class DistributedContext {
 public:
   ~DistributedContext();
+  /// This rank fails alone mid-run: teardown does not wait for the peers
+  /// (loom_runtime_abandon).
+  void abandon() const { loom_runtime_abandon(runtime); }
 
   /// Starts the runtime and creates the mesh `mesh` (or the module's only
   /// loom.mesh when null); fails when it has a different number of devices

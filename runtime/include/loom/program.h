@@ -104,6 +104,17 @@ struct Tensor {
 
 int64_t numElements(const std::vector<int64_t> &shape);
 
+/// The element at `p` of type `dtype`, widened to double.
+double elementAsDouble(const char *p, loom_dtype_t dtype);
+
+/// The first of `count` elements of `dtype` at `data` that a training step
+/// must not get: a NaN or infinite float, or (indexBound > 0) an integer
+/// outside [0, indexBound), such as a label of a class the model does not
+/// have (it would index past a row, or silently change the loss). Returns
+/// its index with `why` set, or -1.
+int64_t findBadValue(const char *data, loom_dtype_t dtype, int64_t count,
+                     int64_t indexBound, std::string &why);
+
 /// Copies the `shape` block at `srcOffset` of a row-major `srcShape` tensor
 /// to `dstOffset` of a `dstShape` one; `bytes` per element.
 void copyBlock(const char *src, const std::vector<int64_t> &srcShape,

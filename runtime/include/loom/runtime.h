@@ -185,6 +185,12 @@ loom_status_t loom_runtime_create(const loom_runtime_options_t *options,
                                   loom_runtime_t *out_runtime);
 /* Finalises the backend. NULL is ignored. */
 void loom_runtime_destroy(loom_runtime_t runtime);
+/* This rank fails alone in the middle of a run (bad data in its shard): the
+ * runtime's teardown then does not wait for the peers, which are still in
+ * a collective (MPI is not finalized; mpirun, seeing the process exit
+ * without it, ends the job at once instead of at the collective deadline).
+ * NULL is ignored. */
+void loom_runtime_abandon(loom_runtime_t runtime);
 int32_t loom_runtime_rank(loom_runtime_t runtime);
 int32_t loom_runtime_size(loom_runtime_t runtime);
 loom_backend_t loom_runtime_backend(loom_runtime_t runtime);

@@ -486,6 +486,16 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int micro,
             setFromDouble(converted, x, block.getAsDouble(x));
           block = std::move(converted);
         }
+        std::string why;
+        int64_t bad = findBadValue(block.bytes.data(), v.dtype,
+                                   block.numElements(), v.indexBound, why);
+        if (bad >= 0) {
+          error = o.data + "/" + v.name + ".npy: entry " + std::to_string(e) +
+                  " holds " + why + " (element " + std::to_string(bad) +
+                  " of this rank's block of input '" + v.name + "')";
+          loom_runtime_abandon(runtime);
+          return false;
+        }
         owned[i] = std::move(block);
       } else {
         // Drawn per (seed, step, micro-batch, input): every rank of the

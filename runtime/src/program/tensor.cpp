@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -53,7 +54,37 @@ float halfToFloat(uint16_t h) {
 } // namespace
 
 double Tensor::getAsDouble(int64_t i) const {
-  const char *p = bytes.data() + i * loom_dtype_size(dtype);
+  return elementAsDouble(bytes.data() + i * loom_dtype_size(dtype), dtype);
+}
+
+int64_t loom::program::findBadValue(const char *data, loom_dtype_t dtype,
+                                    int64_t count, int64_t indexBound,
+                                    std::string &why) {
+  bool isFloat = dtype == LOOM_DTYPE_F32 || dtype == LOOM_DTYPE_F64 ||
+                 dtype == LOOM_DTYPE_F16 || dtype == LOOM_DTYPE_BF16;
+  if (!isFloat && indexBound <= 0)
+    return -1;
+  size_t size = loom_dtype_size(dtype);
+  for (int64_t i = 0; i < count; ++i) {
+    double v = elementAsDouble(data + size_t(i) * size, dtype);
+    if (isFloat && !std::isfinite(v)) {
+      why = std::string(std::isnan(v) ? "NaN" : "an infinite value") +
+            " (training data must be finite)";
+      return i;
+    }
+    if (!isFloat && (v < 0 || v >= double(indexBound))) {
+      char text[96];
+      std::snprintf(text, sizeof(text),
+                    "%.0f, outside [0, %lld) (the classes or rows it indexes)",
+                    v, (long long)indexBound);
+      why = text;
+      return i;
+    }
+  }
+  return -1;
+}
+
+double loom::program::elementAsDouble(const char *p, loom_dtype_t dtype) {
   switch (dtype) {
   case LOOM_DTYPE_F32:
     return load<float>(p);

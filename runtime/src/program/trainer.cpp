@@ -228,6 +228,15 @@ std::vector<Tensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
           setFromDouble(converted, i, block.getAsDouble(i));
         out = &converted;
       }
+      std::string why;
+      int64_t bad = findBadValue(out->bytes.data(), v.dtype, out->numElements(),
+                                 v.indexBound, why);
+      if (bad >= 0) {
+        error = o.data + "/" + v.name + ".npy: entry " + std::to_string(e) +
+                " holds " + why + " (element " + std::to_string(bad) +
+                " of this rank's block of input '" + v.name + "')";
+        return {};
+      }
       std::memcpy(step.bytes.data() + k * out->bytes.size(),
                   out->bytes.data(), out->bytes.size());
     }
@@ -247,6 +256,10 @@ bool Trainer::runSteps() {
   std::vector<Tensor> outs(m.results.size());
   for (int64_t s = 0; s < o.steps; ++s) {
     std::vector<Tensor> values = stepData(s, gen);
+    if (values.empty()) { // a value the step must not get (error says which)
+      loom_runtime_abandon(runtime);
+      return false;
+    }
     for (auto &[i, t] : params)
       values[i] = t;
     for (size_t r = 0; r < m.results.size(); ++r)
