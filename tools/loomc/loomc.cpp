@@ -43,6 +43,7 @@
 #include <limits>
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -533,6 +534,42 @@ int writePlanOnly(ModuleOp module, StringRef report) {
 
 /// plan.txt of a partitioned step: the strategy, the planner's report and
 /// what every device holds and sends; also printed.
+/// Mesh axes (of more than one device, but `pp`) over which the partitioned
+/// `step` splits nothing: every device along one computes the same step.
+/// Not an error (a plan may find splitting not worth it), but never silent:
+/// `--mesh tp=7` on a model with no dimension divisible by 7 planned
+/// everything replicated without a word.
+void warnUnusedAxes(ModuleOp module, func::FuncOp step) {
+  auto meshRef =
+      step->getAttrOfType<FlatSymbolRefAttr>(LoomDialect::kPartitionedAttrName);
+  auto mesh = meshRef ? module.lookupSymbol<MeshOp>(meshRef) : MeshOp();
+  if (!mesh)
+    return;
+  llvm::StringSet<> used;
+  step->walk([&](Operation *op) {
+    for (NamedAttribute a : op->getAttrs())
+      a.getValue().walk([&](ShardingAttr s) {
+        for (int64_t d = 0; d < s.getRank(); ++d)
+          for (StringRef axis : s.getDimAxes(d))
+            used.insert(axis);
+        for (StringRef axis : s.getPartialAxisNames())
+          used.insert(axis);
+      });
+  });
+  for (Attribute a : mesh.getAxes()) {
+    auto axis = cast<MeshAxisAttr>(a);
+    StringRef name = axis.getName().getValue();
+    if (axis.getSize() > 1 && name != "pp" && !used.contains(name))
+      llvm::errs() << llvm::formatv(
+          "loomc: warning: the plan splits nothing over mesh axis '{0}' "
+          "(size {1}): its {1} devices all compute the same step (no "
+          "dimension of the model divides by {1}, or splitting did not pay); "
+          "choose a size that divides the model's dimensions, or drop the "
+          "axis\n",
+          name, axis.getSize());
+  }
+}
+
 int writePlan(func::FuncOp step, StringRef chosen, StringRef report) {
   std::string plan;
   llvm::raw_string_ostream os(plan);
@@ -818,6 +855,8 @@ int main(int argc, char **argv) {
   if (partitioned || (!report.empty() && pipelineRanks() > 1))
     if (int status = writePlan(partitioned ? step : nullptr, chosen, report))
       return status;
+  if (partitioned)
+    warnUnusedAxes(*module, step);
   int64_t numParams = 0, numElements = 0;
   for (ParameterOp p : module->getOps<ParameterOp>())
     if (p.getTrainable()) {
