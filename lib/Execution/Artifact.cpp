@@ -7,11 +7,14 @@
 #include "loom/Execution/Passes.h"
 #include "loom/Execution/TensorIO.h"
 #include "mlir/IR/AsmState.h"
+#include "loom/program.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <unistd.h>
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMEXPORTPARAMETERS
@@ -83,12 +86,19 @@ bool mlir::loom::exportParameters(ModuleOp module, StringRef dir,
   }
   SmallString<256> binPath(dir);
   llvm::sys::path::append(binPath, "params.bin");
+  // Written under a temporary name and renamed into place: a kill or a
+  // full disk leaves no torn params.bin.
+  std::string tmpPath = (binPath + ".tmp." + llvm::Twine(::getpid())).str();
   std::error_code ec;
-  llvm::raw_fd_ostream bin(binPath, ec, llvm::sys::fs::OF_None);
+  llvm::raw_fd_ostream bin(tmpPath, ec, llvm::sys::fs::OF_None);
   if (ec) {
-    error = "cannot write " + std::string(binPath) + ": " + ec.message();
+    error = "cannot write " + tmpPath + ": " + ec.message();
     return false;
   }
+  llvm::scope_exit removeTmp([&] {
+    bin.clear_error(); // no report_fatal_error from the stream
+    llvm::sys::fs::remove(tmpPath);
+  });
   uint64_t offset = 0;
   for (ParameterOp param : module.getOps<ParameterOp>()) {
     RankedTensorType type = param.getType();
@@ -123,7 +133,12 @@ bool mlir::loom::exportParameters(ModuleOp module, StringRef dir,
   }
   bin.close();
   if (bin.has_error()) {
-    error = "cannot write " + std::string(binPath);
+    error = "cannot write " + std::string(binPath) + ": " +
+            bin.error().message();
+    return false;
+  }
+  if (std::error_code rc = llvm::sys::fs::rename(tmpPath, binPath)) {
+    error = "cannot write " + std::string(binPath) + ": " + rc.message();
     return false;
   }
   return true;
@@ -137,19 +152,12 @@ bool mlir::loom::writeModule(ModuleOp module, StringRef dir, StringRef name,
   }
   SmallString<256> path(dir);
   llvm::sys::path::append(path, name);
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
-  if (ec) {
-    error = "cannot write " + std::string(path) + ": " + ec.message();
-    return false;
-  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
   module.print(os, OpPrintingFlags().enableDebugInfo(false));
   os << "\n";
-  if (os.has_error()) {
-    error = "cannot write " + std::string(path);
-    return false;
-  }
-  return true;
+  return ::loom::program::writeFileAtomically(path.str().str(), text.data(),
+                                              text.size(), error);
 }
 
 
@@ -159,7 +167,7 @@ bool mlir::loom::writeModule(ModuleOp module, StringRef dir, StringRef name,
 
 namespace {
 struct ExportParametersPass
-    : loom::impl::LoomExportParametersBase<ExportParametersPass> {
+    : mlir::loom::impl::LoomExportParametersBase<ExportParametersPass> {
   using LoomExportParametersBase::LoomExportParametersBase;
 
   void runOnOperation() override {

@@ -915,6 +915,11 @@ bool PipelineTrainer::save(StringRef outDir, bool trainable) {
     error = "cannot create " + outDir.str() + ": " + ec.message();
     return false;
   }
+  // Rank 0 clears the directory before any stage writes into it.
+  if (mesh->rank() == 0 && !::loom::program::beginOutputDir(outDir.str(), error))
+    return false;
+  if (!mesh->allGather({0}, error))
+    return false;
   for (auto &[name, value] : store) {
     if (storeTrainable[name] != trainable)
       continue;
@@ -932,8 +937,15 @@ bool PipelineTrainer::save(StringRef outDir, bool trainable) {
     if (!writeTensorFile(path, *global, error))
       return false;
   }
-  // Rank 0 returns when every stage has written.
-  return mesh->allGather({0}, error).has_value();
+  // Rank 0 marks the directory complete when every stage has written.
+  if (!mesh->allGather({0}, error))
+    return false;
+  return mesh->rank() != 0 ||
+         ::loom::program::finishOutputDir(
+             outDir.str(), {},
+             llvm::formatv("loom-run after {0} pipelined steps", options.steps)
+                 .str(),
+             error);
 }
 
 } // namespace

@@ -61,16 +61,11 @@ bool writeNpy(StringRef path, const HostTensor &input, std::string &error) {
     error = "cannot write this element type to .npy";
     return false;
   }
-  std::string header = ::loom::program::npyHeader(descr, tensor.getShape().vec());
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec) {
-    error = "cannot write " + path.str() + ": " + ec.message();
-    return false;
-  }
-  os << header;
-  os.write(tensor.data(), tensor.byteSize());
-  return true;
+  std::string bytes =
+      ::loom::program::npyHeader(descr, tensor.getShape().vec());
+  bytes.append(tensor.data(), tensor.byteSize());
+  return ::loom::program::writeFileAtomically(path.str(), bytes.data(),
+                                              bytes.size(), error);
 }
 
 } // namespace

@@ -573,11 +573,15 @@ bool Trainer::gatherMemory() {
 bool Trainer::save(StringRef outDir, bool trainable) {
   if (outDir.empty())
     return true;
+  bool writer = !mesh || mesh->rank() == 0;
   if (std::error_code ec = llvm::sys::fs::create_directories(outDir);
-      ec && (!mesh || mesh->rank() == 0)) {
+      ec && writer) {
     error = "cannot create " + outDir.str() + ": " + ec.message();
     return false;
   }
+  if (writer && !::loom::program::beginOutputDir(outDir.str(), error))
+    return false;
+  std::vector<std::string> written;
   for (auto [i, info] : llvm::enumerate(args)) {
     if (info.parameter.empty() || info.trainable != trainable)
       continue;
@@ -593,10 +597,15 @@ bool Trainer::save(StringRef outDir, bool trainable) {
     }
     SmallString<256> path(outDir);
     llvm::sys::path::append(path, info.parameter + ".npy");
+    written.push_back(info.parameter + ".npy");
     if (!writeTensorFile(path, value, error))
       return false;
   }
-  return true;
+  return !writer || ::loom::program::finishOutputDir(
+                        outDir.str(), written,
+                        llvm::formatv("loom-run after {0} steps", options.steps)
+                            .str(),
+                        error);
 }
 
 } // namespace

@@ -25,6 +25,7 @@
 #include "loom/Execution/Training.h"
 #include "loom/Support/Debug.h"
 #include "loom/Support/InputLimits.h"
+#include "loom/program.h"
 #include "loom/Target/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -317,6 +318,18 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   SmallString<256> state(modelPath);
   llvm::sys::path::append(state, "optimizer-final");
   options.stateOut = std::string(state);
+  // Each output directory is cleared of an earlier run's tensors first.
+  SmallString<256> paramsAbs(options.paramsOut), stateAbs(options.stateOut);
+  llvm::sys::fs::make_absolute(paramsAbs);
+  llvm::sys::fs::make_absolute(stateAbs);
+  llvm::sys::path::remove_dots(paramsAbs, true);
+  llvm::sys::path::remove_dots(stateAbs, true);
+  // A run that fails leaves the earlier results unmarked (<dir>.done).
+  ::loom::program::clearOutputMarker(options.paramsOut);
+  ::loom::program::clearOutputMarker(options.stateOut);
+  if (paramsAbs == stateAbs)
+    return fail("--params-out " + options.paramsOut +
+                " is where the optimizer state goes; give another directory");
   TrainResult result;
   auto started = std::chrono::steady_clock::now();
   auto lastProgress = started;

@@ -27,6 +27,7 @@
 #include "loom/Sharding/Strategies.h"
 #include "loom/Support/Debug.h"
 #include "loom/Support/InputLimits.h"
+#include "loom/program.h"
 #include "loom/Target/ONNX/ImportONNX.h"
 #include "loom/Training/Passes.h"
 
@@ -508,14 +509,8 @@ bool writeText(StringRef dir, StringRef name, StringRef text,
                std::string &error) {
   SmallString<256> path(dir);
   llvm::sys::path::append(path, name);
-  std::error_code ec;
-  llvm::raw_fd_ostream file(path, ec);
-  if (ec) {
-    error = "cannot write " + std::string(path) + ": " + ec.message();
-    return false;
-  }
-  file << text;
-  return true;
+  return ::loom::program::writeFileAtomically(path.str().str(), text.data(),
+                                            text.size(), error);
 }
 
 /// --plan-only: the plan as annotated IR (global shapes, loom.sharding
@@ -843,6 +838,16 @@ int main(int argc, char **argv) {
   // External values of an IR input are relative to its file, as ONNX
   // external data are to the model's.
   exportOptions.sourceDir = llvm::sys::path::parent_path(input).str();
+  // The artifact is rewritten file by file, each whole (a temporary name
+  // renamed into place). An earlier artifact's train.mlir and plan go
+  // first: a kill in between leaves params.bin without a train.mlir (an
+  // error naming the artifact), never a train.mlir whose offsets point into
+  // another params.bin, nor the plan of another compile.
+  for (StringRef stale : {"train.mlir", "plan.txt", "plan.json"}) {
+    SmallString<256> path(outDir);
+    llvm::sys::path::append(path, stale);
+    llvm::sys::fs::remove(path);
+  }
   if (failed(runPipeline(ctx, *module, [&](OpPassManager &pm) {
         pm.addPass(createLoomExportParameters(exportOptions));
       })))

@@ -175,6 +175,28 @@ private:
   std::vector<int64_t> permutation;
 };
 
+/// Writes `size` bytes to `path` whole or not at all: to a temporary name
+/// beside it, flushed to disk, then renamed over `path` (a kill or a full
+/// disk leaves the old file or none, never a torn one). False with `error`
+/// naming the file.
+bool writeFileAtomically(const std::string &path, const void *data,
+                         size_t size, std::string &error);
+
+/// A directory of .npy results one run writes (params-final/, the
+/// optimizer state): `beginOutputDir` creates it and removes what an
+/// earlier run left there (its marker and its .npy files: no stale tensor
+/// of another model survives, and a run that fails leaves no marker);
+/// `finishOutputDir` writes the marker `<dir>.done` last (beside the
+/// directory, which holds only .npy files), naming `what` wrote it and its
+/// `files`. A directory without the marker is incomplete.
+bool beginOutputDir(const std::string &dir, std::string &error);
+/// Removes `<dir>.done` (a run calls it when it starts, so that one that
+/// fails before saving leaves the earlier results unmarked).
+void clearOutputMarker(const std::string &dir);
+bool finishOutputDir(const std::string &dir,
+                     const std::vector<std::string> &files,
+                     const std::string &what, std::string &error);
+
 /// What the ranks of a job compare before they train (the start-up
 /// handshake): named 64-bit fingerprints of the program, its inputs and its
 /// flags, at most kMaxStartItems, added in the same order on every rank.

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <set>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -231,17 +232,9 @@ bool writeNpy(const std::string &path, const Tensor &t, std::string &error) {
       setFromDouble(wide, e, t.getAsDouble(e));
     out = &wide;
   }
-  std::string header = npyHeader(npyDescr(out->dtype), out->shape);
-  FILE *f = std::fopen(path.c_str(), "wb");
-  bool ok = f &&
-            std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
-            std::fwrite(out->bytes.data(), 1, out->bytes.size(), f) ==
-                out->bytes.size();
-  if (f)
-    ok = std::fclose(f) == 0 && ok;
-  if (!ok)
-    error = "cannot write " + path + ": " + std::strerror(errno);
-  return ok;
+  std::string bytes = npyHeader(npyDescr(out->dtype), out->shape);
+  bytes.append(out->bytes.data(), out->bytes.size());
+  return writeFileAtomically(path, bytes.data(), bytes.size(), error);
 }
 
 bool startMesh(const Manifest &m, double timeoutSeconds,
@@ -448,3 +441,90 @@ bool agreeOnTrainingStart(const Manifest &m, const TrainOptions &o,
 }
 
 } // namespace loom::program::detail
+
+//===----------------------------------------------------------------------===//
+// Outputs written whole
+//===----------------------------------------------------------------------===//
+
+bool loom::program::writeFileAtomically(const std::string &path,
+                                        const void *data, size_t size,
+                                        std::string &error) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  const char *p = static_cast<const char *>(data);
+  for (size_t done = 0; ok && done < size;) {
+    ssize_t n = ::write(fd, p + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    ok = n > 0;
+    done += ok ? size_t(n) : 0;
+  }
+  ok = ok && ::fsync(fd) == 0;
+  int saved = errno;
+  if (fd >= 0)
+    ok = ::close(fd) == 0 && ok;
+  ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    error = "cannot write " + path + ": " + std::strerror(saved ? saved : errno);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  // The rename itself reaches the disk with the directory.
+  std::string dir = path.substr(0, path.find_last_of('/') + 1);
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return true;
+}
+
+/// Beside the directory, so that it holds nothing but .npy files (readers
+/// load every file in it).
+static std::string outputMarker(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/')
+    dir.pop_back();
+  return dir + ".done";
+}
+
+void loom::program::clearOutputMarker(const std::string &dir) {
+  if (!dir.empty())
+    ::unlink(outputMarker(dir).c_str());
+}
+
+bool loom::program::beginOutputDir(const std::string &dir, std::string &error) {
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
+    error = "cannot create " + dir + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string marker = outputMarker(dir);
+  if (::unlink(marker.c_str()) != 0 && errno != ENOENT) {
+    error = "cannot remove " + marker + ": " + std::strerror(errno);
+    return false;
+  }
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
+        ::unlink((dir + "/" + name).c_str());
+    }
+    ::closedir(d);
+  }
+  return true;
+}
+
+bool loom::program::finishOutputDir(const std::string &dir,
+                                    const std::vector<std::string> &files,
+                                    const std::string &what,
+                                    std::string &error) {
+  std::string text = "complete: written by " + what;
+  if (!files.empty()) {
+    text += "\nfiles:";
+    for (const std::string &f : files)
+      text += " " + f;
+  }
+  text += "\n";
+  return writeFileAtomically(outputMarker(dir), text.data(), text.size(),
+                             error);
+}

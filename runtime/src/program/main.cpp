@@ -149,6 +149,22 @@ int main(int argc, char **argv) {
   options.stateOut = options.dir + "/optimizer-final";
   if (!parseFlags(argc, argv, options, error))
     return fail(error);
+  // Each output directory is cleared of an earlier run's tensors first.
+  auto absolute = [](std::string p) {
+    char cwd[4096];
+    if (!p.empty() && p[0] != '/' && ::getcwd(cwd, sizeof(cwd)))
+      p = std::string(cwd) + "/" + p;
+    while (p.size() > 1 && p.back() == '/')
+      p.pop_back();
+    for (size_t at; (at = p.find("/./")) != std::string::npos;)
+      p.erase(at, 2);
+    return p;
+  };
+  loom::program::clearOutputMarker(options.paramsOut);
+  loom::program::clearOutputMarker(options.stateOut);
+  if (absolute(options.paramsOut) == absolute(options.stateOut))
+    return fail("--params-out " + options.paramsOut +
+                " is where the optimizer state goes; give another directory");
   std::string manifestPath = self + ".manifest";
   std::ifstream in(manifestPath);
   if (!in)

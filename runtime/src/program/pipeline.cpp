@@ -729,10 +729,12 @@ bool PipelineTrainer::runSteps() {
 bool PipelineTrainer::save(const std::string &dir, bool trainable) {
   if (dir.empty())
     return true;
-  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
-    error = "cannot create " + dir + ": " + std::strerror(errno);
+  // Rank 0 clears the directory before any stage writes into it.
+  std::vector<int64_t> all;
+  if (rank == 0 && !beginOutputDir(dir, error))
     return false;
-  }
+  if (!allGather({0}, all))
+    return false;
   for (auto &[name, local] : store) {
     const Value &v = *storeValue[name];
     if (v.trainable != trainable)
@@ -748,9 +750,12 @@ bool PipelineTrainer::save(const std::string &dir, bool trainable) {
     if (!writeNpy(dir + "/" + name + ".npy", global, error))
       return false;
   }
-  // Rank 0 returns when every stage has written.
-  std::vector<int64_t> all;
-  return allGather({0}, all);
+  // Rank 0 marks the directory complete when every stage has written.
+  return allGather({0}, all) &&
+         (rank != 0 ||
+          finishOutputDir(dir, {}, "a pipelined rank program after " +
+                                       std::to_string(o.steps) + " steps",
+                          error));
 }
 
 } // namespace

@@ -311,10 +311,9 @@ bool Trainer::runSteps() {
 bool Trainer::save(const std::string &dir, bool trainable) {
   if (dir.empty())
     return true;
-  if (rank == 0 && ::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
-    error = "cannot create " + dir + ": " + std::strerror(errno);
+  if (rank == 0 && !beginOutputDir(dir, error))
     return false;
-  }
+  std::vector<std::string> written;
   for (auto &[i, local] : params) {
     const Value &v = m.arguments[i];
     if (v.trainable != trainable)
@@ -322,10 +321,15 @@ bool Trainer::save(const std::string &dir, bool trainable) {
     Tensor global;
     if (!gatherGlobal(mesh, local, v, global, error))
       return false;
-    if (rank == 0 && !writeNpy(dir + "/" + v.parameter + ".npy", global, error))
+    written.push_back(v.parameter + ".npy");
+    if (rank == 0 && !writeNpy(dir + "/" + written.back(), global, error))
       return false;
   }
-  return true;
+  return rank != 0 ||
+         finishOutputDir(dir, written,
+                         "a rank program after " + std::to_string(o.steps) +
+                             " steps",
+                         error);
 }
 
 } // namespace
