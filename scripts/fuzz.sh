@@ -53,6 +53,8 @@ seed_extra() {
   local name=$1 dir=$BUILD_DIR/fuzz/seeds/$1
   [ -d "$dir" ] && return 0
   mkdir -p "$dir"
+  # `head` closes its pipe early: no pipefail here.
+  set +o pipefail
   case "$name" in
     onnx)
       find "$ONNX_DATA" -name model.onnx -size -64k 2>/dev/null |
@@ -69,6 +71,7 @@ seed_extra() {
       find test examples docs -name '*.json' -size -64k 2>/dev/null |
         while read -r f; do cp "$f" "$dir/$(echo "$f" | md5sum | cut -c1-16)"; done ;;
   esac
+  set -o pipefail
 }
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
@@ -86,6 +89,7 @@ run_one() {
     [ -d "$d" ] && seeds+=("$d")
   done
   local rc=0
+  [ -f "$BUILD_DIR/bin/loom-fuzz-$name" ] || { echo "fuzz $name: no harness"; return 1; }
   "$BUILD_DIR/bin/loom-fuzz-$name" "$work" "${seeds[@]}" \
     -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=4096 \
     -max_len=65536 -print_final_stats=1 \
