@@ -169,8 +169,7 @@ bool Trainer::setUp() {
     // One device: as one of several ranks, every rank would train the
     // whole model alone and write the same files.
     loom_launch_info_t info;
-    loom_status_t s = loom_launch_info_from_env(&info);
-    if (!s && info.world_size > 1) {
+    if (::loom::program::launchedRanks(info) > 1) {
       error = llvm::formatv("this artifact is for one device but loom-run was "
                             "started as rank {0} of {1} ({2}); run it without "
                             "a launcher, or compile it for a mesh (loomc "
@@ -180,7 +179,6 @@ bool Trainer::setUp() {
                   .str();
       return false;
     }
-    loom_status_free(s);
   }
   result.rank = mesh ? mesh->rank() : 0;
   return true;

@@ -197,6 +197,13 @@ bool finishOutputDir(const std::string &dir,
                      const std::vector<std::string> &files,
                      const std::string &what, std::string &error);
 
+/// How many ranks the launcher started this process among, for telling a
+/// one-device program run under `mpirun -np 4` (or torchrun, srun -n 4):
+/// the launcher's world size; under Slurm the job step's task count, so
+/// that a batch script's own shell (SLURM_NTASKS of the allocation, no
+/// step) counts as one. `info` describes the launcher (NONE: 1 rank).
+int launchedRanks(loom_launch_info_t &info);
+
 /// What the ranks of a job compare before they train (the start-up
 /// handshake): named 64-bit fingerprints of the program, its inputs and its
 /// flags, at most kMaxStartItems, added in the same order on every rank.

@@ -4,7 +4,9 @@
 
 #include "loom/kernels.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <set>
 #include <cstring>
@@ -244,11 +246,7 @@ bool startMesh(const Manifest &m, double timeoutSeconds,
     // One device: started as one of several ranks, every rank would train
     // the whole model alone and write the same files.
     loom_launch_info_t info;
-    if (loom_status_t s = loom_launch_info_from_env(&info)) {
-      loom_status_free(s);
-      return true;
-    }
-    if (info.world_size > 1) {
+    if (launchedRanks(info) > 1) {
       error = "this program was compiled for one device but was started as "
               "rank " + std::to_string(info.rank) + " of " +
               std::to_string(info.world_size) + " (" +
@@ -292,6 +290,19 @@ bool startMesh(const Manifest &m, double timeoutSeconds,
 //===----------------------------------------------------------------------===//
 // The start-up handshake
 //===----------------------------------------------------------------------===//
+
+int loom::program::launchedRanks(loom_launch_info_t &info) {
+  if (loom_status_t s = loom_launch_info_from_env(&info)) {
+    loom_status_free(s);
+    info.launcher = LOOM_LAUNCHER_NONE;
+    return 1;
+  }
+  if (info.launcher == LOOM_LAUNCHER_SLURM) {
+    const char *step = std::getenv("SLURM_STEP_NUM_TASKS");
+    return step ? std::max(1, std::atoi(step)) : 1;
+  }
+  return info.world_size;
+}
 
 uint64_t loom::program::fingerprintBytes(const void *data, size_t size,
                                          uint64_t seed) {
