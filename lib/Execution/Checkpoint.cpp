@@ -11,6 +11,7 @@
 #include "loom/Execution/Checkpoint.h"
 
 #include "loom/Execution/Distributed.h"
+#include "loom/program.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CRC.h"
 #include "llvm/Support/FileSystem.h"
@@ -60,35 +61,11 @@ static Type dtypeFromName(MLIRContext *ctx, StringRef name) {
   return {};
 }
 
-/// Writes `bytes` to `path` durably: a temporary name, fsync, rename.
+/// Writes `bytes` to `path` durably: a temporary name, fsync, rename (the
+/// writer every Loom output uses).
 static bool writeDurably(StringRef path, StringRef bytes, std::string &error) {
-  std::string tmp = (path + ".tmp").str();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  auto failed = [&](const char *what) {
-    error = llvm::formatv("cannot {0} {1}: {2}", what, tmp,
-                          std::strerror(errno))
-                .str();
-    if (fd >= 0)
-      ::close(fd);
-    return false;
-  };
-  if (fd < 0)
-    return failed("create");
-  for (size_t done = 0; done < bytes.size();) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return failed("write");
-    done += size_t(n);
-  }
-  if (::fsync(fd) != 0)
-    return failed("sync");
-  ::close(fd);
-  fd = -1;
-  if (::rename(tmp.c_str(), path.str().c_str()) != 0)
-    return failed("rename");
-  return true;
+  return ::loom::program::writeFileAtomically(path.str(), bytes.data(),
+                                              bytes.size(), error);
 }
 
 /// Makes a rename in `dir` durable.
