@@ -1,9 +1,10 @@
-//===- DataLoader.cpp - Training data: mapped files, epochs, shuffling ----===//
+//===- DataLoader.cpp - Training data: files, epochs, shuffling -----------===//
 
 #include "loom/Execution/DataLoader.h"
 
 #include "loom/Execution/Distributed.h"
 #include "loom/Execution/TensorIO.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -19,12 +20,10 @@ static std::string shapeText(ArrayRef<int64_t> shape) {
 std::unique_ptr<DataFile> DataFile::open(StringRef path, StringRef input,
                                          RankedTensorType entry,
                                          std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    std::string why = buffer.getError() == std::errc::no_such_file_or_directory
-                          ? " does not exist"
-                          : ": " + buffer.getError().message();
+  auto f = std::unique_ptr<DataFile>(new DataFile);
+  if (!f->file.open(path.str(), error)) {
+    std::string why = llvm::sys::fs::exists(path) ? ": " + error
+                                                  : " does not exist";
     error = llvm::formatv("no data for input '{0}': {1}{2} (the data "
                           "directory needs one .npy per input, with a "
                           "leading entry axis, shaped [entries, {3}])",
@@ -32,9 +31,14 @@ std::unique_ptr<DataFile> DataFile::open(StringRef path, StringRef input,
                 .str();
     return nullptr;
   }
-  StringRef bytes = (*buffer)->getBuffer();
+  // The header: parseNpyHeader reads at most its first 64 KiB.
+  uint64_t size = f->file.size();
+  std::string head(size_t(std::min<uint64_t>(size, 1 << 16)), 0);
+  if (!f->file.read(0, head.size(), head.data(), error))
+    return nullptr;
   std::optional<NpyHeader> header =
-      parseNpyHeader(bytes, path, entry.getContext(), error);
+      parseNpyHeader(StringRef(head.data(), size), path, entry.getContext(),
+                     error);
   if (!header)
     return nullptr;
   ArrayRef<int64_t> shape = header->type.getShape();
@@ -57,36 +61,45 @@ std::unique_ptr<DataFile> DataFile::open(StringRef path, StringRef input,
                 .str();
     return nullptr;
   }
-  auto f = std::unique_ptr<DataFile>(new DataFile);
   f->fileElement = file;
   f->entryShape.assign(entry.getShape().begin(), entry.getShape().end());
   f->count = shape[0];
   f->entryBytes = entry.getNumElements() * HostTensor::elementBytes(file);
-  f->base = bytes.data() + header->dataOffset;
-  if (header->dataOffset + uint64_t(f->count * f->entryBytes) > bytes.size()) {
+  f->dataOffset = header->dataOffset;
+  if (f->dataOffset > size || f->entryBytes < 1 ||
+      uint64_t(f->count) > (size - f->dataOffset) / uint64_t(f->entryBytes)) {
     error = llvm::formatv("{0} is truncated: its header says [{1}]", path,
                           shapeText(shape))
                 .str();
     return nullptr;
   }
-  f->buffer = std::move(*buffer);
   return f;
 }
 
-void DataFile::readBlock(int64_t e, ArrayRef<int64_t> offset, HostTensor &out,
-                         HostTensor &scratch) const {
+bool DataFile::readBlock(int64_t e, ArrayRef<int64_t> offset, HostTensor &out,
+                         HostTensor &scratch, std::string &error) const {
   bool same = out.getElementType() == fileElement;
   HostTensor &dst = same ? out : scratch;
-  SmallVector<int64_t> zeros(entryShape.size(), 0);
-  copyBlock(base + e * entryBytes, entryShape, offset, dst.data(),
-            dst.getShape(), zeros, dst.getShape(),
-            HostTensor::elementBytes(fileElement));
+  uint64_t at = dataOffset + uint64_t(e) * uint64_t(entryBytes);
+  if (dst.getShape() == ArrayRef<int64_t>(entryShape)) {
+    // The whole entry: read straight into the block.
+    if (!file.read(at, size_t(entryBytes), dst.data(), error))
+      return false;
+  } else {
+    std::vector<char> whole(static_cast<size_t>(entryBytes));
+    if (!file.read(at, whole.size(), whole.data(), error))
+      return false;
+    SmallVector<int64_t> zeros(entryShape.size(), 0);
+    copyBlock(whole.data(), entryShape, offset, dst.data(), dst.getShape(),
+              zeros, dst.getShape(), HostTensor::elementBytes(fileElement));
+  }
   copied += int64_t(dst.byteSize());
   touched += entryBytes;
   if (same)
-    return;
+    return true;
   bool isFloat = isa<FloatType>(fileElement);
   for (int64_t i = 0, n = out.getNumElements(); i < n; ++i)
     out.setFromDouble(i, isFloat ? scratch.getAsDouble(i)
                                  : double(scratch.getAsInt(i)));
+  return true;
 }

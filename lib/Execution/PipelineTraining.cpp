@@ -543,11 +543,15 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int m,
     case Port::Data: {
       Data &d = data[port.name];
       if (d.file) {
-        // This rank's block of the entry, read from the mapped file.
+        // This rank's block of the entry, read from the file.
         HostTensor block(d.block), scratch(d.fileBlock);
         int64_t entry = d.order.entry(step * shape.microBatches + m);
-        d.file->readBlock(entry, d.offset, block, scratch);
         std::string why;
+        if (!d.file->readBlock(entry, d.offset, block, scratch, why)) {
+          error = why;
+          mesh->abandon();
+          return false;
+        }
         int64_t bad = ::loom::program::findBadValue(
             block.data(), runtimeType(block.getElementType()),
             block.getType().getNumElements(), d.indexBound, why);

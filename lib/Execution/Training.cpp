@@ -348,7 +348,7 @@ bool Trainer::openFile(DataSource &source) {
   return true;
 }
 
-/// Step `s`'s data, this rank's shards: read from the mapped files, or
+/// Step `s`'s data, this rank's shards: read from the files, or
 /// drawn (synthetic: every rank draws the whole batch, keeping its shard).
 std::vector<HostTensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
   std::vector<HostTensor> values(args.size());
@@ -363,8 +363,12 @@ std::vector<HostTensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
         scratch(source.fileBlock);
     for (int64_t k = 0; k < micro; ++k) {
       int64_t entry = source.order.entry(s * micro + k);
-      source.file->readBlock(entry, source.offset, block, scratch);
       std::string why;
+      if (!source.file->readBlock(entry, source.offset, block, scratch,
+                                  why)) {
+        dataError = why; // reported by runSteps, as below
+        return {};
+      }
       int64_t bad = ::loom::program::findBadValue(
           block.data(), runtimeType(block.getElementType()),
           block.getType().getNumElements(), args[source.arg].indexBound, why);

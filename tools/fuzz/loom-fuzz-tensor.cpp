@@ -19,7 +19,9 @@
 #include "../../runtime/src/program/internal.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace mlir;
@@ -59,18 +61,20 @@ static void readDataFile(StringRef path) {
     return;
   mlir::loom::HostTensor out(entry), scratch(entry);
   SmallVector<int64_t> zeros(entry.getRank(), 0);
-  file->readBlock(0, zeros, out, scratch);
-  file->readBlock(file->entries() - 1, zeros, out, scratch);
+  (void)file->readBlock(0, zeros, out, scratch, error);
+  (void)file->readBlock(file->entries() - 1, zeros, out, scratch, error);
 }
 
 static void readRankData(const std::string &path) {
   namespace p = ::loom::program;
   std::string error;
-  p::detail::Mapping mapping;
-  if (!mapping.open(path, error))
+  p::InputFile file;
+  if (!file.open(path, error))
     return;
+  std::string head(size_t(std::min<uint64_t>(file.size(), 1 << 16)), 0);
   p::NpyInfo info;
-  if (!p::parseNpyHeader(mapping.data, mapping.size, path, info, error) ||
+  if (!file.read(0, head.size(), head.data(), error) ||
+      !p::parseNpyHeader(head.data(), file.size(), path, info, error) ||
       info.shape.empty())
     return;
   p::Value v;
@@ -81,10 +85,7 @@ static void readRankData(const std::string &path) {
   p::detail::NpyData data;
   if (!p::detail::openNpyData(path, v, perEntry, data, error))
     return;
-  std::vector<char> last(size_t(data.entryBytes));
-  if (!last.empty())
-    std::memcpy(last.data(), data.base + (data.entries - 1) * data.entryBytes,
-                last.size());
+  (void)p::detail::readNpyEntry(data, data.entries - 1, error);
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,11 +1,13 @@
-//===- DataLoader.h - Training data: mapped files, epochs, shuffling -----*- C++ -*-===//
+//===- DataLoader.h - Training data: files, epochs, shuffling -----*- C++ -*-===//
 //
-// A data input is a .npy file with a leading entry axis. It is mapped, not
-// read: each rank copies only its own block of the entries a step uses
-// (its shard of the batch). Entries are read in epochs that wrap around
-// when steps need more entries than the file holds, each epoch in file
-// order or, shuffled, in a permutation drawn from (seed, epoch) — the same
-// on every rank, and the same when a run resumes at any step.
+// A data input is a .npy file with a leading entry axis. Each rank reads
+// only the entries a step gives it (its shard of the batch), with pread:
+// not mapped, so that a file truncated while the run reads it is an error
+// naming the file instead of SIGBUS on every rank. Entries are read in
+// epochs that wrap around when steps need more entries than the file
+// holds, each epoch in file order or, shuffled, in a permutation drawn
+// from (seed, epoch) — the same on every rank, and the same when a run
+// resumes at any step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +16,6 @@
 
 #include "loom/Execution/HostTensor.h"
 #include "loom/program.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -23,7 +24,7 @@ namespace mlir::loom {
 
 class DataFile {
 public:
-  /// Maps `path`, which must hold [N >= 1, *entry.shape] of entry's element
+  /// Opens `path`, which must hold [N >= 1, *entry.shape] of entry's element
   /// type or another of the same kind (float64 for float32, int32 for
   /// int64: converted as read); else an error naming the file, `input` and
   /// the shape expected.
@@ -41,12 +42,13 @@ public:
   /// The block at `offset` of entry `e` into `out` (its type gives the
   /// block's shape and the model's element type); `scratch` is a tensor of
   /// the same shape in the file's element type, used when they differ.
-  void readBlock(int64_t e, llvm::ArrayRef<int64_t> offset, HostTensor &out,
-                 HostTensor &scratch) const;
+  /// False with `error` naming the file when it no longer holds the entry.
+  bool readBlock(int64_t e, llvm::ArrayRef<int64_t> offset, HostTensor &out,
+                 HostTensor &scratch, std::string &error) const;
 
 private:
-  std::unique_ptr<llvm::MemoryBuffer> buffer;
-  const char *base = nullptr;
+  ::loom::program::InputFile file;
+  uint64_t dataOffset = 0;
   Type fileElement;
   std::vector<int64_t> entryShape;
   int64_t count = 0, entryBytes = 0;

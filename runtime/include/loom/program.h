@@ -175,6 +175,31 @@ private:
   std::vector<int64_t> permutation;
 };
 
+/// A file read with pread, never mapped: when it is truncated while a run
+/// reads it (a data set rewritten under a running job), `read` fails with
+/// an error naming the file, where a mapping would kill the process with
+/// SIGBUS.
+class InputFile {
+public:
+  InputFile() = default;
+  InputFile(const InputFile &) = delete;
+  InputFile &operator=(const InputFile &) = delete;
+  ~InputFile();
+  /// False with `error` ("cannot read <path>: <why>").
+  bool open(const std::string &path, std::string &error);
+  /// Its size when opened.
+  uint64_t size() const { return bytes; }
+  const std::string &path() const { return name; }
+  /// `n` bytes at `offset` into `out`; false with an error naming the file
+  /// when it does not hold them (any more).
+  bool read(uint64_t offset, size_t n, void *out, std::string &error) const;
+
+private:
+  int fd = -1;
+  uint64_t bytes = 0;
+  std::string name;
+};
+
 /// Writes `size` bytes to `path` whole or not at all: to a temporary name
 /// beside it, flushed to disk, then renamed over `path` (a kill or a full
 /// disk leaves the old file or none, never a torn one). False with `error`

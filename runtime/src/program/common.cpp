@@ -12,7 +12,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,32 +52,6 @@ void setFromDouble(Tensor &t, int64_t i, double v) {
   default:
     return store(x);
   }
-}
-
-Mapping::~Mapping() {
-  if (data)
-    munmap(const_cast<char *>(data), size);
-}
-
-bool Mapping::open(const std::string &path, std::string &error) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    error = "cannot read " + path + ": " + std::strerror(errno);
-    if (fd >= 0)
-      ::close(fd);
-    return false;
-  }
-  size = static_cast<size_t>(st.st_size);
-  void *p = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0)
-                 : nullptr;
-  ::close(fd);
-  if (p == MAP_FAILED) {
-    error = "cannot map " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  data = static_cast<const char *>(p);
-  return true;
 }
 
 std::vector<int64_t> descriptorFor(Tensor &t) {
@@ -139,7 +112,7 @@ bool gatherGlobal(loom_mesh_t mesh, const Tensor &local, const Value &v,
 }
 
 bool initialValue(const Value &v, const std::string &dir,
-                  std::vector<std::pair<std::string, std::unique_ptr<Mapping>>>
+                  std::vector<std::pair<std::string, std::unique_ptr<InputFile>>>
                       &files,
                   Tensor &global, std::string &error) {
   global = Tensor(v.dtype, v.global);
@@ -160,38 +133,41 @@ bool initialValue(const Value &v, const std::string &dir,
     return false;
   }
   std::string path = dir + "/" + v.initFile;
-  Mapping *file = nullptr;
+  InputFile *file = nullptr;
   for (auto &[name, mapping] : files)
     if (name == v.initFile)
       file = mapping.get();
   if (!file) {
-    files.emplace_back(v.initFile, std::make_unique<Mapping>());
+    files.emplace_back(v.initFile, std::make_unique<InputFile>());
     file = files.back().second.get();
     if (!file->open(path, error))
       return false;
   }
-  if (v.initOffset < 0 || size_t(v.initOffset) + bytes > file->size) {
+  if (v.initOffset < 0 || uint64_t(v.initOffset) > file->size() ||
+      bytes > file->size() - uint64_t(v.initOffset)) {
     error = path + " is too short for parameter '" + v.parameter + "' (" +
             std::to_string(bytes) + " bytes at offset " +
             std::to_string(v.initOffset) + ")";
     return false;
   }
-  std::memcpy(global.bytes.data(), file->data + v.initOffset, bytes);
-  return true;
+  return file->read(uint64_t(v.initOffset), bytes, global.bytes.data(), error);
 }
 
 bool openNpyData(const std::string &path, const Value &v,
                  const std::vector<int64_t> &perEntry, NpyData &data,
                  std::string &error) {
-  data.file = std::make_unique<Mapping>();
+  data.file = std::make_unique<InputFile>();
   if (!data.file->open(path, error)) {
     error = "no data for input '" + v.name + "': " + error +
             " (the data directory needs one .npy per input, shaped [entries, " +
             shapeText(perEntry) + "])";
     return false;
   }
+  // The header: parseNpyHeader reads at most its first 64 KiB.
+  std::string head(size_t(std::min<uint64_t>(data.file->size(), 1 << 16)), 0);
   NpyInfo info;
-  if (!parseNpyHeader(data.file->data, data.file->size, path, info, error))
+  if (!data.file->read(0, head.size(), head.data(), error) ||
+      !parseNpyHeader(head.data(), data.file->size(), path, info, error))
     return false;
   if (!dtypeOfNpyDescr(info.descr, data.fileType)) {
     error = path + ": unsupported .npy dtype '" + info.descr + "'";
@@ -215,14 +191,24 @@ bool openNpyData(const std::string &path, const Value &v,
   data.entries = info.shape[0];
   data.entryBytes =
       numElements(perEntry) * int64_t(loom_dtype_size(data.fileType));
-  data.base = data.file->data + info.dataOffset;
-  if (info.dataOffset + uint64_t(data.entries * data.entryBytes) >
-      data.file->size) {
+  data.dataOffset = info.dataOffset;
+  uint64_t size = data.file->size();
+  if (info.dataOffset > size || data.entryBytes < 1 ||
+      uint64_t(data.entries) > (size - info.dataOffset) /
+                                   uint64_t(data.entryBytes)) {
     error = path + " is truncated: its header says [" + shapeText(info.shape) +
             "]";
     return false;
   }
   return true;
+}
+
+const char *readNpyEntry(NpyData &data, int64_t e, std::string &error) {
+  data.entry.resize(size_t(data.entryBytes));
+  if (!data.file->read(data.dataOffset + uint64_t(e) * data.entryBytes,
+                       data.entry.size(), data.entry.data(), error))
+    return nullptr;
+  return data.entry.data();
 }
 
 bool writeNpy(const std::string &path, const Tensor &t, std::string &error) {
@@ -452,90 +438,3 @@ bool agreeOnTrainingStart(const Manifest &m, const TrainOptions &o,
 }
 
 } // namespace loom::program::detail
-
-//===----------------------------------------------------------------------===//
-// Outputs written whole
-//===----------------------------------------------------------------------===//
-
-bool loom::program::writeFileAtomically(const std::string &path,
-                                        const void *data, size_t size,
-                                        std::string &error) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  bool ok = fd >= 0;
-  const char *p = static_cast<const char *>(data);
-  for (size_t done = 0; ok && done < size;) {
-    ssize_t n = ::write(fd, p + done, size - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    ok = n > 0;
-    done += ok ? size_t(n) : 0;
-  }
-  ok = ok && ::fsync(fd) == 0;
-  int saved = errno;
-  if (fd >= 0)
-    ok = ::close(fd) == 0 && ok;
-  ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) {
-    error = "cannot write " + path + ": " + std::strerror(saved ? saved : errno);
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  // The rename itself reaches the disk with the directory.
-  std::string dir = path.substr(0, path.find_last_of('/') + 1);
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return true;
-}
-
-/// Beside the directory, so that it holds nothing but .npy files (readers
-/// load every file in it).
-static std::string outputMarker(std::string dir) {
-  while (dir.size() > 1 && dir.back() == '/')
-    dir.pop_back();
-  return dir + ".done";
-}
-
-void loom::program::clearOutputMarker(const std::string &dir) {
-  if (!dir.empty())
-    ::unlink(outputMarker(dir).c_str());
-}
-
-bool loom::program::beginOutputDir(const std::string &dir, std::string &error) {
-  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
-    error = "cannot create " + dir + ": " + std::strerror(errno);
-    return false;
-  }
-  std::string marker = outputMarker(dir);
-  if (::unlink(marker.c_str()) != 0 && errno != ENOENT) {
-    error = "cannot remove " + marker + ": " + std::strerror(errno);
-    return false;
-  }
-  if (DIR *d = ::opendir(dir.c_str())) {
-    while (dirent *e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
-        ::unlink((dir + "/" + name).c_str());
-    }
-    ::closedir(d);
-  }
-  return true;
-}
-
-bool loom::program::finishOutputDir(const std::string &dir,
-                                    const std::vector<std::string> &files,
-                                    const std::string &what,
-                                    std::string &error) {
-  std::string text = "complete: written by " + what;
-  if (!files.empty()) {
-    text += "\nfiles:";
-    for (const std::string &f : files)
-      text += " " + f;
-  }
-  text += "\n";
-  return writeFileAtomically(outputMarker(dir), text.data(), text.size(),
-                             error);
-}

@@ -1,7 +1,7 @@
 //===- internal.h - What the rank programs' trainers share ------*- C++ -*-===//
 //
 // The unpipelined trainer (trainer.cpp) and the pipeline trainer
-// (pipeline.cpp): mapped files, element stores as loom-run makes them,
+// (pipeline.cpp): files read, element stores as loom-run makes them,
 // memref descriptors, the mesh, and .npy data sources.
 //
 //===----------------------------------------------------------------------===//
@@ -25,17 +25,6 @@ bool isFloat(loom_dtype_t t);
 /// does (f16/bf16 are refused before any value is set).
 void setFromDouble(Tensor &t, int64_t i, double v);
 
-/// A file mapped read-only.
-struct Mapping {
-  const char *data = nullptr;
-  size_t size = 0;
-  Mapping() = default;
-  Mapping(const Mapping &) = delete;
-  Mapping &operator=(const Mapping &) = delete;
-  ~Mapping();
-  bool open(const std::string &path, std::string &error);
-};
-
 /// A memref descriptor {allocated, aligned, offset, sizes, strides} of `t`.
 std::vector<int64_t> descriptorFor(Tensor &t);
 
@@ -53,23 +42,28 @@ bool gatherGlobal(loom_mesh_t mesh, const Tensor &local, const Value &v,
                   Tensor &global, std::string &error);
 
 /// A parameter argument's initial value (the global tensor) from its splat
-/// or its bytes in a file under `dir` (mapped once per file in `files`).
+/// or its bytes in a file under `dir` (opened once per file in `files`).
 bool initialValue(const Value &v, const std::string &dir,
-                  std::vector<std::pair<std::string, std::unique_ptr<Mapping>>>
+                  std::vector<std::pair<std::string, std::unique_ptr<InputFile>>>
                       &files,
                   Tensor &global, std::string &error);
 
-/// One data argument's .npy file, mapped and checked: entries of
+/// One data argument's .npy file, opened and checked: entries of
 /// `perEntry` shape in an element type convertible to `v`'s.
 struct NpyData {
-  std::unique_ptr<Mapping> file;
-  const char *base = nullptr;
+  std::unique_ptr<InputFile> file;
+  uint64_t dataOffset = 0;
   loom_dtype_t fileType = LOOM_DTYPE_F32;
   int64_t entries = 0, entryBytes = 0;
+  std::vector<char> entry; // the last entry read
 };
 bool openNpyData(const std::string &path, const Value &v,
                  const std::vector<int64_t> &perEntry, NpyData &data,
                  std::string &error);
+/// Entry `e`'s bytes (in data.entry), read from the file; null with an
+/// error naming the file when it no longer holds them (truncated while
+/// the run reads it).
+const char *readNpyEntry(NpyData &data, int64_t e, std::string &error);
 
 /// Writes `t` (bf16 widened to f32, as loom-run writes it) to `path`.
 bool writeNpy(const std::string &path, const Tensor &t, std::string &error);

@@ -353,7 +353,7 @@ bool PipelineTrainer::forEachNamedArg(
 }
 
 bool PipelineTrainer::bindParameters() {
-  std::vector<std::pair<std::string, std::unique_ptr<Mapping>>> files;
+  std::vector<std::pair<std::string, std::unique_ptr<InputFile>>> files;
   return forEachNamedArg(Port::Param, [&](Program &, size_t, const Value &v) {
     Tensor global;
     if (!initialValue(v, o.dir, files, global, error))
@@ -473,10 +473,15 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int micro,
     case Port::Data: {
       Data &d = data[v.name];
       if (d.file) {
-        // This rank's block of the entry, read from the mapped file.
+        // This rank's block of the entry, read from the file.
         int64_t e = d.order.entry(step * m.microBatches + micro);
+        const char *bytes = readNpyEntry(d.npy, e, error);
+        if (!bytes) {
+          loom_runtime_abandon(runtime);
+          return false;
+        }
         Tensor block(d.npy.fileType, v.shape);
-        copyBlock(d.npy.base + e * d.npy.entryBytes, v.global, d.offset,
+        copyBlock(bytes, v.global, d.offset,
                   block.bytes.data(), v.shape,
                   std::vector<int64_t>(v.shape.size(), 0), v.shape,
                   loom_dtype_size(d.npy.fileType));

@@ -27,7 +27,7 @@ using namespace loom::program::detail;
 
 namespace {
 
-/// One data argument's source: drawn, or read from a mapped .npy file.
+/// One data argument's source: drawn, or read from a .npy file.
 struct DataSource {
   size_t arg;
   std::vector<int64_t> perEntry, offset, block;
@@ -112,7 +112,7 @@ bool Trainer::collectiveFailed(loom_status_t s, const std::string &what) {
 }
 
 bool Trainer::bindParameters() {
-  std::vector<std::pair<std::string, std::unique_ptr<Mapping>>> files;
+  std::vector<std::pair<std::string, std::unique_ptr<InputFile>>> files;
   for (size_t i = 0; i < m.arguments.size(); ++i) {
     const Value &v = m.arguments[i];
     if (v.parameter.empty())
@@ -219,7 +219,10 @@ std::vector<Tensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
     std::vector<int64_t> zeros(source.block.size(), 0);
     for (int64_t k = 0; k < m.microBatches; ++k) {
       int64_t e = source.order.entry(s * m.microBatches + k);
-      copyBlock(source.npy.base + e * source.npy.entryBytes, source.perEntry,
+      const char *bytes = readNpyEntry(source.npy, e, error);
+      if (!bytes)
+        return {};
+      copyBlock(bytes, source.perEntry,
                 source.offset, block.bytes.data(), source.block, zeros,
                 source.block, loom_dtype_size(source.npy.fileType));
       const Tensor *out = &block;
