@@ -44,7 +44,7 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
     -DLOOM_ENABLE_FUZZERS=ON -DLOOM_BUILD_TESTS=OFF >/dev/null
 fi
-cmake --build "$BUILD_DIR" --target loom-fuzzers
+cmake --build "$BUILD_DIR" --target loom-fuzzers loom-sanitized-tools
 [ "$BUILD_ONLY" = 1 ] && exit 0
 
 # Seeds that are not in the repository: ONNX's test models and tensors.

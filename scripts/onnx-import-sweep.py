@@ -36,17 +36,22 @@ def op_types(model_path):
     return sorted({n.op_type for n in model.graph.node})
 
 
-def import_one(tools, model_path):
+SANITIZER_REPORTS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                     "runtime error:")
+
+
+def import_one(tools, translate, model_path):
     start = time.time()
     try:
         proc = subprocess.run(
-            [tools / "loom-translate", "--import-onnx", str(model_path),
+            [translate, "--import-onnx", str(model_path),
              "--mlir-print-op-on-diagnostic=false"],
             capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return ("hang", f"no result after {TIMEOUT_S} s", time.time() - start)
     if proc.returncode < 0 or proc.returncode >= 128 or "Stack dump" in proc.stderr \
-            or "PLEASE submit a bug report" in proc.stderr:
+            or "PLEASE submit a bug report" in proc.stderr \
+            or any(r in proc.stderr for r in SANITIZER_REPORTS):
         return ("crash", f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}",
                 time.time() - start)
     if proc.returncode != 0:
@@ -82,8 +87,12 @@ def main():
     parser.add_argument("--update", action="store_true",
                         help="rewrite --expected with the models that import now")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--translate",
+                        help="the loom-translate to run (default: the build's; "
+                        "test.sh passes an ASan + UBSan one)")
     args = parser.parse_args()
     tools = Path(args.build).resolve() / "bin"
+    translate = Path(args.translate or tools / "loom-translate").resolve()
 
     models = []
     for cat in CATEGORIES:
@@ -93,7 +102,7 @@ def main():
 
     results = {}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = {pool.submit(import_one, tools, path): (cat, name)
+        futures = {pool.submit(import_one, tools, translate, path): (cat, name)
                    for cat, name, path in models}
         for fut in concurrent.futures.as_completed(futures):
             results[futures[fut]] = fut.result()

@@ -32,6 +32,32 @@ tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
 tools = ["loom-opt", "loom-translate", "loom-run", "loomc", "loom-collectives-test",
          "loom-fuzz-onnx", "loom-fuzz-ir", "loom-fuzz-cluster", "loom-fuzz-tensor",
          "loom-fuzz-manifest"]
+# `--param sanitized_tools=DIR`: tools built with ASan and UBSan replace
+# the release ones, each that DIR has (scripts/fuzz.sh builds
+# loom-translate and loom-onnx-infer in build-fuzz/bin; the importer finds
+# the latter beside the former): by substitution, and first on PATH for the
+# scripts that run them. Any sanitizer report fails the test.
+sanitized = lit_config.params.get("sanitized_tools")
+if sanitized:
+    sanitized = os.path.abspath(sanitized)
+    if not os.path.isfile(os.path.join(sanitized, "loom-translate")):
+        lit_config.fatal("sanitized_tools=%s has no loom-translate" % sanitized)
+    swapped = [t for t in ["loom-opt", "loom-translate", "loom-run", "loomc"]
+               if os.path.isfile(os.path.join(sanitized, t))]
+    for t in swapped:
+        tools.remove(t)
+    llvm_config.add_tool_substitutions(swapped, [sanitized])
+    llvm_config.with_environment("PATH", sanitized, append_path=True)
+    # Reports abort (a signal), so that `not loom-translate` fails on them.
+    # `--param sanitizer_leaks=0` for runs under mpirun: OpenMPI's own
+    # allocations at exit are reported as leaks.
+    config.environment["ASAN_OPTIONS"] = "abort_on_error=1:detect_leaks=%s" % (
+        lit_config.params.get("sanitizer_leaks", "1"))
+    config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:abort_on_error=1"
+    config.available_features.add("sanitized")
+# For scripts that take the tool's path (the import sweep).
+config.substitutions.append(("%loom_translate_path", os.path.join(
+    sanitized or config.loom_tools_dir, "loom-translate")))
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.add_tool_substitutions(["mlir-translate"], [config.llvm_tools_dir])
 

@@ -545,8 +545,11 @@ LogicalResult Partitioner::partition(func::FuncOp fn,
   auto newFn = func::FuncOp::create(
       b, fn.getLoc(), fn.getSymName(),
       FunctionType::get(ctx, argTypes, resultTypes));
-  newFn.setAllArgAttrs(fn.getAllArgAttrs());
-  newFn.setAllResultAttrs(fn.getAllResultAttrs());
+  // (Null when there are none: the setters must not see it.)
+  if (ArrayAttr argAttrs = fn.getAllArgAttrs())
+    newFn.setAllArgAttrs(argAttrs);
+  if (ArrayAttr resultAttrs = fn.getAllResultAttrs())
+    newFn.setAllResultAttrs(resultAttrs);
   for (NamedAttribute attr : fn->getDiscardableAttrs())
     newFn->setAttr(attr.getName(), attr.getValue());
   Block *entry = newFn.addEntryBlock();

@@ -29,7 +29,8 @@ void registerDebugOptions();
 
 } // namespace mlir::loom
 
-#ifdef NDEBUG
+// Also with Loom's asserts on (the sanitizer build) against a release LLVM,
+// whose DebugFlag nothing sets.
 #undef DEBUG_WITH_TYPE
 #define DEBUG_WITH_TYPE(TYPE, ...)                                             \
   do {                                                                         \
@@ -37,6 +38,5 @@ void registerDebugOptions();
       __VA_ARGS__;                                                             \
     }                                                                          \
   } while (false)
-#endif
 
 #endif // LOOM_SUPPORT_DEBUG_H

@@ -583,9 +583,15 @@ Results foldMovement(Importer &importer, const Node &node, ArrayRef<Host> in) {
       return std::nullopt;
     SmallVector<int64_t> shape = x.shape;
     shape[axis] = 0;
+    // Not folded unless the inputs agree off the axis and in element type
+    // (the op's import then says what is wrong).
     for (const Host &h : in) {
-      if (!h.element || h.shape.size() != x.shape.size())
+      if (!h.element || h.element != x.element ||
+          h.shape.size() != x.shape.size())
         return std::nullopt;
+      for (int64_t d = 0; d < rank; ++d)
+        if (d != axis && h.shape[d] != x.shape[d])
+          return std::nullopt;
       shape[axis] += h.shape[axis];
     }
     Host out = Host::like(shape, x.element);

@@ -170,6 +170,10 @@ private:
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, in[0], 0);
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    // What ONNX prints when it crashes (a stack dump; in a sanitizer build
+    // a report) is not the user's error: the reply, or the crash's signal,
+    // is reported instead.
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
     char *argv[] = {const_cast<char *>(path.c_str()), nullptr};
     int rc = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
