@@ -31,7 +31,8 @@ std::unique_ptr<DataFile> DataFile::open(StringRef path, StringRef input,
                 .str();
     return nullptr;
   }
-  // The header: parseNpyHeader reads at most its first 64 KiB.
+  // The header: parseNpyHeader reads at most the first 64 KiB (`head`) and
+  // checks the data it promises against the whole file's size.
   uint64_t size = f->file.size();
   std::string head(size_t(std::min<uint64_t>(size, 1 << 16)), 0);
   if (!f->file.read(0, head.size(), head.data(), error))

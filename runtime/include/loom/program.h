@@ -270,6 +270,11 @@ struct TrainOptions {
   /// scaling changed its scale (as loom-run prints it).
   std::function<void(int64_t step, double loss, const std::string &note)>
       onStep;
+  /// Called with the error on a rank that fails, before the runtime is
+  /// torn down: the message is out before this rank's exit lets the
+  /// launcher stop the others (which may be about to print theirs: the
+  /// start-up handshake fails on every rank).
+  std::function<void(const std::string &error)> onError;
 };
 
 using PackedEntry = void (*)(void **);

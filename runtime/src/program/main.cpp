@@ -186,6 +186,11 @@ int main(int argc, char **argv) {
                 note.empty() ? "" : ("  [" + note + "]").c_str());
     std::fflush(stdout);
   };
+  bool reported = false;
+  options.onError = [&](const std::string &message) {
+    fail(message);
+    reported = true;
+  };
   loom::program::TrainStats stats;
   bool ok;
   if (manifest.pipelined()) {
@@ -200,7 +205,7 @@ int main(int argc, char **argv) {
                               options, stats, error);
   }
   if (!ok)
-    return fail(error);
+    return reported ? 1 : fail(error);
   double seconds = stats.trainSeconds;
   if (stats.rank == 0)
     std::printf("trained %lld steps in %.3f s (%.4f s/step, compiled ahead of "

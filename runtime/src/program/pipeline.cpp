@@ -770,5 +770,8 @@ bool loom::program::trainPipeline(
     const std::function<PackedEntry(const std::string &)> &lookup,
     const TrainOptions &options, TrainStats &stats, std::string &error) {
   PipelineTrainer trainer(manifest, lookup, options, error);
-  return trainer.run(stats);
+  bool ok = trainer.run(stats);
+  if (!ok && options.onError)
+    options.onError(error); // before ~PipelineTrainer tears the runtime down
+  return ok;
 }

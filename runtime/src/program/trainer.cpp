@@ -341,5 +341,8 @@ bool loom::program::train(const Manifest &manifest, PackedEntry entry,
                           const TrainOptions &options, TrainStats &stats,
                           std::string &error) {
   Trainer trainer(manifest, entry, options, error);
-  return trainer.run(stats);
+  bool ok = trainer.run(stats);
+  if (!ok && options.onError)
+    options.onError(error); // before ~Trainer tears the runtime down
+  return ok;
 }
