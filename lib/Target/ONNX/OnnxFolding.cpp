@@ -664,9 +664,16 @@ mlir::loom::onnx_import::foldNode(Importer &importer, const Node &node,
       in.push_back(Host());
       continue;
     }
-    if (!attr.isSplat() && attr.getNumElements() > kMaxFoldElements)
-      return std::nullopt;
-    if (attr.getNumElements() > kMaxFoldElements)
+    // The element count from the shape, checked: a product that wraps
+    // (a splat of shape [3, 2^62]) would pass a plain comparison and size
+    // the copy below.
+    int64_t count = 1;
+    for (int64_t d : attr.getType().getShape())
+      if (d < 0 || (d != 0 && count > kMaxFoldElements / d))
+        return std::nullopt;
+      else
+        count *= d;
+    if (count > kMaxFoldElements)
       return std::nullopt;
     in.push_back(Host::from(attr));
   }

@@ -322,7 +322,15 @@ LogicalResult importTrilu(Importer &imp, const Node &node) {
     return imp.error(node) << "the input must have rank >= 2";
   bool upper = imp.attrInt(node, "upper", 1) != 0;
   int64_t rows = s[s.size() - 2], cols = s.back();
+  // The mask is a constant built here: its size is bounded (2^26 covers an
+  // 8192 x 8192 causal mask).
+  constexpr int64_t kMaxMask = int64_t(1) << 26;
+  if (rows > 0 && cols > kMaxMask / rows)
+    return imp.error(node) << "a " << rows << " x " << cols
+                           << " matrix is too large for Trilu's mask (at most "
+                           << kMaxMask << " elements)";
   SmallVector<bool> mask;
+  mask.reserve(size_t(rows * cols));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
       mask.push_back(upper ? j - i >= k : j - i <= k);
