@@ -69,11 +69,19 @@ LogicalResult mlir::loom::detail::checkDims(std::optional<Location> loc,
   return success();
 }
 
-static int64_t windowOutputSize(int64_t in, int64_t padLo, int64_t padHi,
-                                int64_t kernel, int64_t stride,
-                                int64_t dilation) {
-  int64_t effective = dilation * (kernel - 1) + 1;
-  int64_t span = in + padLo + padHi - effective;
+/// The output size of a window over `in`; nullopt when the arithmetic on
+/// these sizes (from a file) overflows 64 bits.
+static std::optional<int64_t> windowOutputSize(int64_t in, int64_t padLo,
+                                               int64_t padHi, int64_t kernel,
+                                               int64_t stride,
+                                               int64_t dilation) {
+  int64_t effective, padded, span;
+  if (__builtin_mul_overflow(dilation, kernel - 1, &effective) ||
+      __builtin_add_overflow(effective, int64_t(1), &effective) ||
+      __builtin_add_overflow(in, padLo, &padded) ||
+      __builtin_add_overflow(padded, padHi, &padded) ||
+      __builtin_sub_overflow(padded, effective, &span))
+    return std::nullopt;
   if (span < 0)
     return 0;
   return span / stride + 1;
@@ -104,16 +112,22 @@ LogicalResult mlir::loom::detail::inferWindow(std::optional<Location> loc,
   if (llvm::any_of(padding, [](int64_t p) { return p < 0; }))
     return emitOptionalError(loc, "padding must be non-negative");
   for (int64_t i = 0; i < k; ++i) {
-    int64_t size = windowOutputSize(inputShape[2 + i], padding[i],
-                                    padding[k + i], kernel[i], strides[i],
-                                    dilations[i]);
-    if (size < 1)
+    std::optional<int64_t> size =
+        windowOutputSize(inputShape[2 + i], padding[i], padding[k + i],
+                         kernel[i], strides[i], dilations[i]);
+    if (!size)
+      return emitOptionalError(loc, "window of size ", kernel[i],
+                               " (dilation ", dilations[i],
+                               ") with its padding over spatial dimension ",
+                               2 + i, " of size ", inputShape[2 + i],
+                               " overflows 64-bit sizes");
+    if (*size < 1)
       return emitOptionalError(loc, "window of size ", kernel[i],
                                " (dilation ", dilations[i],
                                ") does not fit spatial dimension ", 2 + i,
                                " of size ", inputShape[2 + i],
                                " with its padding");
-    out.push_back(size);
+    out.push_back(*size);
   }
   return success();
 }
