@@ -31,15 +31,8 @@ std::unique_ptr<DataFile> DataFile::open(StringRef path, StringRef input,
                 .str();
     return nullptr;
   }
-  // The header: parseNpyHeader reads at most the first 64 KiB (`head`) and
-  // checks the data it promises against the whole file's size.
-  uint64_t size = f->file.size();
-  std::string head(size_t(std::min<uint64_t>(size, 1 << 16)), 0);
-  if (!f->file.read(0, head.size(), head.data(), error))
-    return nullptr;
   std::optional<NpyHeader> header =
-      parseNpyHeader(StringRef(head.data(), size), path, entry.getContext(),
-                     error);
+      readNpyHeader(f->file, entry.getContext(), error);
   if (!header)
     return nullptr;
   ArrayRef<int64_t> shape = header->type.getShape();
@@ -67,6 +60,7 @@ std::unique_ptr<DataFile> DataFile::open(StringRef path, StringRef input,
   f->count = shape[0];
   f->entryBytes = entry.getNumElements() * HostTensor::elementBytes(file);
   f->dataOffset = header->dataOffset;
+  uint64_t size = f->file.size();
   if (f->dataOffset > size || f->entryBytes < 1 ||
       uint64_t(f->count) > (size - f->dataOffset) / uint64_t(f->entryBytes)) {
     error = llvm::formatv("{0} is truncated: its header says [{1}]", path,

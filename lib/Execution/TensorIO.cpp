@@ -16,12 +16,9 @@ using namespace mlir::loom;
 
 namespace {
 
-std::optional<NpyHeader> parseHeader(StringRef data, StringRef path,
-                                     MLIRContext *ctx, std::string &error) {
-  ::loom::program::NpyInfo info;
-  if (!::loom::program::parseNpyHeader(data.data(), data.size(), path.str(),
-                                       info, error))
-    return std::nullopt;
+std::optional<NpyHeader> headerOf(const ::loom::program::NpyInfo &info,
+                                  StringRef path, MLIRContext *ctx,
+                                  std::string &error) {
   loom_dtype_t dtype;
   if (!::loom::program::dtypeOfNpyDescr(info.descr, dtype)) {
     error = path.str() + ": unsupported .npy dtype '" + info.descr + "'";
@@ -31,6 +28,15 @@ std::optional<NpyHeader> parseHeader(StringRef data, StringRef path,
   h.type = RankedTensorType::get(info.shape, elementTypeOf(dtype, ctx));
   h.dataOffset = info.dataOffset;
   return h;
+}
+
+std::optional<NpyHeader> parseHeader(StringRef data, StringRef path,
+                                     MLIRContext *ctx, std::string &error) {
+  ::loom::program::NpyInfo info;
+  if (!::loom::program::parseNpyHeader(data.data(), data.size(), path.str(),
+                                       info, error))
+    return std::nullopt;
+  return headerOf(info, path, ctx, error);
 }
 
 std::optional<HostTensor> readNpy(StringRef path, MLIRContext *ctx,
@@ -164,4 +170,13 @@ std::optional<NpyHeader> mlir::loom::parseNpyHeader(StringRef bytes,
                                                     MLIRContext *ctx,
                                                     std::string &error) {
   return parseHeader(bytes, path, ctx, error);
+}
+
+std::optional<NpyHeader>
+mlir::loom::readNpyHeader(const ::loom::program::InputFile &file,
+                          MLIRContext *ctx, std::string &error) {
+  ::loom::program::NpyInfo info;
+  if (!::loom::program::readNpyHeader(file, info, error))
+    return std::nullopt;
+  return headerOf(info, file.path(), ctx, error);
 }

@@ -71,11 +71,8 @@ static void readRankData(const std::string &path) {
   p::InputFile file;
   if (!file.open(path, error))
     return;
-  std::string head(size_t(std::min<uint64_t>(file.size(), 1 << 16)), 0);
   p::NpyInfo info;
-  if (!file.read(0, head.size(), head.data(), error) ||
-      !p::parseNpyHeader(head.data(), file.size(), path, info, error) ||
-      info.shape.empty())
+  if (!p::readNpyHeader(file, info, error) || info.shape.empty())
     return;
   p::Value v;
   v.name = "x";

@@ -4,6 +4,7 @@
 #define LOOM_EXECUTION_TENSORIO_H
 
 #include "loom/Execution/HostTensor.h"
+#include "loom/program.h"
 
 namespace mlir::loom {
 
@@ -21,6 +22,9 @@ struct NpyHeader {
 std::optional<NpyHeader> parseNpyHeader(llvm::StringRef bytes,
                                         llvm::StringRef path, MLIRContext *ctx,
                                         std::string &error);
+/// The header of the open .npy file `file` (::loom::program::readNpyHeader).
+std::optional<NpyHeader> readNpyHeader(const ::loom::program::InputFile &file,
+                                       MLIRContext *ctx, std::string &error);
 
 bool writeTensorFile(llvm::StringRef path, const HostTensor &tensor,
                      std::string &error, llvm::StringRef name = "");

@@ -200,6 +200,10 @@ private:
   std::string name;
 };
 
+/// The header of the .npy file `file`: its first 64 KiB through
+/// `parseNpyHeader`, the data it promises checked against the whole file.
+bool readNpyHeader(const InputFile &file, NpyInfo &info, std::string &error);
+
 /// Writes `size` bytes to `path` whole or not at all: to a temporary name
 /// beside it, flushed to disk, then renamed over `path` (a kill or a full
 /// disk leaves the old file or none, never a torn one). False with `error`

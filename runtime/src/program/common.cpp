@@ -163,12 +163,8 @@ bool openNpyData(const std::string &path, const Value &v,
             shapeText(perEntry) + "])";
     return false;
   }
-  // The header: parseNpyHeader reads at most the first 64 KiB (`head`) and
-  // checks the data it promises against the whole file's size.
-  std::string head(size_t(std::min<uint64_t>(data.file->size(), 1 << 16)), 0);
   NpyInfo info;
-  if (!data.file->read(0, head.size(), head.data(), error) ||
-      !parseNpyHeader(head.data(), data.file->size(), path, info, error))
+  if (!readNpyHeader(*data.file, info, error))
     return false;
   if (!dtypeOfNpyDescr(info.descr, data.fileType)) {
     error = path + ": unsupported .npy dtype '" + info.descr + "'";

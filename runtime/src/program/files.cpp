@@ -47,6 +47,13 @@ bool loom::program::InputFile::open(const std::string &path,
   return true;
 }
 
+bool loom::program::readNpyHeader(const InputFile &file, NpyInfo &info,
+                                  std::string &error) {
+  std::string head(size_t(std::min<uint64_t>(file.size(), 1 << 16)), 0);
+  return file.read(0, head.size(), head.data(), error) &&
+         parseNpyHeader(head.data(), file.size(), file.path(), info, error);
+}
+
 bool loom::program::InputFile::read(uint64_t offset, size_t n, void *out,
                                     std::string &error) const {
   char *p = static_cast<char *>(out);
