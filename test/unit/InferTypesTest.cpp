@@ -10,6 +10,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
+#include <cmath>
+#include <cstdint>
+
 using namespace mlir;
 using namespace mlir::loom;
 
@@ -123,6 +126,33 @@ TEST_F(InferTypesTest, IncompatibleOperandsFailToInfer) {
   AddOp::Adaptor adaptor(ValueRange{a, b});
   // No location: inference fails silently, as builders expect.
   EXPECT_TRUE(failed(AddOp::inferReturnTypes(&context, std::nullopt, adaptor, types)));
+}
+
+// A scalar from a file (an attribute, an optimizer's coefficient) given to
+// an integer tensor saturates: converting 1e30 or NaN to an integer is
+// undefined (UBSan found 1e30 for a uint8 moment of ONNX's Adam).
+TEST_F(InferTypesTest, IntegerScalarsSaturate) {
+  auto value = [&](Type t, double v) {
+    return cast<IntegerAttr>(scalarAttr(t, v)).getValue();
+  };
+  Type i8 = builder.getI8Type(), i64 = builder.getI64Type();
+  Type u8 = builder.getIntegerType(8, /*isSigned=*/false);
+  Type u64 = builder.getIntegerType(64, /*isSigned=*/false);
+  EXPECT_EQ(value(i8, 1e30).getSExtValue(), 127);
+  EXPECT_EQ(value(i8, -1e30).getSExtValue(), -128);
+  EXPECT_EQ(value(i8, -7.9).getSExtValue(), -7);
+  EXPECT_EQ(value(i64, 1e30).getSExtValue(), INT64_MAX);
+  EXPECT_EQ(value(i64, -std::ldexp(1.0, 63)).getSExtValue(), INT64_MIN);
+  EXPECT_EQ(value(i64, std::nan("")).getSExtValue(), 0);
+  EXPECT_EQ(value(builder.getI32Type(), 5e9).getSExtValue(), INT32_MAX);
+  EXPECT_EQ(value(u8, 300).getZExtValue(), 255u);
+  EXPECT_EQ(value(u8, -5).getZExtValue(), 0u);
+  EXPECT_EQ(value(u64, 1e30).getZExtValue(), UINT64_MAX);
+  EXPECT_EQ(value(builder.getI1Type(), 2).getZExtValue(), 1u);
+  EXPECT_EQ(value(builder.getI1Type(), std::nan("")).getZExtValue(), 0u);
+  EXPECT_EQ(cast<FloatAttr>(scalarAttr(builder.getF32Type(), 1e30))
+                .getValueAsDouble(),
+            double(float(1e30)));
 }
 
 } // namespace

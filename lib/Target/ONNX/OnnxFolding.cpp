@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -50,6 +51,10 @@ mlir::loom::onnx_import::reshapeTarget(ArrayRef<int64_t> input,
     }
     if (d < 0) {
       error = "shape entry " + std::to_string(d) + " is negative";
+      return failure();
+    }
+    if (d != 0 && known > std::numeric_limits<int64_t>::max() / d) {
+      error = "the shape's element count overflows 64 bits";
       return failure();
     }
     known *= d;

@@ -391,6 +391,15 @@ Value Importer::gatherIndices(Value v, ArrayRef<int64_t> indices,
   return GatherOp::create(b, currentLoc, v, idx, b.getI64IntegerAttr(axis));
 }
 
+LogicalResult Importer::checkIndexCount(const Node &node, int64_t count,
+                                       StringRef what) {
+  if (count <= kMaxIndices)
+    return success();
+  return error(node) << what << " needs a list of " << count
+                     << " indices, more than Loom builds at import (at most "
+                     << kMaxIndices << ")";
+}
+
 FailureOr<Value> Importer::padOrCrop(const Node &node, Value v,
                                      ArrayRef<int64_t> low,
                                      ArrayRef<int64_t> high, double value) {

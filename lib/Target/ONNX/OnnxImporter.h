@@ -190,6 +190,13 @@ public:
   /// The entries `indices` of `v` along `axis`, in that order (a gather of
   /// constant indices).
   Value gatherIndices(Value v, ArrayRef<int64_t> indices, int64_t axis);
+  /// The most indices `gatherIndices` takes: the list and its constant are
+  /// built here, so their size (a dimension from the file) is bounded.
+  static constexpr int64_t kMaxIndices = int64_t(1) << 24;
+  /// Fails, naming `node` and `what` needs them, when `count` indices are
+  /// more than kMaxIndices.
+  LogicalResult checkIndexCount(const Node &node, int64_t count,
+                                StringRef what);
   /// `v` padded by `low`/`high` per dimension with `value`; negative
   /// amounts crop. Fails (naming `node`) when a crop removes more than a
   /// dimension holds.

@@ -98,14 +98,23 @@ std::string checkWindowed(int i, const onnx::NodeProto &node, Ranks &ranks) {
       return nodeName(i, node) + "group = " + std::to_string(a.i()) +
              " must be positive";
     bool positive = a.name() == "strides" || a.name() == "dilations" ||
-                    a.name() == "kernel_shape";
+                    a.name() == "kernel_shape" || a.name() == "output_shape";
     bool pads = a.name() == "pads";
     if (!positive && !pads && a.name() != "output_padding")
       continue;
-    for (int64_t v : a.ints())
+    // At most Loom's largest size: the window arithmetic of the importer
+    // and of ONNX's inference (products of two such values) stays in int64.
+    const int64_t kMaxWindow = (int64_t(1) << 31) - 1;
+    for (int64_t v : a.ints()) {
       if (positive ? v < 1 : v < 0)
         return nodeName(i, node) + a.name() + " holds " + std::to_string(v) +
                (positive ? "; they must be positive" : "; they must be >= 0");
+      if (v > kMaxWindow)
+        return nodeName(i, node) + a.name() + " holds " + std::to_string(v) +
+               "; Loom supports window sizes up to 2^31 - 1";
+    }
+    if (a.name() == "output_shape")
+      continue; // its spatial sizes, or all of them: checked on import
     size_t want = size_t(std::max(spatial, 0)) * (pads ? 2 : 1);
     if (known && a.ints_size() && size_t(a.ints_size()) != want)
       return nodeName(i, node) + a.name() + " has " +

@@ -90,8 +90,15 @@ LogicalResult importResize(Importer &imp, const Node &node) {
     for (int64_t d = 0; d < std::min<int64_t>(rank, out.size()); ++d)
       scales.push_back(double(out[d]) / double(in[d]));
   } else {
-    for (int64_t d = 0; d < std::min<int64_t>(rank, scales.size()); ++d)
-      out.push_back(static_cast<int64_t>(std::floor(in[d] * scales[d])));
+    for (int64_t d = 0; d < std::min<int64_t>(rank, scales.size()); ++d) {
+      // In double, checked before it becomes a size (NaN, inf, 1e30).
+      double size = std::floor(double(in[d]) * scales[d]);
+      if (!(size >= 0 && size <= double(INT32_MAX)))
+        return imp.error(node) << "scale " << scales[d] << " gives dimension "
+                               << d << " (size " << in[d] << ") a size of "
+                               << size << "; sizes are 0 to 2^31 - 1";
+      out.push_back(static_cast<int64_t>(size));
+    }
   }
   if (int64_t(scales.size()) != rank || int64_t(out.size()) != rank)
     return imp.error(node) << "needs " << rank
@@ -102,6 +109,12 @@ LogicalResult importResize(Importer &imp, const Node &node) {
       continue;
     if (out[d] <= 0)
       return imp.error(node) << "dimension " << d << " would be empty";
+    if (in[d] <= 0)
+      return imp.error(node) << "dimension " << d
+                             << " of the input is empty: nothing to resize";
+    if (failed(imp.checkIndexCount(
+            node, out[d], "resizing dimension " + std::to_string(d))))
+      return failure();
     SmallVector<int64_t> source;
     for (int64_t i = 0; i < out[d]; ++i)
       source.push_back(
@@ -128,6 +141,11 @@ LogicalResult importConvTranspose(Importer &imp, const Node &node) {
                            << x.getType() << " and weights " << w.getType();
   if (imp.attrInt(node, "group", 1) != 1)
     return imp.error(node) << "group > 1 is not supported";
+  SmallVector<int64_t> kernel = imp.attrInts(node, "kernel_shape");
+  if (!kernel.empty() &&
+      ArrayRef<int64_t>(kernel) != ArrayRef<int64_t>(ws).drop_front(2))
+    return imp.error(node) << "kernel_shape does not match the weights "
+                           << w.getType();
   std::string autoPad = imp.attrString(node, "auto_pad", "NOTSET");
   if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
       autoPad != "SAME_LOWER")
@@ -218,6 +236,11 @@ LogicalResult importConvTranspose(Importer &imp, const Node &node) {
   Value filter = TransposeOp::create(b, loc, w, perm);
   for (int64_t i = 0; i < k; ++i) {
     int64_t size = ws[2 + i];
+    if (failed(imp.checkIndexCount(node, size,
+                                   "reversing the kernel's spatial "
+                                   "dimension " +
+                                       std::to_string(i))))
+      return failure();
     SmallVector<int64_t> reversed;
     for (int64_t j = size - 1; j >= 0; --j)
       reversed.push_back(j);

@@ -199,6 +199,10 @@ LogicalResult importSlice(Importer &imp, const Node &node) {
                             b.getDenseI64ArrayAttr(st));
   // Negative steps: gather the selected indices in order.
   for (auto [a, r] : reversed) {
+    if (failed(imp.checkIndexCount(node, r.count,
+                                   "a negative step on axis " +
+                                       std::to_string(a))))
+      return failure();
     SmallVector<int64_t> indices;
     for (int64_t k = 0; k < r.count; ++k)
       indices.push_back(r.start + k * r.step);

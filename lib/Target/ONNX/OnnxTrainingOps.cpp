@@ -46,13 +46,34 @@ struct Arith {
 };
 
 /// The n of an optimizer with `perTensor` inputs per optimized tensor after
-/// R and T.
+/// R and T, whose types it checks (ONNX's type constraints, which its
+/// checker does not enforce): R floating point, T an integer, and the
+/// tensors, gradients and moments all floating point of X1's type.
 FailureOr<int> tensorCount(Importer &imp, const Node &node, int perTensor) {
   int rest = node.input_size() - 2;
   if (rest <= 0 || rest % perTensor != 0)
     return imp.error(node) << "expects R, T and " << perTensor
                            << " inputs per optimized tensor, got "
                            << node.input_size() << " inputs";
+  Type want;
+  for (int i = 0; i < node.input_size(); ++i) {
+    LOOM_TRY(Value v, imp.operand(node, i));
+    Type e = Arith::elementOf(v);
+    bool ok = i == 0   ? isa<FloatType>(e)
+              : i == 1 ? e.isSignlessInteger() && e.getIntOrFloatBitWidth() > 1
+              : i == 2 ? isa<FloatType>(e)
+                       : e == want;
+    if (!ok)
+      return imp.error(node)
+             << "input " << i << " ('" << node.input(i) << "') is "
+             << v.getType() << "; "
+             << (i == 0   ? "the learning rate R must be floating point"
+                 : i == 1 ? "the step count T must be an integer"
+                          : "the tensors, gradients and moments must be "
+                            "floating point of one type");
+    if (i == 2)
+      want = e;
+  }
   return rest / perTensor;
 }
 

@@ -385,6 +385,19 @@ func.func @pool_rank(%x: tensor<3x8xf32>) {
 
 // -----
 
+// A window whose size arithmetic overflows int64 (libFuzzer found it
+// through ONNX's MaxPool, whose attributes the importer now bounds first).
+func.func @pool_window_overflow(%x: tensor<1x1x220001xf32>) {
+  // expected-error @+3 {{window of size 9223372036854775807 (dilation 10) with its padding over spatial dimension 2 of size 220001 overflows 64-bit sizes}}
+  // expected-error @+2 {{inferred type(s) 'tensor<none>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = loom.max_pool %x kernel = [9223372036854775807] strides = [1] padding = [0, 0] dilations = [10]
+      : (tensor<1x1x220001xf32>) -> tensor<1x1x1xf32>
+  return
+}
+
+// -----
+
 func.func @pool_window_in_padding(%x: tensor<1x1x4x4xf32>) {
   // expected-error @+3 {{the last window along spatial dimension 2 lies entirely in the padding}}
   // expected-error @+2 {{inferred type(s) 'tensor<none>'}}

@@ -18,6 +18,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -181,7 +182,30 @@ static void printKeyword(OpAsmPrinter &printer, Operation *,
 TypedAttr mlir::loom::scalarAttr(Type element, double value) {
   if (isa<FloatType>(element))
     return FloatAttr::get(element, value);
-  return IntegerAttr::get(element, static_cast<int64_t>(value));
+  // Saturated to the integer type's range (a value from a file may be 1e30
+  // or NaN: converting those to an integer is undefined); i1 is 0 or 1.
+  unsigned width = element.getIntOrFloatBitWidth();
+  if (width == 1)
+    return IntegerAttr::get(element, APInt(1, value != 0 && value == value));
+  if (element.isUnsignedInteger()) {
+    double top = std::ldexp(1.0, int(width)); // 2^width, exact
+    uint64_t v = 0;
+    if (value >= top)
+      v = width == 64 ? ~uint64_t(0) : (uint64_t(1) << width) - 1;
+    else if (value > 0)
+      v = static_cast<uint64_t>(value);
+    return IntegerAttr::get(element, APInt(width, v));
+  }
+  double top = std::ldexp(1.0, int(width) - 1); // 2^(width-1), exact
+  int64_t v = 0;
+  if (value >= top)
+    v = int64_t((uint64_t(1) << (width - 1)) - 1);
+  else if (value <= -top)
+    v = int64_t(~uint64_t(0) << (width - 1));
+  else if (value == value)
+    v = static_cast<int64_t>(value);
+  return IntegerAttr::get(element, APInt(width, uint64_t(v), /*isSigned=*/true,
+                                         /*implicitTrunc=*/true));
 }
 
 Value mlir::loom::createSplat(OpBuilder &b, Location loc, RankedTensorType type,

@@ -69,3 +69,40 @@ m = load("test_acos")
 for d in m.graph.input[0].type.tensor_type.shape.dim:
     d.dim_value = 1 << 30
 onnx.save(m, os.path.join(out, "many-elements.onnx"))
+
+# Work proportional to a size from the file (libFuzzer, 2026-11-26): the
+# importer builds constant index lists (a kernel reversed for
+# ConvTranspose, Resize's source rows, a Slice with negative steps), at
+# most 2^24 indices each; Resize's sizes are computed in double and checked.
+# (Outputs get symbolic sizes: ONNX's inference of the real ones must not
+# clash with the test model's.)
+
+
+def symbolic(value):
+    for i, d in enumerate(value.type.tensor_type.shape.dim):
+        d.Clear()
+        d.dim_param = "d%d" % i
+
+
+m = load("test_convtranspose")
+m.graph.input[1].type.tensor_type.shape.dim[2].dim_value = 1 << 25
+symbolic(m.graph.output[0])
+onnx.save(m, os.path.join(out, "convtranspose-long-kernel.onnx"))
+for name, scale in (("resize-scale-1e30", 1e30), ("resize-scale-1e7", 1e7)):
+    m = load("test_resize_upsample_scales_nearest")
+    del m.graph.input[1:]
+    m.graph.initializer.extend([onnx.helper.make_tensor(
+        "scales", onnx.TensorProto.FLOAT, [4], [1.0, 1.0, scale, 1.0])])
+    symbolic(m.graph.output[0])
+    onnx.save(m, os.path.join(out, name + ".onnx"))
+h = onnx.helper
+ints = lambda name, v: h.make_tensor(name, onnx.TensorProto.INT64, [1], [v])
+g = h.make_graph(
+    [h.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])],
+    "slice", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                       [(1 << 31) - 1, 2])],
+    [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["a", "b"])],
+    [ints("starts", -1), ints("ends", -(1 << 63)), ints("axes", 0),
+     ints("steps", -1)])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]),
+          os.path.join(out, "slice-negative-step-long.onnx"))
