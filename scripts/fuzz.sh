@@ -6,23 +6,28 @@
 # non-zero on any finding (crash, sanitizer report, timeout, out of memory),
 # naming the input libFuzzer saved.
 #
-#   scripts/fuzz.sh [--seconds N] [--jobs J] [--only a,b] [--build-only]
+#   scripts/fuzz.sh [--seconds N] [--jobs J] [--procs P] [--only a,b]
+#                   [--build-only]
 #
 # CI (scripts/test.sh) runs every harness for 60 s, two at a time; long runs
-# outside CI use e.g. --seconds 3600. A summary line per harness gives the
-# executions, corpus size and result; docs/reliability.md keeps the totals.
+# outside CI use e.g. --seconds 3600 --only onnx --procs 2 (P libFuzzer
+# processes on each harness, sharing its corpus, each with its own seed and
+# log). A summary line per harness gives the executions (all processes),
+# corpus size and result; docs/reliability.md keeps the totals.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-22}
 BUILD_DIR=${LOOM_FUZZ_BUILD_DIR:-build-fuzz}
 SECONDS_EACH=60
 JOBS=2
+PROCS=1
 ONLY=""
 BUILD_ONLY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_EACH=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
+    --procs) PROCS=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --build-only) BUILD_ONLY=1; shift ;;
     *) echo "fuzz.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -88,14 +93,22 @@ run_one() {
            "$BUILD_DIR/fuzz/seeds/$name"; do
     [ -d "$d" ] && seeds+=("$d")
   done
-  local rc=0
+  local rc=0 p pids=()
   [ -f "$BUILD_DIR/bin/loom-fuzz-$name" ] || { echo "fuzz $name: no harness"; return 1; }
-  "$BUILD_DIR/bin/loom-fuzz-$name" "$work" "${seeds[@]}" \
-    -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=4096 \
-    -max_len=65536 -print_final_stats=1 \
-    -artifact_prefix="$OUT/$name-crashes/" > "$log" 2>&1 || rc=$?
+  for ((p = 0; p < PROCS; ++p)); do
+    local plog=$log
+    [ "$PROCS" -gt 1 ] && plog=$OUT/$name.$p.log
+    "$BUILD_DIR/bin/loom-fuzz-$name" "$work" "${seeds[@]}" \
+      -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=4096 \
+      -max_len=65536 -print_final_stats=1 \
+      -artifact_prefix="$OUT/$name-crashes/" > "$plog" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  if [ "$PROCS" -gt 1 ]; then cat "$OUT/$name".[0-9]*.log > "$log"; fi
   local execs corpus
-  execs=$(grep -a -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+  execs=$(grep -a -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' |
+          awk '{ s += $1 } END { print s + 0 }')
   corpus=$(find "$work" -type f | wc -l)
   if [ "$rc" = 0 ]; then
     echo "fuzz $name: ok, ${execs:-0} executions in ${SECONDS_EACH}s, corpus $corpus"
