@@ -1,8 +1,8 @@
 //===- loom-onnx-infer.cpp - ONNX shape inference in its own process ------===//
 //
-// Reads serialized ModelProtos on stdin (each after its 8-byte length), runs
-// ONNX's shape inference on each and writes the replies the importer expects
-// (OnnxShapeInference.h) on stdout, framed the same way. The importer starts
+// Reads requests on stdin (each after its 8-byte length: a ModelProto to
+// run ONNX's shape inference or version converter on, OnnxShapeInference.h)
+// and writes the replies the importer expects on stdout, framed the same way. The importer starts
 // it once and keeps it, so that a crash of ONNX's library on a malformed
 // model ends this process, not Loom's. Not meant to be run by hand.
 //
@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
 #include <unistd.h>
 #include <string>
 
@@ -33,15 +34,34 @@ int main() {
     std::string bytes(size_t(size), '\0');
     if (!readExactly(stdin, bytes.data(), bytes.size()))
       return 1;
+    namespace oi = mlir::loom::onnx_import;
     onnx::ModelProto model;
-    std::string reply;
-    if (!model.ParseFromString(bytes)) {
-      reply = mlir::loom::onnx_import::encodeInference(
-          model, false, "ONNX shape inference: the model does not parse");
+    std::string reply, error;
+    // The kind of request, and for a conversion its target opset.
+    size_t start = 1;
+    int target = 0;
+    char kind = bytes.empty() ? 0 : bytes[0];
+    if (kind == oi::kConvertRequest) {
+      start = bytes.find('\n');
+      target = start == std::string::npos
+                   ? 0
+                   : int(std::strtol(bytes.c_str() + 1, nullptr, 10));
+      start = start == std::string::npos ? bytes.size() : start + 1;
+    }
+    bool parsed =
+        (kind == oi::kInferRequest || kind == oi::kConvertRequest) &&
+        start <= bytes.size() &&
+        model.ParseFromArray(bytes.data() + start, int(bytes.size() - start));
+    if (kind == oi::kConvertRequest) {
+      if (!parsed || target <= 0)
+        error = "the conversion request does not parse";
+      bool ok = error.empty() && oi::convertVersionInProcess(model, target, error);
+      reply = oi::encodeConversion(model, ok, error);
     } else {
-      std::string error;
-      bool ok = mlir::loom::onnx_import::inferShapesInProcess(model, error);
-      reply = mlir::loom::onnx_import::encodeInference(model, ok, error);
+      bool ok = parsed && oi::inferShapesInProcess(model, error);
+      reply = oi::encodeInference(
+          model, ok,
+          parsed ? error : "ONNX shape inference: the model does not parse");
     }
     uint64_t length = reply.size();
     if (std::fwrite(&length, 1, 8, replies) != 8 ||

@@ -173,7 +173,7 @@ struct Host {
     if (isFloat())
       f[k] = v;
     else
-      i[k] = static_cast<int64_t>(v);
+      i[k] = saturatingInt(v);
   }
   void copyFrom(int64_t k, const Host &src, int64_t srcK) {
     if (isFloat())
@@ -283,7 +283,7 @@ Results elementwise(ArrayRef<Host> in, Type outElement, Fn fn) {
       in, outElement, [&](ArrayRef<double> a) { return fn(a); },
       [&](ArrayRef<int64_t> a) {
         SmallVector<double> d(a.begin(), a.end());
-        return static_cast<int64_t>(fn(ArrayRef<double>(d)));
+        return saturatingInt(fn(ArrayRef<double>(d)));
       });
 }
 
@@ -477,7 +477,7 @@ Results foldArithmetic(Importer &importer, const Node &node,
     if (delta == 0)
       return std::nullopt;
     int64_t n = std::max<int64_t>(
-        static_cast<int64_t>(std::ceil((limit - start) / delta)), 0);
+        saturatingInt(std::ceil((limit - start) / delta)), 0);
     if (n > kMaxFoldElements)
       return std::nullopt;
     Host out = Host::like({n}, in[0].element);

@@ -28,6 +28,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <functional>
+#include <limits>
 #include <optional>
 
 /// `LOOM_TRY(Value v, importer.operand(node, 0));` declares `v` from a
@@ -41,6 +42,20 @@
   decl = std::move(*LOOM_TRY_NAME_(__LINE__))
 
 namespace mlir::loom::onnx_import {
+
+/// `v` as an int64, saturated (NaN is 0): a double from a file (a scale, a
+/// Range's bounds, a cast constant) may be 1e30, and converting that to an
+/// integer is undefined.
+inline int64_t saturatingInt(double v) {
+  constexpr double kTop = 9223372036854775808.0; // 2^63
+  if (!(v == v))
+    return 0;
+  if (v >= kTop)
+    return std::numeric_limits<int64_t>::max();
+  if (v <= -kTop)
+    return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
 
 class Importer;
 using Node = onnx::NodeProto;

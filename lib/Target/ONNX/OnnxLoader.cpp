@@ -11,7 +11,6 @@
 #include <set>
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
-#include "onnx/version_converter/convert.h"
 
 #include <algorithm>
 #include <exception>
@@ -472,15 +471,14 @@ bool mlir::loom::onnx_import::loadOnnxModel(llvm::StringRef bytes,
     if (opset < 13 && options.minimumOpset >= 13 &&
         expandLegacySoftmax(*model.mutable_graph()) && !inferShapes(model, error))
       return false;
-    if (!guarded(("cannot upgrade the model from opset " +
-                  std::to_string(opset) + " to " +
-                  std::to_string(options.minimumOpset))
-                     .c_str(),
-                 error, [&] {
-                   model = onnx::version_conversion::ConvertVersion(
-                       model, static_cast<int>(options.minimumOpset));
-                 }))
+    // In the shape inference helper's process: the converter's adapters
+    // crash on malformed models too.
+    if (!convertVersion(model, static_cast<int>(options.minimumOpset),
+                        error)) {
+      error = "cannot upgrade the model from opset " + std::to_string(opset) +
+              " to " + std::to_string(options.minimumOpset) + ": " + error;
       return false;
+    }
     if (!inferShapes(model, error))
       return false;
   }

@@ -47,7 +47,7 @@ int64_t nearestSource(int64_t i, int64_t in, int64_t out, double scale,
     r = std::floor(x + 0.5);
   else // round_prefer_floor
     r = x - std::floor(x) == 0.5 ? std::floor(x) : std::round(x);
-  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
+  return std::clamp<int64_t>(saturatingInt(r), 0, in - 1);
 }
 
 /// Resize (opset 10+: X, [roi,] scales or sizes) and Upsample (scales as an

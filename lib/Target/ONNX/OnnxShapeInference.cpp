@@ -4,11 +4,13 @@
 
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
+#include "onnx/version_converter/convert.h"
 
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <fcntl.h>
 #include <spawn.h>
@@ -34,6 +36,25 @@ bool mlir::loom::onnx_import::inferShapesInProcess(onnx::ModelProto &model,
     error = "ONNX shape inference: unknown error";
   }
   return false;
+}
+
+bool mlir::loom::onnx_import::convertVersionInProcess(onnx::ModelProto &model,
+                                                      int target,
+                                                      std::string &error) {
+  try {
+    model = onnx::version_conversion::ConvertVersion(model, target);
+    return true;
+  } catch (const std::exception &e) {
+    error = e.what();
+  } catch (...) {
+    error = "unknown error";
+  }
+  return false;
+}
+
+std::string mlir::loom::onnx_import::encodeConversion(
+    const onnx::ModelProto &converted, bool ok, const std::string &error) {
+  return ok ? "1" + converted.SerializeAsString() : "0" + error;
 }
 
 std::string mlir::loom::onnx_import::encodeInference(
@@ -108,7 +129,7 @@ std::string requestFor(const onnx::ModelProto &model) {
       t.clear_int32_data();
     }
   }
-  return light.SerializeAsString();
+  return kInferRequest + light.SerializeAsString();
 }
 
 /// The helper, started once and kept: requests and replies are framed by
@@ -207,8 +228,8 @@ private:
   int to = -1, from = -1;
 };
 
-/// The same in a fork of this process.
-int runForked(onnx::ModelProto &model, std::string &reply) {
+/// The same in a fork of this process: `produce` makes the reply there.
+int runForked(const std::function<std::string()> &produce, std::string &reply) {
   int fds[2];
   if (::pipe(fds) != 0)
     return -1;
@@ -223,9 +244,7 @@ int runForked(onnx::ModelProto &model, std::string &reply) {
     // A crash here is reported by the parent, without a stack dump.
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
       ::signal(sig, SIG_DFL);
-    std::string why;
-    bool ok = inferShapesInProcess(model, why);
-    std::string out = encodeInference(model, ok, why);
+    std::string out = produce();
     ::_exit(writeAll(fds[1], out.data(), out.size()) ? 0 : 1);
   }
   ::close(fds[1]);
@@ -237,34 +256,77 @@ int runForked(onnx::ModelProto &model, std::string &reply) {
   return status;
 }
 
+/// Runs `request` in the helper, or `produce` in a fork of this process
+/// where there is no helper. -1 when neither could start, 1 when `reply`
+/// is a good one ("1" and its payload), else 0 with `error` (naming
+/// `stage` when the other process crashed or said nothing).
+int runIsolated(const std::string &request,
+                const std::function<std::string()> &produce,
+                const std::string &stage, std::string &reply,
+                std::string &error) {
+  static Helper server;
+  std::string helper = helperPath();
+  int status = helper.empty() ? -1 : server.request(helper, request, reply);
+  if (status == -1)
+    status = runForked(produce, reply);
+  if (status == -1)
+    return -1;
+  if (WIFSIGNALED(status))
+    error = stage + " crashed (signal " + std::to_string(WTERMSIG(status)) +
+            ": a bug of ONNX 1.12 on this malformed model; check it with "
+            "onnx.checker.check_model(model, full_check=True))";
+  else if (reply.empty() || (reply[0] != '0' && reply[0] != '1'))
+    error = stage + " failed without a reason (exit status " +
+            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
+  else if (reply[0] == '0')
+    error = reply.substr(1);
+  else
+    return 1;
+  return 0;
+}
+
 } // namespace
+
+bool mlir::loom::onnx_import::convertVersion(onnx::ModelProto &model,
+                                             int target, std::string &error) {
+  std::string reply;
+  int status = runIsolated(
+      kConvertRequest + std::to_string(target) + "\n" +
+          model.SerializeAsString(),
+      [&] {
+        std::string why;
+        bool ok = convertVersionInProcess(model, target, why);
+        return encodeConversion(model, ok, why);
+      },
+      "ONNX's version converter", reply, error);
+  if (status == -1) // neither could start: convert here
+    return convertVersionInProcess(model, target, error);
+  if (status == 0)
+    return false;
+  onnx::ModelProto converted;
+  if (!converted.ParseFromArray(reply.data() + 1, int(reply.size() - 1))) {
+    error = "ONNX's version converter returned an unreadable model";
+    return false;
+  }
+  model = std::move(converted);
+  return true;
+}
 
 bool mlir::loom::onnx_import::inferShapes(onnx::ModelProto &model,
                                           std::string &error) {
-  static Helper server;
   std::string reply;
-  std::string helper = helperPath();
-  int status = helper.empty() ? -1 : server.request(helper, requestFor(model), reply);
-  if (status == -1)
-    status = runForked(model, reply);
+  int status = runIsolated(
+      requestFor(model),
+      [&] {
+        std::string why;
+        bool ok = inferShapesInProcess(model, why);
+        return encodeInference(model, ok, why);
+      },
+      "ONNX shape inference", reply, error);
   if (status == -1) // neither could start: infer here
     return inferShapesInProcess(model, error);
-  if (WIFSIGNALED(status)) {
-    error = "ONNX shape inference crashed (signal " +
-            std::to_string(WTERMSIG(status)) +
-            ": a bug of ONNX 1.12 on this malformed model; check it with "
-            "onnx.checker.check_model(model, full_check=True))";
+  if (status == 0)
     return false;
-  }
-  if (reply.empty() || (reply[0] != '0' && reply[0] != '1')) {
-    error = "ONNX shape inference failed without a reason (exit status " +
-            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
-    return false;
-  }
-  if (reply[0] == '0') {
-    error = reply.substr(1);
-    return false;
-  }
   onnx::GraphProto inferred;
   if (!inferred.ParseFromArray(reply.data() + 1, int(reply.size() - 1))) {
     error = "ONNX shape inference returned an unreadable graph";

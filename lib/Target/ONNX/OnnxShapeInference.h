@@ -7,8 +7,8 @@
 // sanitized process starts it in a millisecond), or a fork of this process
 // where there is none. The other process sends back what inference adds to
 // the model (the graph's value_info and outputs), and a crash there is an
-// error naming the model, not a crash of Loom. Plain C++ and ONNX: the
-// helper links no LLVM or MLIR.
+// error naming the model, not a crash of Loom. ONNX's version converter
+// runs there too. Plain C++ and ONNX: the helper links no LLVM or MLIR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +33,26 @@ std::string encodeInference(const onnx::ModelProto &inferred, bool ok,
 /// Shape inference in another process (see above), its results merged into
 /// `model`.
 bool inferShapes(onnx::ModelProto &model, std::string &error);
+
+/// ONNX's version converter (to opset `target` of the default domain) on
+/// `model`, in this process; exceptions become `error`.
+bool convertVersionInProcess(onnx::ModelProto &model, int target,
+                             std::string &error);
+
+/// The reply of the process that converted: "1" and the converted
+/// ModelProto, or "0" and the error.
+std::string encodeConversion(const onnx::ModelProto &converted, bool ok,
+                             const std::string &error);
+
+/// The version converter in another process, as shape inference: its
+/// adapters assume valid models too (Gemm 6 -> 7 indexed the shape of an
+/// operand of unknown rank: loom-fuzz-onnx). `model` is replaced by the
+/// converted model.
+bool convertVersion(onnx::ModelProto &model, int target, std::string &error);
+
+/// Requests to the helper: 'I' and a ModelProto (shape inference), or 'C',
+/// the target opset in decimal, '\n' and a ModelProto (version conversion).
+constexpr char kInferRequest = 'I', kConvertRequest = 'C';
 
 } // namespace mlir::loom::onnx_import
 

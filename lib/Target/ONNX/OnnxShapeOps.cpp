@@ -67,6 +67,8 @@ LogicalResult importSqueeze(Importer &imp, const Node &node) {
   ArrayRef<int64_t> in = shapeOf(x);
   int64_t rank = in.size();
   for (int64_t &a : axes) {
+    if (rank == 0)
+      return imp.error(node) << "a scalar (rank 0) has no axis " << a;
     LOOM_TRY(a, imp.normalizeAxis(node, a, rank));
     if (in[a] != 1)
       return imp.error(node) << "cannot squeeze dimension " << a << " of size "
@@ -127,6 +129,8 @@ Value sliceAxis(Importer &imp, Value x, int64_t axis, int64_t start,
 LogicalResult importSplit(Importer &imp, const Node &node) {
   LOOM_TRY(Value x, imp.operand(node, 0));
   int64_t rank = shapeOf(x).size();
+  if (rank == 0)
+    return imp.error(node) << "cannot split a scalar (rank 0)";
   LOOM_TRY(int64_t axis, imp.normalizeAxis(node, imp.attrInt(node, "axis", 0), rank));
   int64_t size = shapeOf(x)[axis];
   SmallVector<int64_t> split;
@@ -181,6 +185,8 @@ LogicalResult importSlice(Importer &imp, const Node &node) {
   SmallVector<int64_t> lo(rank, 0), hi(shapeOf(x)), st(rank, 1);
   SmallVector<std::pair<int64_t, SliceRange>> reversed;
   for (size_t j = 0; j < axes.size(); ++j) {
+    if (rank == 0)
+      return imp.error(node) << "a scalar (rank 0) has no axis " << axes[j];
     LOOM_TRY(int64_t a, imp.normalizeAxis(node, axes[j], rank));
     if (steps[j] == 0)
       return imp.error(node) << "step 0 on axis " << a;
@@ -319,7 +325,7 @@ LogicalResult importTrilu(Importer &imp, const Node &node) {
   int64_t k = 0;
   if (imp.hasInput(node, 1)) {
     LOOM_TRY(double kk, imp.constScalar(node, 1, "k"));
-    k = static_cast<int64_t>(kk);
+    k = saturatingInt(kk);
   }
   ArrayRef<int64_t> s = shapeOf(x);
   if (s.size() < 2)
@@ -350,7 +356,12 @@ LogicalResult importOneHot(Importer &imp, const Node &node) {
   LOOM_TRY(double depthValue, imp.constScalar(node, 1, "depth"));
   LOOM_TRY(Value values, imp.operand(node, 2));
   OpBuilder &b = imp.builder();
-  int64_t depth = static_cast<int64_t>(depthValue);
+  int64_t depth = saturatingInt(depthValue);
+  if (depth < 1)
+    return imp.error(node) << "depth " << depthValue << " must be positive";
+  if (failed(imp.checkIndexCount(node, depth, "a depth of " +
+                                                  std::to_string(depth))))
+    return failure();
   int64_t outRank = shapeOf(indices).size() + 1;
   LOOM_TRY(int64_t axis, imp.normalizeAxis(node, imp.attrInt(node, "axis", -1), outRank));
   if (shapeOf(values) != ArrayRef<int64_t>{2})

@@ -106,3 +106,15 @@ g = h.make_graph(
      ints("steps", -1)])
 onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]),
           os.path.join(out, "slice-negative-step-long.onnx"))
+
+# OneHot's depth from a tensor: 1e30 (undefined as an integer) and a depth
+# whose index list would be 2^40 long.
+for name, depth in (("onehot-depth-1e30", 1e30), ("onehot-depth-2p40", 2.0 ** 40)):
+    g = h.make_graph(
+        [h.make_node("OneHot", ["indices", "depth", "values"], ["y"])],
+        "onehot", [h.make_tensor_value_info("indices", onnx.TensorProto.INT64, [3])],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["a", "b"])],
+        [h.make_tensor("depth", onnx.TensorProto.FLOAT, [], [depth]),
+         h.make_tensor("values", onnx.TensorProto.FLOAT, [2], [0.0, 1.0])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]),
+              os.path.join(out, name + ".onnx"))
