@@ -120,6 +120,7 @@ SliceRange mlir::loom::onnx_import::normalizeSlice(int64_t start, int64_t end,
 
 namespace {
 
+
 constexpr int64_t kMaxFoldElements = 1 << 16;
 
 struct Host {
@@ -158,14 +159,25 @@ struct Host {
     return h;
   }
 
-  static Host like(ArrayRef<int64_t> shape, Type element) {
+  /// A zero tensor of `shape`, or none when it would hold more than
+  /// kMaxFoldElements (counted with overflow checks: a shape from the file,
+  /// as Expand's, may be [2^62 + 1, 2^62 + 1]).
+  static std::optional<Host> like(ArrayRef<int64_t> shape, Type element) {
+    int64_t count = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || (d != 0 && count > kMaxFoldElements / d))
+        return std::nullopt;
+      count *= d;
+    }
+    if (count > kMaxFoldElements)
+      return std::nullopt;
     Host h;
     h.shape.assign(shape.begin(), shape.end());
     h.element = element;
     if (h.isFloat())
-      h.f.resize(h.numel());
+      h.f.resize(count);
     else
-      h.i.resize(h.numel());
+      h.i.resize(count);
     return h;
   }
 
@@ -248,9 +260,10 @@ Results elementwise(ArrayRef<Host> in, Type outElement, FnF fnF, FnI fnI) {
     shape = *s;
     allInt &= !h.isFloat();
   }
-  Host out = Host::like(shape, outElement);
-  if (out.numel() > kMaxFoldElements)
+  std::optional<Host> made = Host::like(shape, outElement);
+  if (!made)
     return std::nullopt;
+  Host &out = *made;
   SmallVector<int64_t> idx;
   SmallVector<double> argsF(in.size());
   SmallVector<int64_t> argsI(in.size());
@@ -389,7 +402,10 @@ Results foldArithmetic(Importer &importer, const Node &node,
     Type to = convertElementType(ctx, importer.attrInt(node, "to", 0));
     if (!to || !present(0))
       return std::nullopt;
-    Host out = Host::like(in[0].shape, to);
+    std::optional<Host> made = Host::like(in[0].shape, to);
+    if (!made)
+      return std::nullopt;
+    Host &out = *made;
     for (int64_t k = 0; k < out.numel(); ++k) {
       double v = in[0].getF(k);
       if (to.isInteger(1))
@@ -480,7 +496,10 @@ Results foldArithmetic(Importer &importer, const Node &node,
         saturatingInt(std::ceil((limit - start) / delta)), 0);
     if (n > kMaxFoldElements)
       return std::nullopt;
-    Host out = Host::like({n}, in[0].element);
+    std::optional<Host> made = Host::like({n}, in[0].element);
+    if (!made)
+      return std::nullopt;
+    Host &out = *made;
     for (int64_t k = 0; k < n; ++k)
       out.set(k, roundTo(in[0].element, start + k * delta));
     return one(out);
@@ -516,7 +535,10 @@ Results foldSlice(ArrayRef<Host> in) {
   SmallVector<int64_t> shape;
   for (const SliceRange &r : ranges)
     shape.push_back(r.count);
-  Host out = Host::like(shape, x.element);
+  std::optional<Host> made = Host::like(shape, x.element);
+  if (!made)
+    return std::nullopt;
+  Host &out = *made;
   SmallVector<int64_t> idx, strides = stridesOf(x.shape);
   for (int64_t k = 0; k < out.numel(); ++k) {
     unravel(k, shape, idx);
@@ -599,7 +621,10 @@ Results foldMovement(Importer &importer, const Node &node, ArrayRef<Host> in) {
           return std::nullopt;
       shape[axis] += h.shape[axis];
     }
-    Host out = Host::like(shape, x.element);
+    std::optional<Host> made = Host::like(shape, x.element);
+    if (!made)
+      return std::nullopt;
+    Host &out = *made;
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d)
       outer *= shape[d];
@@ -622,7 +647,10 @@ Results foldMovement(Importer &importer, const Node &node, ArrayRef<Host> in) {
     SmallVector<int64_t> shape(x.shape.begin(), x.shape.begin() + axis);
     llvm::append_range(shape, idx.shape);
     shape.append(x.shape.begin() + axis + 1, x.shape.end());
-    Host out = Host::like(shape, x.element);
+    std::optional<Host> made = Host::like(shape, x.element);
+    if (!made)
+      return std::nullopt;
+    Host &out = *made;
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d)
       outer *= x.shape[d];
@@ -645,8 +673,11 @@ Results foldMovement(Importer &importer, const Node &node, ArrayRef<Host> in) {
     FailureOr<SmallVector<int64_t>> shape = broadcastShape(x.shape, in[1].i);
     if (failed(shape))
       return std::nullopt;
+    std::optional<Host> target = Host::like(*shape, x.element);
+    if (!target)
+      return std::nullopt;
     return elementwise(
-        {x, Host::like(*shape, x.element)}, x.element,
+        {x, *target}, x.element,
         [](ArrayRef<double> a) { return a[0]; },
         [](ArrayRef<int64_t> a) { return a[0]; });
   }

@@ -276,6 +276,18 @@ LogicalResult Importer::setResult(const Node &node, int i, Value value) {
   // A builder that reported an error (above) made a placeholder type.
   if (errorCount != 0)
     return failure();
+  // The limits of the graph's declared sizes hold for every value: a shape
+  // from the file (Expand to [2^62 + 1, 2^62 + 1]) must not reach the
+  // compiler, whose byte counts would wrap.
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  int64_t elements = 1;
+  for (int64_t d : type ? type.getShape() : ArrayRef<int64_t>()) {
+    if (d < 0 || d > kMaxSize || (d != 0 && elements > kMaxElements / d))
+      return error(node) << "output '" << name << "' would be " << type
+                         << "; Loom supports sizes from 0 to 2^31 - 1 and up "
+                            "to 2^46 elements";
+    elements *= d;
+  }
   if (std::optional<RankedTensorType> expected = onnxType(name)) {
     if (*expected != value.getType())
       return error(node) << "output '" << name << "' would have type "
