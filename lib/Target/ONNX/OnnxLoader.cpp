@@ -124,6 +124,38 @@ std::string checkWindowed(int i, const onnx::NodeProto &node, Ranks &ranks) {
   return "";
 }
 
+/// Operands whose length is a rank (a target shape, axes, pads, sizes):
+/// at most kMaxRank entries (twice that for pads). ONNX 1.12's inference
+/// makes an output of that rank: an Expand whose shape input is declared
+/// 2^31 - 1 long hung it. `lengths` holds the declared length of every
+/// rank-1 value that has one.
+constexpr int64_t kMaxRank = 64;
+std::string checkShapeOperands(int i, const onnx::NodeProto &node,
+                               const std::map<std::string, int64_t> &lengths) {
+  static const std::map<std::string, std::vector<int>> operands = {
+      {"Expand", {1}},   {"Reshape", {1}}, {"ConstantOfShape", {0}},
+      {"Unsqueeze", {1}}, {"Squeeze", {1}}, {"Tile", {1}},
+      {"Pad", {1}},      {"Slice", {1, 2, 3, 4}}, {"Resize", {1, 2, 3}},
+      {"Upsample", {1}}, {"ReduceSum", {1}}, {"ReduceMean", {1}},
+      {"ReduceMax", {1}}, {"ReduceMin", {1}}, {"ReduceProd", {1}},
+      {"ReduceL2", {1}}};
+  auto it = operands.find(node.op_type());
+  if (it == operands.end())
+    return "";
+  for (int k : it->second) {
+    if (k >= node.input_size() || !lengths.count(node.input(k)))
+      continue;
+    int64_t n = lengths.at(node.input(k)),
+            most = node.op_type() == "Pad" ? 2 * kMaxRank : kMaxRank;
+    if (n > most)
+      return nodeName(i, node) + "input " + std::to_string(k) + " ('" +
+             node.input(k) + "') holds " + std::to_string(n) +
+             " entries, one per dimension; Loom supports ranks up to " +
+             std::to_string(kMaxRank);
+  }
+  return "";
+}
+
 /// An axis within the first input's rank (LayerNormalization's inference
 /// in ONNX 1.12 indexes by it unchecked); MaxUnpool's indices of X's rank
 /// (its inference reads past them otherwise).
@@ -164,10 +196,14 @@ std::string checkAxes(int i, const onnx::NodeProto &node, Ranks &ranks) {
 bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
   std::set<std::string> defined;
   Ranks ranks; // known before shape inference
+  std::map<std::string, int64_t> lengths; // of rank-1 values
   auto note = [&](const onnx::ValueInfoProto &v) {
     if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
       return;
     ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+    if (ranks[v.name()] == 1 &&
+        v.type().tensor_type().shape().dim(0).has_dim_value())
+      lengths[v.name()] = v.type().tensor_type().shape().dim(0).dim_value();
     std::vector<int64_t> dims;
     for (const auto &d : v.type().tensor_type().shape().dim())
       if (d.has_dim_value())
@@ -183,6 +219,8 @@ bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
     note(v);
   for (const auto &t : graph.initializer()) {
     ranks[t.name()] = t.dims_size();
+    if (t.dims_size() == 1)
+      lengths[t.name()] = t.dims(0);
     if (error.empty())
       error = checkSizes(t.name(), t.dims());
   }
@@ -206,6 +244,8 @@ bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
     error = checkWindowed(i, node, ranks);
     if (error.empty())
       error = checkAxes(i, node, ranks);
+    if (error.empty())
+      error = checkShapeOperands(i, node, lengths);
     if (!error.empty())
       return false;
     for (const std::string &out : node.output())
