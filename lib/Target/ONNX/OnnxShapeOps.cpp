@@ -341,7 +341,9 @@ LogicalResult importTrilu(Importer &imp, const Node &node) {
                            << kMaxMask << " elements)";
   SmallVector<bool> mask;
   mask.reserve(size_t(rows * cols));
-  for (int64_t i = 0; i < rows; ++i)
+  // An empty matrix has no mask: 2^31 - 1 rows of 0 columns must not cost
+  // 2^31 iterations (a libFuzzer timeout).
+  for (int64_t i = 0; cols > 0 && i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
       mask.push_back(upper ? j - i >= k : j - i <= k);
   OpBuilder &b = imp.builder();
