@@ -428,19 +428,30 @@ Results foldArithmetic(Importer &importer, const Node &node,
   };
   if (op == "Add")
     return binaryArith([](double a, double b) { return a + b; },
-                       [](int64_t a, int64_t b) { return a + b; });
+                       [](int64_t a, int64_t b) {
+                         // Integers wrap, as at run time (signed overflow
+                         // in C++ is undefined: libFuzzer found a Mul).
+                         return int64_t(uint64_t(a) + uint64_t(b));
+                       });
   if (op == "Sub")
     return binaryArith([](double a, double b) { return a - b; },
-                       [](int64_t a, int64_t b) { return a - b; });
+                       [](int64_t a, int64_t b) {
+                         return int64_t(uint64_t(a) - uint64_t(b));
+                       });
   if (op == "Mul")
     return binaryArith([](double a, double b) { return a * b; },
-                       [](int64_t a, int64_t b) { return a * b; });
+                       [](int64_t a, int64_t b) {
+                         return int64_t(uint64_t(a) * uint64_t(b));
+                       });
   if (op == "Div") {
     if (present(1) && !isa<FloatType>(in[1].element) &&
         llvm::is_contained(in[1].i, 0))
       return std::nullopt; // integer division by zero: leave it to run time
     return binaryArith([](double a, double b) { return a / b; },
-                       [](int64_t a, int64_t b) { return a / b; });
+                       [](int64_t a, int64_t b) {
+                         // INT64_MIN / -1 wraps to INT64_MIN.
+                         return b == -1 ? int64_t(0 - uint64_t(a)) : a / b;
+                       });
   }
   if ((op == "Max" || op == "Min") && in.size() == 2 && present(0) &&
       present(1) && foldableArithmetic(in[0].element)) {
