@@ -208,8 +208,8 @@ public:
   /// The most indices `gatherIndices` takes: the list and its constant are
   /// built here, so their size (a dimension from the file) is bounded.
   static constexpr int64_t kMaxIndices = int64_t(1) << 24;
-  /// The largest size and element count of any value (as of the graph's
-  /// declared sizes, OnnxLoader.cpp).
+  /// The largest size and element count of any value: the graph's declared
+  /// sizes (OnnxLoader.cpp) and every value the importer builds.
   static constexpr int64_t kMaxSize = (int64_t(1) << 31) - 1,
                            kMaxElements = int64_t(1) << 46;
   /// Fails, naming `node` and `what` needs them, when `count` indices are

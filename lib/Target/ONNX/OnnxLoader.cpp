@@ -47,8 +47,9 @@ bool guarded(const char *stage, std::string &error, Fn &&fn) {
 /// problem, or "".
 template <typename Dims>
 std::string checkSizes(const std::string &name, const Dims &dims) {
-  const int64_t kMaxDim = (int64_t(1) << 31) - 1, kMaxElements = int64_t(1)
-                                                                  << 46;
+  using mlir::loom::onnx_import::Importer;
+  const int64_t kMaxDim = Importer::kMaxSize,
+                kMaxElements = Importer::kMaxElements;
   double elements = 1;
   for (int64_t d : dims) {
     if (d < 0)
@@ -103,7 +104,7 @@ std::string checkWindowed(int i, const onnx::NodeProto &node, Ranks &ranks) {
       continue;
     // At most Loom's largest size: the window arithmetic of the importer
     // and of ONNX's inference (products of two such values) stays in int64.
-    const int64_t kMaxWindow = (int64_t(1) << 31) - 1;
+    const int64_t kMaxWindow = mlir::loom::onnx_import::Importer::kMaxSize;
     for (int64_t v : a.ints()) {
       if (positive ? v < 1 : v < 0)
         return nodeName(i, node) + a.name() + " holds " + std::to_string(v) +
