@@ -120,8 +120,22 @@ SliceRange mlir::loom::onnx_import::normalizeSlice(int64_t start, int64_t end,
 
 namespace {
 
-
 constexpr int64_t kMaxFoldElements = 1 << 16;
+
+/// The element count of `shape` when it is at most kMaxFoldElements, counted
+/// with overflow checks (a shape from the file, as Expand's or a splat's, may
+/// be [3, 2^62], whose plain product wraps); none otherwise.
+std::optional<int64_t> foldableCount(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d != 0 && count > kMaxFoldElements / d))
+      return std::nullopt;
+    count *= d;
+  }
+  if (count > kMaxFoldElements)
+    return std::nullopt;
+  return count;
+}
 
 struct Host {
   SmallVector<int64_t> shape;
@@ -160,24 +174,18 @@ struct Host {
   }
 
   /// A zero tensor of `shape`, or none when it would hold more than
-  /// kMaxFoldElements (counted with overflow checks: a shape from the file,
-  /// as Expand's, may be [2^62 + 1, 2^62 + 1]).
+  /// kMaxFoldElements.
   static std::optional<Host> like(ArrayRef<int64_t> shape, Type element) {
-    int64_t count = 1;
-    for (int64_t d : shape) {
-      if (d < 0 || (d != 0 && count > kMaxFoldElements / d))
-        return std::nullopt;
-      count *= d;
-    }
-    if (count > kMaxFoldElements)
+    std::optional<int64_t> count = foldableCount(shape);
+    if (!count)
       return std::nullopt;
     Host h;
     h.shape.assign(shape.begin(), shape.end());
     h.element = element;
     if (h.isFloat())
-      h.f.resize(count);
+      h.f.resize(*count);
     else
-      h.i.resize(count);
+      h.i.resize(*count);
     return h;
   }
 
@@ -711,16 +719,8 @@ mlir::loom::onnx_import::foldNode(Importer &importer, const Node &node,
       in.push_back(Host());
       continue;
     }
-    // The element count from the shape, checked: a product that wraps
-    // (a splat of shape [3, 2^62]) would pass a plain comparison and size
-    // the copy below.
-    int64_t count = 1;
-    for (int64_t d : attr.getType().getShape())
-      if (d < 0 || (d != 0 && count > kMaxFoldElements / d))
-        return std::nullopt;
-      else
-        count *= d;
-    if (count > kMaxFoldElements)
+    // A splat of shape [3, 2^62] would otherwise size the copy below.
+    if (!foldableCount(attr.getType().getShape()))
       return std::nullopt;
     in.push_back(Host::from(attr));
   }
