@@ -41,15 +41,26 @@ bool guarded(const char *stage, std::string &error, Fn &&fn) {
   return false;
 }
 
-/// The sizes a value declares: >= 0, at most 2^31 - 1 each and 2^46 in
-/// all. They bound the work ONNX's shape inference and Loom do (ONNX 1.12's
-/// pooling inference loops over a dimension: 2^40 hung it). Returns the
-/// problem, or "".
+/// The largest rank a value may declare or an operand may hold entries for
+/// (a target shape, axes, pads: twice that for pads). ONNX 1.12's inference
+/// makes an output of that rank: an Expand whose shape input is declared
+/// 2^31 - 1 long hung it; a graph input of a million dimensions costs its
+/// inference and Loom's types as much.
+constexpr int64_t kMaxRank = 64;
+
+/// The rank and sizes a value declares: rank at most kMaxRank, sizes >= 0,
+/// at most 2^31 - 1 each and 2^46 in all. They bound the work ONNX's shape
+/// inference and Loom do (ONNX 1.12's pooling inference loops over a
+/// dimension: 2^40 hung it). Returns the problem, or "".
 template <typename Dims>
-std::string checkSizes(const std::string &name, const Dims &dims) {
+std::string checkSizes(const std::string &name, int64_t rank,
+                       const Dims &dims) {
   using mlir::loom::onnx_import::Importer;
   const int64_t kMaxDim = Importer::kMaxSize,
                 kMaxElements = Importer::kMaxElements;
+  if (rank > kMaxRank)
+    return "value '" + name + "' has rank " + std::to_string(rank) +
+           "; Loom supports ranks up to " + std::to_string(kMaxRank);
   double elements = 1;
   for (int64_t d : dims) {
     if (d < 0)
@@ -126,11 +137,8 @@ std::string checkWindowed(int i, const onnx::NodeProto &node, Ranks &ranks) {
 }
 
 /// Operands whose length is a rank (a target shape, axes, pads, sizes):
-/// at most kMaxRank entries (twice that for pads). ONNX 1.12's inference
-/// makes an output of that rank: an Expand whose shape input is declared
-/// 2^31 - 1 long hung it. `lengths` holds the declared length of every
-/// rank-1 value that has one.
-constexpr int64_t kMaxRank = 64;
+/// at most kMaxRank entries (twice that for pads). `lengths` holds the
+/// declared length of every rank-1 value that has one.
 std::string checkShapeOperands(int i, const onnx::NodeProto &node,
                                const std::map<std::string, int64_t> &lengths) {
   static const std::map<std::string, std::vector<int>> operands = {
@@ -210,7 +218,8 @@ bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
       if (d.has_dim_value())
         dims.push_back(d.dim_value());
     if (error.empty())
-      error = checkSizes(v.name(), dims);
+      error = checkSizes(v.name(), v.type().tensor_type().shape().dim_size(),
+                         dims);
   };
   for (const auto &v : graph.input())
     note(v);
@@ -223,7 +232,7 @@ bool checkGraphValues(const onnx::GraphProto &graph, std::string &error) {
     if (t.dims_size() == 1)
       lengths[t.name()] = t.dims(0);
     if (error.empty())
-      error = checkSizes(t.name(), t.dims());
+      error = checkSizes(t.name(), t.dims_size(), t.dims());
   }
   if (!error.empty())
     return false;

@@ -118,3 +118,19 @@ for name, depth in (("onehot-depth-1e30", 1e30), ("onehot-depth-2p40", 2.0 ** 40
          h.make_tensor("values", onnx.TensorProto.FLOAT, [2], [0.0, 1.0])])
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]),
               os.path.join(out, name + ".onnx"))
+
+# A graph input of rank 100,000 (every dimension 1) and an initializer of
+# rank 65: the rank a value declares is at most 64.
+g = h.make_graph(
+    [h.make_node("Relu", ["x"], ["y"])], "rank",
+    [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1] * 100000)],
+    [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]),
+          os.path.join(out, "input-rank-100000.onnx"))
+g = h.make_graph(
+    [h.make_node("Add", ["x", "w"], ["y"])], "rank",
+    [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+    [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+    [h.make_tensor("w", onnx.TensorProto.FLOAT, [1] * 65, [1.0])])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]),
+          os.path.join(out, "initializer-rank-65.onnx"))
