@@ -7,13 +7,16 @@
 # naming the input libFuzzer saved.
 #
 #   scripts/fuzz.sh [--seconds N] [--jobs J] [--procs P] [--only a,b]
-#                   [--build-only]
+#                   [--build-only] [--minimize]
 #
 # CI (scripts/test.sh) runs every harness for 60 s, two at a time; long runs
 # outside CI use e.g. --seconds 3600 --only onnx --procs 2 (P libFuzzer
 # processes on each harness, sharing its corpus, each with its own seed and
 # log). A summary line per harness gives the executions (all processes),
 # corpus size and result; docs/reliability.md keeps the totals.
+# --minimize (with --only) first shrinks each harness's working corpus to
+# the inputs that add coverage (libFuzzer's -merge=1), then fuzzes as asked
+# (--seconds 0: minimize only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-22}
@@ -23,6 +26,7 @@ JOBS=2
 PROCS=1
 ONLY=""
 BUILD_ONLY=0
+MINIMIZE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_EACH=$2; shift 2 ;;
@@ -30,6 +34,7 @@ while [ $# -gt 0 ]; do
     --procs) PROCS=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --build-only) BUILD_ONLY=1; shift ;;
+    --minimize) MINIMIZE=1; shift ;;
     *) echo "fuzz.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -95,6 +100,19 @@ run_one() {
   done
   local rc=0 p pids=()
   [ -f "$BUILD_DIR/bin/loom-fuzz-$name" ] || { echo "fuzz $name: no harness"; return 1; }
+  if [ "$MINIMIZE" = 1 ]; then
+    local before min=$work.min
+    before=$(find "$work" -type f | wc -l)
+    rm -rf "$min" && mkdir -p "$min"
+    if ! "$BUILD_DIR/bin/loom-fuzz-$name" -merge=1 -timeout=20 -rss_limit_mb=4096 \
+         -max_len=65536 "$min" "$work" > "$OUT/$name.merge.log" 2>&1; then
+      echo "fuzz $name: FINDING while minimizing; log $OUT/$name.merge.log"
+      return 1
+    fi
+    rm -rf "$work" && mv "$min" "$work"
+    echo "fuzz $name: corpus minimized from $before to $(find "$work" -type f | wc -l) inputs"
+    [ "$SECONDS_EACH" = 0 ] && return 0
+  fi
   for ((p = 0; p < PROCS; ++p)); do
     local plog=$log
     [ "$PROCS" -gt 1 ] && plog=$OUT/$name.$p.log
