@@ -28,6 +28,7 @@
 #include "onnx/onnx_pb.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
@@ -36,6 +37,10 @@ using namespace mlir;
 namespace pb = google::protobuf;
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  // ONNX's inference on a hostile model may run for minutes (an output of
+  // rank 2^30): the importer stops it after this long, well inside
+  // libFuzzer's -timeout=20, so that such a model is an error, not a hang.
+  ::setenv("LOOM_ONNX_INFER_TIMEOUT", "5", /*overwrite=*/0);
   std::vector<uint8_t> weights(4096);
   for (size_t i = 0; i < weights.size(); ++i)
     weights[i] = uint8_t(i * 37);

@@ -35,6 +35,7 @@ int main() {
     if (!readExactly(stdin, bytes.data(), bytes.size()))
       return 1;
     namespace oi = mlir::loom::onnx_import;
+    oi::applyMemoryLimit(bytes.size());
     onnx::ModelProto model;
     std::string reply, error;
     // The kind of request, and for a conversion its target opset.

@@ -508,6 +508,28 @@ bool mlir::loom::onnx_import::loadOnnxModel(llvm::StringRef bytes,
     if (!resolveExternalData(init, modelDir, kUnknownBytes, where, error))
       return false;
   }
+  // Inference, and the ranks it inferred checked as declared ones are: an
+  // Expand whose target shape is derived (Reshape, Concat) can be given an
+  // output of any rank. (Inferred sizes are checked where the importer
+  // builds each node's results, with the node named.)
+  auto infer = [&] {
+    if (!inferShapes(model, error))
+      return false;
+    const onnx::GraphProto &g = model.graph();
+    for (const auto *values : {&g.value_info(), &g.output()})
+      for (const onnx::ValueInfoProto &v : *values) {
+        if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
+          continue;
+        std::string wrong = checkSizes(
+            v.name(), v.type().tensor_type().shape().dim_size(),
+            std::vector<int64_t>());
+        if (!wrong.empty()) {
+          error = "ONNX's shape inference gives a value Loom cannot take: " + wrong;
+          return false;
+        }
+      }
+    return true;
+  };
   if (!guarded("ONNX checker", error, [&] {
         if (external && !modelPath.empty())
           onnx::checker::check_model(modelPath.str());
@@ -515,11 +537,11 @@ bool mlir::loom::onnx_import::loadOnnxModel(llvm::StringRef bytes,
           onnx::checker::check_model(model);
       }))
     return false;
-  if (!inferShapes(model, error))
+  if (!infer())
     return false;
   if (opset < options.minimumOpset) {
     if (opset < 13 && options.minimumOpset >= 13 &&
-        expandLegacySoftmax(*model.mutable_graph()) && !inferShapes(model, error))
+        expandLegacySoftmax(*model.mutable_graph()) && !infer())
       return false;
     // In the shape inference helper's process: the converter's adapters
     // crash on malformed models too.
@@ -529,7 +551,7 @@ bool mlir::loom::onnx_import::loadOnnxModel(llvm::StringRef bytes,
               " to " + std::to_string(options.minimumOpset) + ": " + error;
       return false;
     }
-    if (!inferShapes(model, error))
+    if (!infer())
       return false;
   }
   return true;

@@ -12,8 +12,12 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <chrono>
 #include <fcntl.h>
+#include <new>
+#include <poll.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +25,39 @@
 extern char **environ;
 
 using namespace mlir::loom::onnx_import;
+
+#if defined(__SANITIZE_ADDRESS__)
+#define LOOM_ONNX_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LOOM_ONNX_UNDER_ASAN 1
+#endif
+#endif
+
+void mlir::loom::onnx_import::applyMemoryLimit(size_t requestBytes) {
+#ifndef LOOM_ONNX_UNDER_ASAN
+  rlimit current;
+  if (::getrlimit(RLIMIT_AS, &current) != 0)
+    return;
+  rlim_t want = (rlim_t(8) << 30) + 4 * rlim_t(requestBytes);
+  if (current.rlim_max != RLIM_INFINITY && want > current.rlim_max)
+    want = current.rlim_max;
+  current.rlim_cur = want;
+  ::setrlimit(RLIMIT_AS, &current);
+#else
+  (void)requestBytes;
+#endif
+}
+
+int mlir::loom::onnx_import::inferenceTimeoutSeconds() {
+  if (const char *env = std::getenv("LOOM_ONNX_INFER_TIMEOUT")) {
+    char *end = nullptr;
+    long v = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0 && v <= 86400)
+      return int(v);
+  }
+  return 60;
+}
 
 bool mlir::loom::onnx_import::inferShapesInProcess(onnx::ModelProto &model,
                                                    std::string &error) {
@@ -30,6 +67,9 @@ bool mlir::loom::onnx_import::inferShapesInProcess(onnx::ModelProto &model,
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        options);
     return true;
+  } catch (const std::bad_alloc &) {
+    error = "ONNX shape inference ran out of memory (its process may use 8 "
+            "GiB plus 4 times the model's size)";
   } catch (const std::exception &e) {
     error = std::string("ONNX shape inference: ") + e.what();
   } catch (...) {
@@ -44,6 +84,9 @@ bool mlir::loom::onnx_import::convertVersionInProcess(onnx::ModelProto &model,
   try {
     model = onnx::version_conversion::ConvertVersion(model, target);
     return true;
+  } catch (const std::bad_alloc &) {
+    error = "it ran out of memory (its process may use 8 GiB plus 4 times "
+            "the model's size)";
   } catch (const std::exception &e) {
     error = e.what();
   } catch (...) {
@@ -81,18 +124,44 @@ bool writeAll(int fd, const char *data, size_t size) {
   return true;
 }
 
-std::string readAll(int fd) {
-  std::string out;
+using Clock = std::chrono::steady_clock;
+
+/// Waits until `fd` is readable or `deadline` passes: false on the latter.
+bool waitReadable(int fd, Clock::time_point deadline) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - Clock::now());
+    if (left.count() <= 0)
+      return false;
+    pollfd p = {fd, POLLIN, 0};
+    int n = ::poll(&p, 1, int(std::min<int64_t>(left.count(), 1 << 30)));
+    if (n > 0)
+      return true; // readable, closed or failed: read() says which
+    if (n < 0 && errno != EINTR)
+      return true;
+  }
+}
+
+/// Reads `fd` to its end; false when `deadline` passed first.
+bool readAll(int fd, std::string &out, Clock::time_point deadline) {
   char buffer[65536];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) != 0;) {
+  for (;;) {
+    if (!waitReadable(fd, deadline))
+      return false;
+    ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n == 0)
+      return true;
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)
-      break;
+      return true;
     out.append(buffer, size_t(n));
   }
-  return out;
 }
+
+/// What a request's wait returns when the other process did not answer in
+/// time (it has been killed and reaped).
+constexpr int kTimedOut = -2;
 
 /// loom-onnx-infer in the running executable's directory (or where
 /// LOOM_ONNX_INFER names it), or "".
@@ -138,9 +207,10 @@ std::string requestFor(const onnx::ModelProto &model) {
 class Helper {
 public:
   /// The wait status of a helper that died on this request, 0 with
-  /// `reply` set, or -1 when no helper could be started.
+  /// `reply` set, -1 when no helper could be started, kTimedOut when it
+  /// did not answer by `deadline` (it is killed).
   int request(const std::string &path, const std::string &bytes,
-              std::string &reply) {
+              std::string &reply, Clock::time_point deadline) {
     std::lock_guard<std::mutex> lock(mutex);
     if (pid <= 0 && !start(path))
       return -1;
@@ -152,11 +222,19 @@ public:
                 writeAll(to, bytes.data(), bytes.size());
     ::sigaction(SIGPIPE, &old, nullptr);
     uint64_t length = 0;
-    if (sent && readExactly(from, reinterpret_cast<char *>(&length), 8) &&
+    bool late = false;
+    if (sent &&
+        readExactly(from, reinterpret_cast<char *>(&length), 8, deadline,
+                    late) &&
         length < (uint64_t(1) << 34)) {
       reply.resize(size_t(length));
-      if (readExactly(from, reply.data(), reply.size()))
+      if (readExactly(from, reply.data(), reply.size(), deadline, late))
         return 0;
+    }
+    if (late) {
+      ::kill(pid, SIGKILL);
+      stop();
+      return kTimedOut;
     }
     return stop();
   }
@@ -166,8 +244,13 @@ public:
   }
 
 private:
-  static bool readExactly(int fd, char *data, size_t size) {
+  static bool readExactly(int fd, char *data, size_t size,
+                          Clock::time_point deadline, bool &late) {
     for (size_t done = 0; done < size;) {
+      if (!waitReadable(fd, deadline)) {
+        late = true;
+        return false;
+      }
       ssize_t n = ::read(fd, data + done, size - done);
       if (n < 0 && errno == EINTR)
         continue;
@@ -229,7 +312,8 @@ private:
 };
 
 /// The same in a fork of this process: `produce` makes the reply there.
-int runForked(const std::function<std::string()> &produce, std::string &reply) {
+int runForked(const std::function<std::string()> &produce, size_t requestBytes,
+              std::string &reply, Clock::time_point deadline) {
   int fds[2];
   if (::pipe(fds) != 0)
     return -1;
@@ -244,16 +328,19 @@ int runForked(const std::function<std::string()> &produce, std::string &reply) {
     // A crash here is reported by the parent, without a stack dump.
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
       ::signal(sig, SIG_DFL);
+    applyMemoryLimit(requestBytes);
     std::string out = produce();
     ::_exit(writeAll(fds[1], out.data(), out.size()) ? 0 : 1);
   }
   ::close(fds[1]);
-  reply = readAll(fds[0]);
+  bool inTime = readAll(fds[0], reply, deadline);
   ::close(fds[0]);
+  if (!inTime)
+    ::kill(pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return status;
+  return inTime ? status : kTimedOut;
 }
 
 /// Runs `request` in the helper, or `produce` in a fork of this process
@@ -266,12 +353,20 @@ int runIsolated(const std::string &request,
                 std::string &error) {
   static Helper server;
   std::string helper = helperPath();
-  int status = helper.empty() ? -1 : server.request(helper, request, reply);
+  int seconds = inferenceTimeoutSeconds();
+  Clock::time_point deadline = Clock::now() + std::chrono::seconds(seconds);
+  int status = helper.empty()
+                   ? -1
+                   : server.request(helper, request, reply, deadline);
   if (status == -1)
-    status = runForked(produce, reply);
+    status = runForked(produce, request.size(), reply, deadline);
   if (status == -1)
     return -1;
-  if (WIFSIGNALED(status))
+  if (status == kTimedOut)
+    error = stage + " did not finish in " + std::to_string(seconds) +
+            " s and was stopped (ONNX 1.12 on this model; the limit is "
+            "LOOM_ONNX_INFER_TIMEOUT, in seconds)";
+  else if (WIFSIGNALED(status))
     error = stage + " crashed (signal " + std::to_string(WTERMSIG(status)) +
             ": a bug of ONNX 1.12 on this malformed model; check it with "
             "onnx.checker.check_model(model, full_check=True))";

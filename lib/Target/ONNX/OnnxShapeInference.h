@@ -10,6 +10,13 @@
 // error naming the model, not a crash of Loom. ONNX's version converter
 // runs there too. Plain C++ and ONNX: the helper links no LLVM or MLIR.
 //
+// ONNX's inference also hangs or exhausts memory on some (an Expand whose
+// target shape, derived through Reshape and Concat, is 2^30 long: an output
+// of that rank), so the other process is bounded: the importer waits at
+// most LOOM_ONNX_INFER_TIMEOUT seconds (default 60) for its reply and kills
+// it after that, and the process limits its own address space
+// (applyMemoryLimit) where no sanitizer runs.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_LIB_TARGET_ONNX_ONNXSHAPEINFERENCE_H
@@ -53,6 +60,17 @@ bool convertVersion(onnx::ModelProto &model, int target, std::string &error);
 /// Requests to the helper: 'I' and a ModelProto (shape inference), or 'C',
 /// the target opset in decimal, '\n' and a ModelProto (version conversion).
 constexpr char kInferRequest = 'I', kConvertRequest = 'C';
+
+/// Limits the address space of this process (the helper's, or a fork's)
+/// for a request of `requestBytes`: 8 GiB plus 4 times the request. None
+/// in sanitizer builds (ASan reserves terabytes of address space). Running
+/// out is a std::bad_alloc inside ONNX, reported as such, or the process's
+/// death, reported as a crash: never the machine's memory.
+void applyMemoryLimit(size_t requestBytes);
+
+/// How long the importer waits for the other process: LOOM_ONNX_INFER_TIMEOUT
+/// (whole seconds, > 0), else 60.
+int inferenceTimeoutSeconds();
 
 } // namespace mlir::loom::onnx_import
 

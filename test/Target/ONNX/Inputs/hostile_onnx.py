@@ -134,3 +134,19 @@ g = h.make_graph(
     [h.make_tensor("w", onnx.TensorProto.FLOAT, [1] * 65, [1.0])])
 onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]),
           os.path.join(out, "initializer-rank-65.onnx"))
+
+# An Expand whose target shape is derived: Reshape(Shape(x), [100000]),
+# then Concat. ONNX's inference gives its output rank 100,000 (and with
+# 2^30 it ran until the kernel killed it: test/Fuzz/replay.test), so what
+# inference gives is checked as declared values are.
+g = h.make_graph(
+    [h.make_node("Shape", ["x"], ["s"]),
+     h.make_node("Reshape", ["s", "target"], ["n"]),
+     h.make_node("Concat", ["n"], ["t"], axis=0),
+     h.make_node("Expand", ["x", "t"], ["y"]),
+     h.make_node("Shape", ["y"], ["r"])], "derived",
+    [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])],
+    [h.make_tensor_value_info("r", onnx.TensorProto.INT64, ["n"])],
+    [h.make_tensor("target", onnx.TensorProto.INT64, [1], [100000])])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]),
+          os.path.join(out, "derived-rank-100000.onnx"))
