@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -34,12 +36,27 @@ using namespace mlir::loom::onnx_import;
 #endif
 #endif
 
+/// This process's address space now (bytes), or 0 when unknown: a fork of
+/// a large process (loomc holding a model's weights) starts with it.
+static rlim_t addressSpaceInUse() {
+  std::FILE *f = std::fopen("/proc/self/statm", "r");
+  if (!f)
+    return 0;
+  unsigned long long pages = 0;
+  int got = std::fscanf(f, "%llu", &pages);
+  std::fclose(f);
+  long pageSize = ::sysconf(_SC_PAGESIZE);
+  return got == 1 && pageSize > 0 ? rlim_t(pages) * rlim_t(pageSize) : 0;
+}
+
 void mlir::loom::onnx_import::applyMemoryLimit(size_t requestBytes) {
 #ifndef LOOM_ONNX_UNDER_ASAN
   rlimit current;
   if (::getrlimit(RLIMIT_AS, &current) != 0)
     return;
-  rlim_t want = (rlim_t(8) << 30) + 4 * rlim_t(requestBytes);
+  rlim_t want = addressSpaceInUse() +
+                (rlim_t(inferenceMemoryGiB()) << 30) +
+                4 * rlim_t(requestBytes);
   if (current.rlim_max != RLIM_INFINITY && want > current.rlim_max)
     want = current.rlim_max;
   current.rlim_cur = want;
@@ -47,6 +64,16 @@ void mlir::loom::onnx_import::applyMemoryLimit(size_t requestBytes) {
 #else
   (void)requestBytes;
 #endif
+}
+
+int mlir::loom::onnx_import::inferenceMemoryGiB() {
+  if (const char *env = std::getenv("LOOM_ONNX_INFER_MEMORY_GIB")) {
+    char *end = nullptr;
+    long v = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0 && v <= (1 << 20))
+      return int(v);
+  }
+  return 8;
 }
 
 int mlir::loom::onnx_import::inferenceTimeoutSeconds() {
@@ -68,8 +95,9 @@ bool mlir::loom::onnx_import::inferShapesInProcess(onnx::ModelProto &model,
                                        options);
     return true;
   } catch (const std::bad_alloc &) {
-    error = "ONNX shape inference ran out of memory (its process may use 8 "
-            "GiB plus 4 times the model's size)";
+    error = "ONNX shape inference ran out of memory (its process may use " +
+            std::to_string(inferenceMemoryGiB()) +
+            " GiB plus 4 times the model's size: LOOM_ONNX_INFER_MEMORY_GIB)";
   } catch (const std::exception &e) {
     error = std::string("ONNX shape inference: ") + e.what();
   } catch (...) {
@@ -85,8 +113,9 @@ bool mlir::loom::onnx_import::convertVersionInProcess(onnx::ModelProto &model,
     model = onnx::version_conversion::ConvertVersion(model, target);
     return true;
   } catch (const std::bad_alloc &) {
-    error = "it ran out of memory (its process may use 8 GiB plus 4 times "
-            "the model's size)";
+    error = "it ran out of memory (its process may use " +
+            std::to_string(inferenceMemoryGiB()) +
+            " GiB plus 4 times the model's size: LOOM_ONNX_INFER_MEMORY_GIB)";
   } catch (const std::exception &e) {
     error = e.what();
   } catch (...) {
@@ -328,6 +357,9 @@ int runForked(const std::function<std::string()> &produce, size_t requestBytes,
     // A crash here is reported by the parent, without a stack dump.
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
       ::signal(sig, SIG_DFL);
+    // LLVM's tools install a new-handler that aborts ("LLVM ERROR: out of
+    // memory"): here running out is std::bad_alloc, reported as such.
+    std::set_new_handler(nullptr);
     applyMemoryLimit(requestBytes);
     std::string out = produce();
     ::_exit(writeAll(fds[1], out.data(), out.size()) ? 0 : 1);

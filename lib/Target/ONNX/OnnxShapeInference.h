@@ -15,7 +15,8 @@
 // of that rank), so the other process is bounded: the importer waits at
 // most LOOM_ONNX_INFER_TIMEOUT seconds (default 60) for its reply and kills
 // it after that, and the process limits its own address space
-// (applyMemoryLimit) where no sanitizer runs.
+// (applyMemoryLimit, LOOM_ONNX_INFER_MEMORY_GIB, default 8 GiB more than it
+// holds) where no sanitizer runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,11 +63,15 @@ bool convertVersion(onnx::ModelProto &model, int target, std::string &error);
 constexpr char kInferRequest = 'I', kConvertRequest = 'C';
 
 /// Limits the address space of this process (the helper's, or a fork's)
-/// for a request of `requestBytes`: 8 GiB plus 4 times the request. None
+/// for a request of `requestBytes`: what it uses now plus
+/// inferenceMemoryGiB() plus 4 times the request. None
 /// in sanitizer builds (ASan reserves terabytes of address space). Running
 /// out is a std::bad_alloc inside ONNX, reported as such, or the process's
 /// death, reported as a crash: never the machine's memory.
 void applyMemoryLimit(size_t requestBytes);
+
+/// LOOM_ONNX_INFER_MEMORY_GIB (whole GiB, > 0), else 8.
+int inferenceMemoryGiB();
 
 /// How long the importer waits for the other process: LOOM_ONNX_INFER_TIMEOUT
 /// (whole seconds, > 0), else 60.
