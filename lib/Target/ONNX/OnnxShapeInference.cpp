@@ -66,24 +66,31 @@ void mlir::loom::onnx_import::applyMemoryLimit(size_t requestBytes) {
 #endif
 }
 
-int mlir::loom::onnx_import::inferenceMemoryGiB() {
-  if (const char *env = std::getenv("LOOM_ONNX_INFER_MEMORY_GIB")) {
+/// The whole number in (0, most] that environment variable `name` holds,
+/// else `fallback` (unset or malformed: the default, not an error).
+static int positiveFromEnv(const char *name, long most, int fallback) {
+  if (const char *env = std::getenv(name)) {
     char *end = nullptr;
     long v = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && v > 0 && v <= (1 << 20))
+    if (end != env && *end == '\0' && v > 0 && v <= most)
       return int(v);
   }
-  return 8;
+  return fallback;
+}
+
+int mlir::loom::onnx_import::inferenceMemoryGiB() {
+  return positiveFromEnv("LOOM_ONNX_INFER_MEMORY_GIB", 1 << 20, 8);
 }
 
 int mlir::loom::onnx_import::inferenceTimeoutSeconds() {
-  if (const char *env = std::getenv("LOOM_ONNX_INFER_TIMEOUT")) {
-    char *end = nullptr;
-    long v = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && v > 0 && v <= 86400)
-      return int(v);
-  }
-  return 60;
+  return positiveFromEnv("LOOM_ONNX_INFER_TIMEOUT", 86400, 60);
+}
+
+/// What running out of applyMemoryLimit's memory is called in an error.
+static std::string outOfMemory() {
+  return "ran out of memory (its process may use " +
+         std::to_string(inferenceMemoryGiB()) +
+         " GiB plus 4 times the model's size: LOOM_ONNX_INFER_MEMORY_GIB)";
 }
 
 bool mlir::loom::onnx_import::inferShapesInProcess(onnx::ModelProto &model,
@@ -95,9 +102,7 @@ bool mlir::loom::onnx_import::inferShapesInProcess(onnx::ModelProto &model,
                                        options);
     return true;
   } catch (const std::bad_alloc &) {
-    error = "ONNX shape inference ran out of memory (its process may use " +
-            std::to_string(inferenceMemoryGiB()) +
-            " GiB plus 4 times the model's size: LOOM_ONNX_INFER_MEMORY_GIB)";
+    error = "ONNX shape inference " + outOfMemory();
   } catch (const std::exception &e) {
     error = std::string("ONNX shape inference: ") + e.what();
   } catch (...) {
@@ -113,9 +118,7 @@ bool mlir::loom::onnx_import::convertVersionInProcess(onnx::ModelProto &model,
     model = onnx::version_conversion::ConvertVersion(model, target);
     return true;
   } catch (const std::bad_alloc &) {
-    error = "it ran out of memory (its process may use " +
-            std::to_string(inferenceMemoryGiB()) +
-            " GiB plus 4 times the model's size: LOOM_ONNX_INFER_MEMORY_GIB)";
+    error = "it " + outOfMemory();
   } catch (const std::exception &e) {
     error = e.what();
   } catch (...) {
