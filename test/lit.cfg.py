@@ -67,3 +67,23 @@ llvm_config.with_environment("OMPI_MCA_rmaps_base_oversubscribe", "1")
 
 if os.path.isdir("/usr/share/libonnx-testdata/data/node"):
     config.available_features.add("onnx-testdata")
+
+# GPUs this machine has (nvidia-smi -L): `gpu` with one or more, `gpus-2`
+# with two or more. Tests that need them say REQUIRES; their no-GPU twins
+# say UNSUPPORTED and check the exact message a user gets instead.
+import shutil
+import subprocess
+_gpus = 0
+if shutil.which("nvidia-smi"):
+    try:
+        _out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                              timeout=20).stdout
+        _gpus = sum(1 for line in _out.splitlines() if line.startswith("GPU "))
+    except (OSError, subprocess.SubprocessError):
+        _gpus = 0
+if _gpus >= 1:
+    config.available_features.add("gpu")
+if _gpus >= 2:
+    config.available_features.add("gpus-2")
+lit_config.note("GPUs: %d (GPU tests %s)" % (_gpus, "run" if _gpus else
+                "are unsupported here: no nvidia-smi or no GPU"))

@@ -1,6 +1,7 @@
 //===- Executable.cpp - Rank programs compiled ahead of time --------------===//
 
 #include "loom/Execution/Executable.h"
+#include "loom/Execution/LLVMPipeline.h"
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/Distributed.h"
@@ -12,8 +13,11 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/TargetSelect.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 #include <chrono>
+#include <mutex>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -104,32 +108,36 @@ bool writeFile(const std::string &p, StringRef text, std::string &error) {
   return true;
 }
 
-/// DIR/lib/libloom_runtime.so, a copy of the runtime the program links:
-/// the artifact directory is then the whole program, movable to another
-/// machine with the system libraries the runtime links (MPI, OpenBLAS,
-/// Gloo; NCCL and the CUDA runtime only for the NCCL backend, which loads
-/// them).
-bool copyRuntime(const ExecutableOptions &options, StringRef dir,
-                 std::string &error) {
-  std::string from = path(options.libraryDir, "libloom_runtime.so");
+/// DIR/lib/<library> for each of Loom's libraries the program links (the
+/// runtime; libloom_blas.so for a CPU program, libloom_cuda.so for a GPU
+/// one): the artifact directory is then the whole program, movable to
+/// another machine with the system libraries they link (MPI, Gloo,
+/// OpenBLAS; a GPU program loads the NVIDIA driver, cuBLAS and NCCL where
+/// it finds them).
+bool copyLibraries(const ExecutableOptions &options, StringRef dir,
+                   ArrayRef<std::string> libraries, std::string &error) {
   std::string libDir = path(dir, "lib");
-  std::string to = path(libDir, "libloom_runtime.so");
   if (std::error_code ec = llvm::sys::fs::create_directories(libDir)) {
     error = "cannot create " + libDir + ": " + ec.message();
     return false;
   }
-  if (std::error_code ec = llvm::sys::fs::copy_file(from, to)) {
-    error = "cannot copy the runtime " + from + " to " + to + ": " +
-            ec.message();
-    return false;
+  for (const std::string &library : libraries) {
+    std::string from = path(options.libraryDir, library);
+    std::string to = path(libDir, library);
+    if (std::error_code ec = llvm::sys::fs::copy_file(from, to)) {
+      error = "cannot copy " + from + " to " + to + ": " + ec.message();
+      return false;
+    }
   }
   return true;
 }
 
-/// Links the step's objects with the rank-program archives and the runtime,
-/// which is found at run time in `$ORIGIN/lib` (copyRuntime puts it there).
+/// Links the step's objects with the rank-program archives and Loom's
+/// `libraries` (-l names), found at run time in `$ORIGIN/lib`
+/// (copyLibraries puts them there).
 bool link(const ExecutableOptions &options, ArrayRef<std::string> objects,
-          const std::string &output, bool exportEntries, std::string &error) {
+          ArrayRef<std::string> libraries, const std::string &output,
+          bool exportEntries, std::string &error) {
   std::vector<std::string> args = {options.linker, "-o", output};
   args.insert(args.end(), objects.begin(), objects.end());
   for (const std::string &f : options.linkFlags)
@@ -137,8 +145,12 @@ bool link(const ExecutableOptions &options, ArrayRef<std::string> objects,
   args.push_back(path(options.libraryDir, "libloom_program_main.a"));
   args.push_back(path(options.libraryDir, "libloom_program.a"));
   args.push_back("-L" + options.libraryDir);
-  args.push_back("-lloom_runtime");
+  for (const std::string &l : libraries)
+    args.push_back("-l" + l);
   args.push_back("-Wl,-rpath,$ORIGIN/lib");
+  // Every symbol resolved now, against these libraries (an executable's
+  // default; said here because GPU programs rely on it).
+  args.push_back("-Wl,--no-undefined");
   // A pipelined program finds its stage programs' entries by name.
   if (exportEntries)
     args.push_back("-rdynamic");
@@ -162,10 +174,11 @@ bool link(const ExecutableOptions &options, ArrayRef<std::string> objects,
   return false;
 }
 
-/// The manifest's description of `fn`'s arguments and results as `exec`
-/// compiled them (with their pipeline ports); parameters' initial values
-/// bound (constants appended to `constants`).
-bool describeProgram(func::FuncOp fn, const Executor &exec, MeshOp mesh,
+/// The manifest's description of `fn`'s arguments and results as compiled
+/// (`argInfos`, `resultInfos`: with their pipeline ports); parameters'
+/// initial values bound (constants appended to `constants`).
+bool describeProgram(func::FuncOp fn, ArrayRef<ValueInfo> argInfos,
+                     ArrayRef<ValueInfo> resultInfos, MeshOp mesh,
                      std::vector<program::Value> &arguments,
                      std::vector<program::Value> &results,
                      std::string &constants, std::string &error) {
@@ -174,7 +187,7 @@ bool describeProgram(func::FuncOp fn, const Executor &exec, MeshOp mesh,
                       : StringAttr();
     return pipe ? pipe.getValue().str() : std::string();
   };
-  for (auto [i, info] : llvm::enumerate(exec.getArguments())) {
+  for (auto [i, info] : llvm::enumerate(argInfos)) {
     auto sharding =
         fn.getArgAttrOfType<ShardingAttr>(i, LoomDialect::kShardingAttrName);
     arguments.push_back(describe(info, sharding, mesh));
@@ -183,7 +196,7 @@ bool describeProgram(func::FuncOp fn, const Executor &exec, MeshOp mesh,
         !bindInitialValue(info, arguments.back(), constants, error))
       return false;
   }
-  for (auto [i, info] : llvm::enumerate(exec.getResults())) {
+  for (auto [i, info] : llvm::enumerate(resultInfos)) {
     results.push_back(describe(info, nullptr, nullptr));
     results.back().port = portOf(fn.getResultAttrDict(i));
     for (const program::Value &arg : arguments)
@@ -254,8 +267,8 @@ bool describePipeline(ModuleOp module, StringRef dir,
       p.stage = s;
       p.kind = kind;
       p.function = name;
-      if (!describeProgram(fn, *exec, mesh, p.arguments, p.results, constants,
-                           error))
+      if (!describeProgram(fn, exec->getArguments(), exec->getResults(), mesh,
+                           p.arguments, p.results, constants, error))
         return false;
       manifest.programs.push_back(std::move(p));
       objects.insert(objects.end(), exec->getObjectFiles().begin(),
@@ -310,8 +323,9 @@ bool mlir::loom::writeExecutable(ModuleOp module, StringRef dir,
         manifest.axisNames.push_back(axis.getName().str());
         manifest.axisSizes.push_back(axis.getSize());
       }
-    if (!describeProgram(step, *exec, mesh, manifest.arguments,
-                         manifest.results, constants, error))
+    if (!describeProgram(step, exec->getArguments(), exec->getResults(), mesh,
+                         manifest.arguments, manifest.results, constants,
+                         error))
       return false;
     objects = exec->getObjectFiles();
   }
@@ -321,8 +335,94 @@ bool mlir::loom::writeExecutable(ModuleOp module, StringRef dir,
       !writeFile(path(dir, "train.manifest"),
                  program::printManifest(manifest), error))
     return false;
-  bool linked = copyRuntime(options, dir, error) &&
-                link(options, objects, path(dir, "train"), pipelined, error);
+  bool linked =
+      copyLibraries(options, dir, {"libloom_runtime.so", "libloom_blas.so"},
+                    error) &&
+      link(options, objects, {"loom_blas", "loom_runtime"}, path(dir, "train"),
+           pipelined, error);
+  for (const std::string &object : objects)
+    llvm::sys::fs::remove(object);
+  if (seconds)
+    *seconds = std::chrono::duration<double>(
+                   std::chrono::steady_clock::now() - start)
+                   .count();
+  return linked;
+}
+
+bool mlir::loom::writeCudaExecutable(ModuleOp module, ModuleOp lowered,
+                                     StringRef dir,
+                                     const ExecutableOptions &options,
+                                     std::string &error, double *seconds) {
+  auto start = std::chrono::steady_clock::now();
+  if (module->hasAttr(LoomDialect::kPipelineAttrName)) {
+    error = "pipelined GPU programs are not supported yet (compile the "
+            "pipeline for the CPU, or the step without a pp axis)";
+    return false;
+  }
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step) {
+    error = "the module has no @train_step to compile";
+    return false;
+  }
+  program::Manifest manifest;
+  manifest.device = "cuda";
+  MeshOp mesh;
+  if (auto ref = step->getAttrOfType<FlatSymbolRefAttr>(
+          LoomDialect::kPartitionedAttrName))
+    mesh = module.lookupSymbol<MeshOp>(ref);
+  if (auto micro =
+          step->getAttrOfType<IntegerAttr>(LoomDialect::kMicroBatchesAttrName))
+    manifest.microBatches = micro.getInt();
+  if (mesh)
+    for (Attribute a : mesh.getAxes()) {
+      auto axis = cast<MeshAxisAttr>(a);
+      manifest.axisNames.push_back(axis.getName().str());
+      manifest.axisSizes.push_back(axis.getSize());
+    }
+  SmallVector<ValueInfo> argInfos, resultInfos;
+  std::string constants;
+  if (!describeFunction(module, "train_step", argInfos, resultInfos, error) ||
+      !describeProgram(step, argInfos, resultInfos, mesh, manifest.arguments,
+                       manifest.results, constants, error))
+    return false;
+
+  // The host code (kernels embedded as cubins) for a portable x86-64 level:
+  // it runs on the GPU machine, not here.
+  DialectRegistry registry;
+  registerAllToLLVMIRTranslations(registry);
+  lowered.getContext()->appendDialectRegistry(registry);
+  {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      llvm::InitializeNativeTarget();
+      llvm::InitializeNativeTargetAsmPrinter();
+    });
+  }
+  ObjectCodeOptions code;
+  code.optLevel = options.executor.optLevel;
+  code.threads = options.executor.compileThreads;
+  code.cpu = "x86-64-v2";
+  auto compiled = compileToObjects(lowered, "train_step", code, error);
+  if (!compiled) {
+    error = "compiling the GPU program's host code: " + error;
+    return false;
+  }
+  std::vector<std::string> objects;
+  for (auto [i, bytes] : llvm::enumerate(*compiled)) {
+    objects.push_back(path(dir, "train.cuda." + std::to_string(i) + ".o"));
+    if (!writeFile(objects.back(), bytes, error))
+      return false;
+  }
+  if ((!constants.empty() &&
+       !writeFile(path(dir, "train.constants.bin"), constants, error)) ||
+      !writeFile(path(dir, "train.manifest"), program::printManifest(manifest),
+                 error))
+    return false;
+  bool linked =
+      copyLibraries(options, dir, {"libloom_runtime.so", "libloom_cuda.so"},
+                    error) &&
+      link(options, objects, {"loom_cuda", "loom_runtime"}, path(dir, "train"),
+           /*exportEntries=*/false, error);
   for (const std::string &object : objects)
     llvm::sys::fs::remove(object);
   if (seconds)

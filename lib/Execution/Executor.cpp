@@ -148,6 +148,22 @@ LogicalResult describeSignature(ModuleOp module, func::FuncOp fn,
   return success();
 }
 
+} // namespace
+
+bool mlir::loom::describeFunction(ModuleOp module, StringRef function,
+                                  SmallVectorImpl<ValueInfo> &arguments,
+                                  SmallVectorImpl<ValueInfo> &results,
+                                  std::string &error) {
+  auto fn = module.lookupSymbol<func::FuncOp>(function);
+  if (!fn) {
+    error = ("the module has no @" + function).str();
+    return false;
+  }
+  return succeeded(describeSignature(module, fn, arguments, results, error));
+}
+
+namespace {
+
 /// A copy of `module` with only `function`, lowered by the CPU pipeline.
 OwningOpRef<ModuleOp> lowerToLLVM(ModuleOp module, StringRef function,
                                   const ExecutorOptions &options,

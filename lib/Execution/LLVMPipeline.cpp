@@ -32,6 +32,7 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 using namespace llvm;
 
@@ -178,12 +179,17 @@ mlir::loom::hostMachineBuilder(CodeGenOptLevel level) {
 
 namespace {
 
-/// A target machine for this host, as ORC's JIT makes one.
+/// A target machine for this host, as ORC's JIT makes one; for `cpu`
+/// (with its own features only) when not empty.
 Expected<std::unique_ptr<TargetMachine>>
-hostTargetMachine(CodeGenOptLevel level) {
+hostTargetMachine(CodeGenOptLevel level, StringRef cpu = "") {
   auto builder = mlir::loom::hostMachineBuilder(level);
   if (!builder)
     return builder.takeError();
+  if (!cpu.empty()) {
+    builder->setCPU(cpu.str());
+    builder->getFeatures() = SubtargetFeatures();
+  }
   return builder->createTargetMachine();
 }
 
@@ -222,8 +228,9 @@ bool addPackedWrapper(Module &module, StringRef name, std::string &error) {
 }
 
 /// Machine code for `module` as a relocatable object.
-Expected<std::string> emitObject(Module &module, CodeGenOptLevel level) {
-  auto machine = hostTargetMachine(level);
+Expected<std::string> emitObject(Module &module, CodeGenOptLevel level,
+                                 StringRef cpu) {
+  auto machine = hostTargetMachine(level, cpu);
   if (!machine)
     return machine.takeError();
   SmallString<0> bytes;
@@ -261,7 +268,7 @@ mlir::loom::compileToObjects(ModuleOp lowered, StringRef entry,
     error = "cannot translate the lowered step to LLVM IR";
     return std::nullopt;
   }
-  auto machine = hostTargetMachine(options.codegenLevel);
+  auto machine = hostTargetMachine(options.codegenLevel, options.cpu);
   if (!machine)
     return fail(machine.takeError());
   ExecutionEngine::setupTargetTripleAndDataLayout(module.get(), machine->get());
@@ -288,7 +295,7 @@ mlir::loom::compileToObjects(ModuleOp lowered, StringRef entry,
                             .count());
   };
   if (partitions == 1) {
-    Expected<std::string> object = emitObject(*module, options.codegenLevel);
+    Expected<std::string> object = emitObject(*module, options.codegenLevel, options.cpu);
     if (!object)
       return fail(object.takeError());
     report();
@@ -319,7 +326,7 @@ mlir::loom::compileToObjects(ModuleOp lowered, StringRef entry,
         errors[i] = toString(part.takeError());
         return;
       }
-      Expected<std::string> object = emitObject(**part, options.codegenLevel);
+      Expected<std::string> object = emitObject(**part, options.codegenLevel, options.cpu);
       if (!object)
         errors[i] = toString(object.takeError());
       else

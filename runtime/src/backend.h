@@ -78,6 +78,14 @@ public:
   /// This rank stops alone (loom_runtime_abandon): tearing down must not
   /// wait for peers that are still in a collective.
   virtual void abandon() {}
+  /// Whether collectives take device buffers (NCCL); host backends take
+  /// host buffers, and the runtime stages device buffers through them.
+  virtual bool deviceMemory() const { return false; }
+  /// The host backend for control traffic (host buffers: the start-up
+  /// handshake, barriers, gathering results) and its group matching `g`;
+  /// a host backend is its own.
+  virtual Backend &control() { return *this; }
+  virtual Group &controlGroup(Group &g) { return g; }
 
 protected:
   loom_status_t unsupported(const CallInfo &info) {
@@ -96,8 +104,11 @@ loom_status_t makeMpiBackend(const loom_runtime_options_t &options,
 /// UNAVAILABLE when not built with Gloo.
 loom_status_t makeGlooBackend(const loom_runtime_options_t &options,
                               std::unique_ptr<Backend> &out);
-/// NCCL (GPU); UNAVAILABLE when not built with CUDA or no GPU is present.
+/// NCCL on the buffers of options.device, bootstrapped over `bootstrap`
+/// (the launcher's host backend, kept for control traffic); UNAVAILABLE
+/// when not built with NCCL or without a device.
 loom_status_t makeNcclBackend(const loom_runtime_options_t &options,
+                              std::unique_ptr<Backend> bootstrap,
                               std::unique_ptr<Backend> &out);
 
 /// The signature check every backend makes before a collective: each rank

@@ -5,6 +5,8 @@
 // current one (loom_rt_set_mesh). A failing collective cannot be reported
 // through compiled code, so it ends the process: the message names the rank,
 // the collective and the peers that did not answer, and the exit status is 1.
+// In a GPU program the mesh is a device mesh (loom_mesh_on_device): the
+// buffers are device memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -150,10 +152,11 @@ extern "C" void _mlir_ciface_loom_rt_send_recv(int64_t axesCode, int64_t dtype,
   };
   int32_t to = rankOf(index + offset), from = rankOf(index - offset);
   char *out = data(recv, dtype);
+  // Host or device memory, as the mesh says (loom_mesh_on_device).
   if (from < 0)
-    std::memset(out, 0,
-                static_cast<size_t>(recv->size) *
-                    loom_dtype_size(static_cast<loom_dtype_t>(dtype)));
+    check(loom_fill_zero(m, out,
+                         static_cast<size_t>(recv->size) *
+                             loom_dtype_size(static_cast<loom_dtype_t>(dtype))));
   check(loom_send_recv(m, static_cast<loom_dtype_t>(dtype), to,
                        data(send, dtype), from, out, send->size));
 }

@@ -1,12 +1,18 @@
 //===- nccl_backend.cpp - Collectives over NCCL on GPU buffers ------------===//
 //
-// Bootstrapped over MPI (rank 0's ncclUniqueId is broadcast), one device per
-// rank (local rank modulo the visible GPUs), one stream. Collectives are
-// enqueued on the stream and polled with a deadline; on timeout the
-// communicator is aborted (ncclCommAbort) so that no rank hangs. Built when
-// CUDA and NCCL are found (LOOM_HAVE_NCCL); otherwise creating this backend
-// fails with UNAVAILABLE. NCCL and the CUDA runtime are loaded when the
-// backend is first made, not linked.
+// NCCL on the buffers of the rank's device (loom_runtime_options_t.device,
+// filled in by Loom's CUDA library): collectives are enqueued on the
+// device's stream, after the step's kernels, and polled with the runtime's
+// deadline; on timeout or an asynchronous error the communicator is aborted
+// (ncclCommAbort) so that no rank hangs. NCCL is bootstrapped over the
+// launcher's host backend (MPI under mpirun, Gloo and the TCP store under
+// torchrun-style launches or plain srun): rank 0's ncclUniqueId is gathered
+// through it. That backend stays for control traffic (host buffers:
+// the start-up handshake, barriers, gathering results).
+//
+// NCCL is loaded when the backend is made, through the device (which knows
+// where it found the CUDA libraries), not linked: libloom_runtime.so needs
+// no CUDA.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,97 +20,68 @@
 
 #ifdef LOOM_HAVE_NCCL
 
-#include <cuda_runtime.h>
-#include <mpi.h>
 #include <nccl.h>
 
 #include <dlfcn.h>
 
 #include <chrono>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace loom::rt;
 
 namespace {
 
-/// NCCL and the CUDA runtime, loaded (dlopen) when an NCCL backend is first
-/// made: libloom_runtime.so does not depend on them, so rank programs and
-/// CPU training run on machines without CUDA. Found through the runtime's
-/// run path (the CUDA toolkit Loom was built with) or the loader's.
 #define LOOM_NCCL_FUNCTIONS(X)                                                 \
   X(ncclGetErrorString) X(ncclSend) X(ncclRecv) X(ncclGroupStart)              \
   X(ncclGroupEnd) X(ncclCommDestroy) X(ncclAllReduce) X(ncclReduceScatter)     \
   X(ncclGetUniqueId) X(ncclCommUserRank) X(ncclCommSplit) X(ncclCommInitRank)  \
-  X(ncclCommGetAsyncError) X(ncclCommCount) X(ncclCommAbort) X(ncclAllGather)
-#define LOOM_CUDA_FUNCTIONS(X)                                                 \
-  X(cudaGetErrorString) X(cudaStreamQuery) X(cudaStreamDestroy)               \
-  X(cudaStreamCreateWithFlags) X(cudaSetDevice) X(cudaMallocAsync)             \
-  X(cudaGetDeviceCount) X(cudaFreeAsync)
+  X(ncclCommGetAsyncError) X(ncclCommCount) X(ncclCommAbort) X(ncclAllGather)  \
+  X(ncclGetVersion)
 
 struct Api {
 #define LOOM_DECLARE(name) decltype(&::name) name = nullptr;
   LOOM_NCCL_FUNCTIONS(LOOM_DECLARE)
 #undef LOOM_DECLARE
-  // The C declarations (cuda_runtime.h overloads some in C++).
-  const char *(*cudaGetErrorString)(cudaError_t) = nullptr;
-  cudaError_t (*cudaStreamQuery)(cudaStream_t) = nullptr;
-  cudaError_t (*cudaStreamDestroy)(cudaStream_t) = nullptr;
-  cudaError_t (*cudaStreamCreateWithFlags)(cudaStream_t *, unsigned) = nullptr;
-  cudaError_t (*cudaSetDevice)(int) = nullptr;
-  cudaError_t (*cudaMallocAsync)(void **, size_t, cudaStream_t) = nullptr;
-  cudaError_t (*cudaGetDeviceCount)(int *) = nullptr;
-  cudaError_t (*cudaFreeAsync)(void *, cudaStream_t) = nullptr;
 };
 
-const Api *api = nullptr;
-
-/// Loads the libraries once; null with `error` naming what is missing.
-const Api *loadApi(std::string &error) {
+/// NCCL through the device's library search; null with `error`.
+const Api *loadApi(const loom_device_t &device, std::string &error) {
   static Api loaded;
-  static std::string failure;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::string ncclName = "libnccl.so." + std::to_string(NCCL_MAJOR);
-    std::string cudaName = "libcudart.so." + std::to_string(CUDART_VERSION / 1000);
-    void *cuda = ::dlopen(cudaName.c_str(), RTLD_NOW | RTLD_LOCAL);
-    void *nccl = cuda ? ::dlopen(ncclName.c_str(), RTLD_NOW | RTLD_LOCAL)
-                      : nullptr;
-    if (!cuda || !nccl) {
-      const char *why = ::dlerror();
-      failure = "the NCCL backend needs " + (cuda ? ncclName : cudaName) +
-                ": " + (why ? why : "not found");
-      return;
-    }
-#define LOOM_LOAD(lib, name)                                                   \
-  if (failure.empty()) {                                                       \
-    loaded.name = reinterpret_cast<decltype(loaded.name)>(::dlsym(lib, #name)); \
-    if (!loaded.name)                                                          \
-      failure = "the NCCL backend cannot find " #name " in a loaded library";  \
-  }
-#define LOOM_LOAD_NCCL(name) LOOM_LOAD(nccl, name)
-#define LOOM_LOAD_CUDA(name) LOOM_LOAD(cuda, name)
-    LOOM_NCCL_FUNCTIONS(LOOM_LOAD_NCCL)
-    LOOM_CUDA_FUNCTIONS(LOOM_LOAD_CUDA)
-#undef LOOM_LOAD_CUDA
-#undef LOOM_LOAD_NCCL
-#undef LOOM_LOAD
-  });
-  if (!failure.empty()) {
-    error = failure;
+  static bool ok = false;
+  if (ok)
+    return &loaded;
+  std::string soname = "libnccl.so." + std::to_string(NCCL_MAJOR);
+  char why[512] = {0};
+  void *lib = device.open_library
+                  ? device.open_library(device.context, soname.c_str(), why,
+                                        sizeof(why))
+                  : ::dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    error = "the NCCL backend needs " + soname + ": " +
+            (why[0] ? why : "not found");
     return nullptr;
   }
+#define LOOM_LOAD(name)                                                        \
+  loaded.name = reinterpret_cast<decltype(loaded.name)>(::dlsym(lib, #name));  \
+  if (!loaded.name) {                                                          \
+    error = soname + " has no " #name;                                         \
+    return nullptr;                                                            \
+  }
+  LOOM_NCCL_FUNCTIONS(LOOM_LOAD)
+#undef LOOM_LOAD
+  ok = true;
   return &loaded;
 }
 
-} // namespace
-
-namespace {
+const Api *api = nullptr;
 
 struct NcclGroup final : Group {
   ncclComm_t comm = nullptr;
+  /// The same ranks on the control backend.
+  std::unique_ptr<Group> host;
   ~NcclGroup() override {
     if (comm)
       api->ncclCommDestroy(comm);
@@ -167,50 +144,65 @@ class NcclBackend final : public Backend {
 public:
   NcclBackend(const loom_runtime_options_t &options,
               std::unique_ptr<Backend> bootstrap)
-      : options(options), mpi(std::move(bootstrap)) {}
+      : options(options), device(*options.device),
+        host(std::move(bootstrap)),
+        stream(static_cast<cudaStream_t>(device.stream)) {}
   ~NcclBackend() override {
     if (world)
       api->ncclCommDestroy(world);
-    if (stream)
-      api->cudaStreamDestroy(stream);
   }
 
   loom_status_t init() {
-    int devices = 0;
-    cudaError_t err = api->cudaGetDeviceCount(&devices);
-    if (err != cudaSuccess || devices == 0)
-      return loom_status_make(
-          LOOM_STATUS_UNAVAILABLE,
-          "the NCCL backend needs a GPU: cudaGetDeviceCount: %s",
-          err != cudaSuccess ? api->cudaGetErrorString(err) : "no devices");
-    loom_launch_info_t info;
-    if (loom_status_t s = loom_launch_info_from_env(&info))
+    std::unique_ptr<Group> all;
+    if (loom_status_t s = host->split(0, host->rank(), all))
       return s;
-    api->cudaSetDevice(info.local_rank % devices);
-    if (api->cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) !=
-        cudaSuccess)
-      return loom_status_make(LOOM_STATUS_UNAVAILABLE,
-                              "cannot create a CUDA stream");
+    hostWorld = std::move(all);
     ncclUniqueId id;
-    if (mpi->rank() == 0 && api->ncclGetUniqueId(&id) != ncclSuccess)
-      return loom_status_make(LOOM_STATUS_UNAVAILABLE,
-                              "ncclGetUniqueId failed");
-    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-    ncclResult_t r = api->ncclCommInitRank(&world, mpi->size(), id, mpi->rank());
+    std::memset(&id, 0, sizeof(id));
+    if (host->rank() == 0)
+      if (ncclResult_t r = api->ncclGetUniqueId(&id))
+        return loom_status_make(LOOM_STATUS_UNAVAILABLE,
+                                "ncclGetUniqueId: %s",
+                                api->ncclGetErrorString(r));
+    // Rank 0's id to every rank, over the host backend.
+    std::vector<char> ids(sizeof(id) * size_t(host->size()));
+    CallInfo info;
+    info.op = "all_gather";
+    info.description = "the NCCL bootstrap (ncclUniqueId of rank 0)";
+    info.dtype = LOOM_DTYPE_U8;
+    info.count = sizeof(id);
+    if (hostWorld->size > 1) {
+      if (loom_status_t s = host->allGather(*hostWorld, info, &id, ids.data()))
+        return s;
+      std::memcpy(&id, ids.data(), sizeof(id));
+    }
+    ncclResult_t r =
+        api->ncclCommInitRank(&world, host->size(), id, host->rank());
     if (r != ncclSuccess)
-      return loom_status_make(LOOM_STATUS_UNAVAILABLE,
-                              "ncclCommInitRank: %s", api->ncclGetErrorString(r));
+      return loom_status_make(
+          LOOM_STATUS_UNAVAILABLE, "rank %d of %d: ncclCommInitRank on %s: %s",
+          host->rank(), host->size(), device.name,
+          api->ncclGetErrorString(r));
     return nullptr;
   }
 
   loom_backend_t kind() const override { return LOOM_BACKEND_NCCL; }
-  int rank() const override { return mpi->rank(); }
-  int size() const override { return mpi->size(); }
+  int rank() const override { return host->rank(); }
+  int size() const override { return host->size(); }
+  bool deviceMemory() const override { return true; }
+  Backend &control() override { return *host; }
+  Group &controlGroup(Group &g) override {
+    return *static_cast<NcclGroup &>(g).host;
+  }
+  void abandon() override { host->abandon(); }
 
   loom_status_t split(int color, int key,
                       std::unique_ptr<Group> &out) override {
     auto group = std::make_unique<NcclGroup>();
-    ncclResult_t r = api->ncclCommSplit(world, color, key, &group->comm, nullptr);
+    if (loom_status_t s = host->split(color, key, group->host))
+      return s;
+    ncclResult_t r =
+        api->ncclCommSplit(world, color, key, &group->comm, nullptr);
     if (r != ncclSuccess)
       return loom_status_make(LOOM_STATUS_INTERNAL, "ncclCommSplit: %s",
                               api->ncclGetErrorString(r));
@@ -226,7 +218,7 @@ public:
   loom_status_t collective(Group &g, const CallInfo &info, Call call) {
     ncclDataType_t t;
     if (!ncclType(info.dtype, t))
-      return unsupported(info);
+      return noType(info);
     ncclComm_t comm = static_cast<NcclGroup &>(g).comm;
     return finish(comm, info, call(comm, t));
   }
@@ -235,37 +227,38 @@ public:
                           loom_reduction_t reduction, const void *send,
                           void *recv) override {
     return collective(g, info, [&](ncclComm_t comm, ncclDataType_t t) {
-      return api->ncclAllReduce(send, recv, info.count, t, ncclOp(reduction), comm,
-                           stream);
+      return api->ncclAllReduce(send, recv, size_t(info.count), t,
+                                ncclOp(reduction), comm, stream);
     });
   }
   loom_status_t allGather(Group &g, const CallInfo &info, const void *send,
                           void *recv) override {
     return collective(g, info, [&](ncclComm_t comm, ncclDataType_t t) {
-      return api->ncclAllGather(send, recv, info.count, t, comm, stream);
+      return api->ncclAllGather(send, recv, size_t(info.count), t, comm,
+                                stream);
     });
   }
   loom_status_t reduceScatter(Group &g, const CallInfo &info,
                               loom_reduction_t reduction, const void *send,
                               void *recv) override {
     return collective(g, info, [&](ncclComm_t comm, ncclDataType_t t) {
-      return api->ncclReduceScatter(send, recv, info.count, t, ncclOp(reduction),
-                               comm, stream);
+      return api->ncclReduceScatter(send, recv, size_t(info.count), t,
+                                    ncclOp(reduction), comm, stream);
     });
   }
   loom_status_t allToAll(Group &g, const CallInfo &info, const void *send,
                          void *recv) override {
     ncclDataType_t t;
     if (!ncclType(info.dtype, t))
-      return unsupported(info);
+      return noType(info);
     auto &group = static_cast<NcclGroup &>(g);
-    size_t block = loom_dtype_size(info.dtype) * info.count;
+    size_t block = loom_dtype_size(info.dtype) * size_t(info.count);
     api->ncclGroupStart();
     for (int peer = 0; peer < group.size; ++peer) {
-      api->ncclSend(static_cast<const char *>(send) + peer * block, info.count, t,
-               peer, group.comm, stream);
-      api->ncclRecv(static_cast<char *>(recv) + peer * block, info.count, t, peer,
-               group.comm, stream);
+      api->ncclSend(static_cast<const char *>(send) + peer * block,
+                    size_t(info.count), t, peer, group.comm, stream);
+      api->ncclRecv(static_cast<char *>(recv) + peer * block,
+                    size_t(info.count), t, peer, group.comm, stream);
     }
     return finish(group.comm, info, api->ncclGroupEnd());
   }
@@ -273,27 +266,23 @@ public:
                          int from, void *recv) override {
     ncclDataType_t t;
     if (!ncclType(info.dtype, t))
-      return unsupported(info);
+      return noType(info);
     api->ncclGroupStart();
     if (to >= 0)
-      api->ncclSend(send, info.count, t, to, world, stream);
+      api->ncclSend(send, size_t(info.count), t, to, world, stream);
     if (from >= 0)
-      api->ncclRecv(recv, info.count, t, from, world, stream);
+      api->ncclRecv(recv, size_t(info.count), t, from, world, stream);
     return finish(world, info, api->ncclGroupEnd());
   }
   loom_status_t barrier(Group &g, const CallInfo &info) override {
-    void *scratch = nullptr;
-    api->cudaMallocAsync(&scratch, sizeof(int), stream);
-    ncclComm_t comm = static_cast<NcclGroup &>(g).comm;
-    loom_status_t s = finish(
-        comm, info,
-        api->ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, comm, stream));
-    api->cudaFreeAsync(scratch, stream);
-    return s;
+    return host->barrier(controlGroup(g), info);
   }
+  // isend/irecv: not on NCCL yet (a send posted on the rank's one stream
+  // would block the stream until its peer receives); the base class names
+  // it.
 
 private:
-  loom_status_t unsupported(const CallInfo &info) {
+  loom_status_t noType(const CallInfo &info) {
     return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
                             "%s: NCCL has no %s", info.description.c_str(),
                             loom_dtype_name(info.dtype));
@@ -303,55 +292,61 @@ private:
   loom_status_t finish(ncclComm_t comm, const CallInfo &info,
                        ncclResult_t launched) {
     if (launched != ncclSuccess && launched != ncclInProgress)
-      return loom_status_make(LOOM_STATUS_INTERNAL, "rank %d: %s: %s",
-                              rank(), info.description.c_str(),
+      return loom_status_make(LOOM_STATUS_INTERNAL, "rank %d: %s: %s", rank(),
+                              info.description.c_str(),
                               api->ncclGetErrorString(launched));
     auto start = std::chrono::steady_clock::now();
-    for (;;) {
-      cudaError_t q = api->cudaStreamQuery(stream);
-      if (q == cudaSuccess)
+    for (int polls = 0;; ++polls) {
+      int32_t done = 0;
+      if (loom_status_t s = device.query(device.context, &done))
+        return s;
+      if (done)
         return nullptr;
-      if (q != cudaErrorNotReady)
-        return loom_status_make(LOOM_STATUS_INTERNAL, "rank %d: %s: %s",
-                                rank(), info.description.c_str(),
-                                api->cudaGetErrorString(q));
       ncclResult_t async = ncclSuccess;
       api->ncclCommGetAsyncError(comm, &async);
       double elapsed = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - start)
                            .count();
-      if (async != ncclSuccess || elapsed > options.timeout_seconds) {
+      if ((async != ncclSuccess && async != ncclInProgress) ||
+          elapsed > options.timeout_seconds) {
         api->ncclCommAbort(comm);
+        bool failed = async != ncclSuccess && async != ncclInProgress;
         return loom_status_make(
-            async != ncclSuccess ? LOOM_STATUS_PEER_FAILED
-                                 : LOOM_STATUS_DEADLINE_EXCEEDED,
-            "rank %d of %d: %s %s; the NCCL communicator was aborted",
-            rank(), size(), info.description.c_str(),
-            async != ncclSuccess ? api->ncclGetErrorString(async)
-                                 : "did not complete in time");
+            failed ? LOOM_STATUS_PEER_FAILED : LOOM_STATUS_DEADLINE_EXCEEDED,
+            "rank %d of %d: %s %s; the NCCL communicator was aborted", rank(),
+            size(), info.description.c_str(),
+            failed ? api->ncclGetErrorString(async)
+                   : "did not complete in time");
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      if (polls > 100)
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
 
   loom_runtime_options_t options;
-  std::unique_ptr<Backend> mpi;
+  loom_device_t device;
+  std::unique_ptr<Backend> host;
+  std::unique_ptr<Group> hostWorld;
+  cudaStream_t stream;
   ncclComm_t world = nullptr;
-  cudaStream_t stream = nullptr;
 };
 
 } // namespace
 
 loom_status_t loom::rt::makeNcclBackend(const loom_runtime_options_t &options,
+                                        std::unique_ptr<Backend> bootstrap,
                                         std::unique_ptr<Backend> &out) {
+  if (!options.device)
+    return loom_status_make(
+        LOOM_STATUS_UNAVAILABLE,
+        "the NCCL backend runs on GPU buffers: only a GPU program (loomc "
+        "--target=cuda) can use it");
   std::string missing;
-  api = loadApi(missing);
+  api = loadApi(*options.device, missing);
   if (!api)
     return loom_status_make(LOOM_STATUS_UNAVAILABLE, "%s", missing.c_str());
-  std::unique_ptr<Backend> bootstrap;
-  if (loom_status_t s = makeMpiBackend(options, bootstrap))
-    return s;
-  auto backend = std::make_unique<NcclBackend>(options, std::move(bootstrap));
+  auto backend =
+      std::make_unique<NcclBackend>(options, std::move(bootstrap));
   if (loom_status_t s = backend->init())
     return s;
   out = std::move(backend);
@@ -361,10 +356,11 @@ loom_status_t loom::rt::makeNcclBackend(const loom_runtime_options_t &options,
 #else
 
 loom_status_t loom::rt::makeNcclBackend(const loom_runtime_options_t &,
+                                        std::unique_ptr<loom::rt::Backend>,
                                         std::unique_ptr<loom::rt::Backend> &) {
   return loom_status_make(LOOM_STATUS_UNAVAILABLE,
-                          "this build of Loom has no NCCL backend (CUDA and "
-                          "NCCL were not found at configure time)");
+                          "this build of Loom has no NCCL backend (NCCL was "
+                          "not found at configure time)");
 }
 
 #endif

@@ -36,6 +36,14 @@ struct loom_mesh_s {
   std::vector<int64_t> coordinates;
   /// One group per ordered list of distinct axes, keyed by that list.
   std::map<std::vector<int32_t>, std::unique_ptr<Group>> groups;
+  /// A device view (loom_mesh_on_device): buffers are device memory; the
+  /// groups are the parent's.
+  loom_mesh_s *parent = nullptr;
+  bool device = false;
+
+  std::map<std::vector<int32_t>, std::unique_ptr<Group>> &allGroups() {
+    return parent ? parent->groups : groups;
+  }
 };
 
 //===----------------------------------------------------------------------===//
@@ -150,11 +158,19 @@ loom_runtime_create(const loom_runtime_options_t *options,
                             "(timeout %g s, diagnosis %g s)",
                             opts.timeout_seconds, opts.diagnosis_seconds);
   loom_backend_t backend = opts.backend;
+  loom_launch_info_t info;
+  if (loom_status_t s = loom_launch_info_from_env(&info))
+    return s;
+  // NCCL bootstraps (and keeps control traffic) over the launcher's host
+  // backend.
+  loom_backend_t host = autoBackend(info);
   if (backend == LOOM_BACKEND_AUTO) {
-    loom_launch_info_t info;
-    if (loom_status_t s = loom_launch_info_from_env(&info))
-      return s;
-    backend = autoBackend(info);
+    backend = host;
+    // A GPU per rank of this node: NCCL; more ranks than GPUs (several
+    // processes on one GPU, which NCCL refuses): the host backend, staged.
+    if (opts.device && host != LOOM_BACKEND_LOCAL && info.local_size > 0 &&
+        info.local_size <= opts.device->device_count)
+      backend = LOOM_BACKEND_NCCL;
     if (const char *forced = std::getenv("LOOM_BACKEND")) {
       std::string name = forced;
       if (name == "mpi")
@@ -163,33 +179,40 @@ loom_runtime_create(const loom_runtime_options_t *options,
         backend = LOOM_BACKEND_GLOO;
       else if (name == "local")
         backend = LOOM_BACKEND_LOCAL;
+      else if (name == "nccl")
+        backend = LOOM_BACKEND_NCCL;
       else if (name != "auto")
         return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
-                                "LOOM_BACKEND=%s: expected mpi, gloo, local "
-                                "or auto",
+                                "LOOM_BACKEND=%s: expected mpi, gloo, nccl, "
+                                "local or auto",
                                 forced);
     }
   }
   auto *runtime = new (std::nothrow) loom_runtime_s{opts, nullptr, false, {}, {}};
   if (!runtime)
     return loom_status_make(LOOM_STATUS_INTERNAL, "out of memory");
+  auto makeHost = [&](loom_backend_t kind, std::unique_ptr<Backend> &out) {
+    switch (kind) {
+    case LOOM_BACKEND_LOCAL:
+      out = makeLocalBackend();
+      return loom_status_t(nullptr);
+    case LOOM_BACKEND_MPI:
+      return makeMpiBackend(opts, out);
+    case LOOM_BACKEND_GLOO:
+      return makeGlooBackend(opts, out);
+    default:
+      return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                              "unknown backend %d", static_cast<int>(kind));
+    }
+  };
   loom_status_t status = nullptr;
-  switch (backend) {
-  case LOOM_BACKEND_LOCAL:
-    runtime->backend = makeLocalBackend();
-    break;
-  case LOOM_BACKEND_MPI:
-    status = makeMpiBackend(opts, runtime->backend);
-    break;
-  case LOOM_BACKEND_NCCL:
-    status = makeNcclBackend(opts, runtime->backend);
-    break;
-  case LOOM_BACKEND_GLOO:
-    status = makeGlooBackend(opts, runtime->backend);
-    break;
-  default:
-    status = loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
-                              "unknown backend %d", static_cast<int>(backend));
+  if (backend == LOOM_BACKEND_NCCL) {
+    std::unique_ptr<Backend> bootstrap;
+    status = makeHost(host, bootstrap);
+    if (!status)
+      status = makeNcclBackend(opts, std::move(bootstrap), runtime->backend);
+  } else {
+    status = makeHost(backend, runtime->backend);
   }
   if (status) {
     delete runtime;
@@ -312,6 +335,30 @@ extern "C" loom_status_t loom_mesh_create(loom_runtime_t runtime,
 
 extern "C" void loom_mesh_destroy(loom_mesh_t mesh) { delete mesh; }
 
+extern "C" loom_status_t loom_mesh_on_device(loom_mesh_t mesh,
+                                             loom_mesh_t *out_mesh) {
+  if (!mesh || !out_mesh)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "loom_mesh_on_device: NULL argument");
+  if (!mesh->runtime->options.device)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "loom_mesh_on_device: the runtime was created "
+                            "without a device (loom_runtime_options_t.device)");
+  auto view = std::make_unique<loom_mesh_s>();
+  view->runtime = mesh->runtime;
+  view->sizes = mesh->sizes;
+  view->names = mesh->names;
+  view->coordinates = mesh->coordinates;
+  view->parent = mesh->parent ? mesh->parent : mesh;
+  view->device = true;
+  *out_mesh = view.release();
+  return nullptr;
+}
+
+extern "C" int32_t loom_mesh_is_on_device(loom_mesh_t mesh) {
+  return mesh && mesh->device ? 1 : 0;
+}
+
 extern "C" int32_t loom_mesh_num_axes(loom_mesh_t mesh) {
   return static_cast<int32_t>(mesh->sizes.size());
 }
@@ -380,8 +427,8 @@ loom_status_t prepare(loom_mesh_t mesh, const char *op, const int32_t *axes,
     group = nullptr;
     return nullptr;
   }
-  auto it = mesh->groups.find(list);
-  if (it == mesh->groups.end())
+  auto it = mesh->allGroups().find(list);
+  if (it == mesh->allGroups().end())
     return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
                             "%s: axes [%s] repeat an axis", op, names.c_str());
   group = it->second.get();
@@ -392,42 +439,94 @@ size_t bytes(loom_dtype_t dtype, int64_t count) {
   return loom_dtype_size(dtype) * static_cast<size_t>(count);
 }
 
-void copyIfDistinct(const void *send, void *recv, size_t n) {
-  if (send != recv && n)
-    std::memmove(recv, send, n);
-}
 } // namespace
 
 namespace {
+/// Copies between buffers of a mesh's memory: host, or the runtime's device.
+loom_status_t copyLocal(loom_mesh_t mesh, const void *src, void *dst,
+                        size_t n) {
+  if (src == dst || !n)
+    return nullptr;
+  if (!mesh->device) {
+    std::memmove(dst, src, n);
+    return nullptr;
+  }
+  const loom_device_t *d = mesh->runtime->options.device;
+  return d->copy(d->context, dst, src, n, LOOM_COPY_DEVICE_TO_DEVICE);
+}
+
+loom_status_t deviceCopy(loom_mesh_t mesh, void *dst, const void *src,
+                         size_t n, loom_copy_kind_t kind) {
+  if (!n)
+    return nullptr;
+  const loom_device_t *d = mesh->runtime->options.device;
+  return d->copy(d->context, dst, src, n, kind);
+}
+
+/// How a collective's buffers are sized: `count` elements, times the
+/// group's size where the flag says so.
+struct Extent {
+  bool sendTimesGroup = false, recvTimesGroup = false;
+};
+
 /// What every collective entry point does first: checks the arguments
-/// (prepare), and on a group of one device copies `send` to `recv`
-/// (`localCount` elements) instead of calling the backend; else `run`.
+/// (prepare); on a group of one device copies `send` to `recv`
+/// (`localCount` elements) instead of calling the backend (NCCL on device
+/// buffers is called even then: its copy is ordered on the stream); then
+/// `run(backend, group, info, send, recv)` on the buffers the backend
+/// takes: host buffers on host backends (device buffers staged through
+/// them), device buffers on NCCL (host buffers go to its control backend).
 template <typename Run>
 loom_status_t collective(loom_mesh_t mesh, const char *op, const int32_t *axes,
                          int32_t num_axes, loom_dtype_t dtype, int64_t count,
                          const char *detail, int32_t extra, const void *send,
-                         void *recv, int64_t localCount, Run run) {
+                         void *recv, int64_t localCount, Extent extent,
+                         Run run) {
   Group *group;
   CallInfo info;
   if (loom_status_t s = prepare(mesh, op, axes, num_axes, dtype, count, group,
                                 info, detail))
     return s;
   info.extra = extra;
-  if (!group || group->size == 1) {
-    copyIfDistinct(send, recv, bytes(dtype, localCount));
-    return nullptr;
-  }
   loom_runtime_s &rt = *mesh->runtime;
-  if (!rt.tracing)
-    return run(*rt.backend, *group, info);
-  double start = rt.nowUs();
-  loom_status_t status = run(*rt.backend, *group, info);
-  uint64_t mask = 0;
-  for (int32_t i = 0; i < num_axes; ++i)
-    mask |= uint64_t(1) << axes[i];
-  rt.events.push_back({op, mask, static_cast<int64_t>(bytes(dtype, count)),
-                       start, rt.nowUs() - start});
-  return status;
+  Backend *backend = rt.backend.get();
+  bool nativeDevice = mesh->device && backend->deviceMemory();
+  if (!group || (group->size == 1 && !nativeDevice))
+    return copyLocal(mesh, send, recv, bytes(dtype, localCount));
+  if (!mesh->device && backend->deviceMemory()) {
+    group = &backend->controlGroup(*group);
+    backend = &backend->control();
+  }
+  auto timed = [&](const void *s, void *r) {
+    if (!rt.tracing)
+      return run(*backend, *group, info, s, r);
+    double start = rt.nowUs();
+    loom_status_t status = run(*backend, *group, info, s, r);
+    uint64_t mask = 0;
+    for (int32_t i = 0; i < num_axes; ++i)
+      mask |= uint64_t(1) << axes[i];
+    rt.events.push_back({op, mask, static_cast<int64_t>(bytes(dtype, count)),
+                         start, rt.nowUs() - start});
+    return status;
+  };
+  if (!mesh->device || nativeDevice)
+    return timed(send, recv);
+  // Device buffers on a host backend: through host memory.
+  size_t sendBytes = bytes(dtype, extent.sendTimesGroup ? count * group->size
+                                                        : count);
+  size_t recvBytes = bytes(dtype, extent.recvTimesGroup ? count * group->size
+                                                        : count);
+  bool inPlace = send == recv;
+  std::vector<char> hostSend(inPlace ? 0 : sendBytes),
+      hostRecv(std::max(recvBytes, inPlace ? sendBytes : 0));
+  char *hs = inPlace ? hostRecv.data() : hostSend.data();
+  if (loom_status_t s =
+          deviceCopy(mesh, hs, send, sendBytes, LOOM_COPY_DEVICE_TO_HOST))
+    return s;
+  if (loom_status_t s = timed(hs, hostRecv.data()))
+    return s;
+  return deviceCopy(mesh, recv, hostRecv.data(), recvBytes,
+                    LOOM_COPY_HOST_TO_DEVICE);
 }
 
 std::string reductionDetail(loom_reduction_t reduction) {
@@ -442,8 +541,10 @@ extern "C" loom_status_t loom_all_reduce(loom_mesh_t mesh, const int32_t *axes,
                                          int64_t count) {
   return collective(mesh, "all_reduce", axes, num_axes, dtype, count,
                     reductionDetail(reduction).c_str(), reduction, send, recv,
-                    count, [&](Backend &b, Group &g, CallInfo &info) {
-                      return b.allReduce(g, info, reduction, send, recv);
+                    count, Extent{},
+                    [&](Backend &b, Group &g, CallInfo &info, const void *s,
+                        void *r) {
+                      return b.allReduce(g, info, reduction, s, r);
                     });
 }
 
@@ -452,10 +553,9 @@ extern "C" loom_status_t loom_all_gather(loom_mesh_t mesh, const int32_t *axes,
                                          const void *send, void *recv,
                                          int64_t send_count) {
   return collective(mesh, "all_gather", axes, num_axes, dtype, send_count, "",
-                    0, send, recv, send_count,
-                    [&](Backend &b, Group &g, CallInfo &info) {
-                      return b.allGather(g, info, send, recv);
-                    });
+                    0, send, recv, send_count, Extent{false, true},
+                    [&](Backend &b, Group &g, CallInfo &info, const void *s,
+                        void *r) { return b.allGather(g, info, s, r); });
 }
 
 extern "C" loom_status_t
@@ -464,8 +564,10 @@ loom_reduce_scatter(loom_mesh_t mesh, const int32_t *axes, int32_t num_axes,
                     const void *send, void *recv, int64_t recv_count) {
   return collective(mesh, "reduce_scatter", axes, num_axes, dtype, recv_count,
                     reductionDetail(reduction).c_str(), reduction, send, recv,
-                    recv_count, [&](Backend &b, Group &g, CallInfo &info) {
-                      return b.reduceScatter(g, info, reduction, send, recv);
+                    recv_count, Extent{true, false},
+                    [&](Backend &b, Group &g, CallInfo &info, const void *s,
+                        void *r) {
+                      return b.reduceScatter(g, info, reduction, s, r);
                     });
 }
 
@@ -474,10 +576,9 @@ extern "C" loom_status_t loom_all_to_all(loom_mesh_t mesh, const int32_t *axes,
                                          const void *send, void *recv,
                                          int64_t count_per_rank) {
   return collective(mesh, "all_to_all", axes, num_axes, dtype, count_per_rank,
-                    "", 0, send, recv, count_per_rank,
-                    [&](Backend &b, Group &g, CallInfo &info) {
-                      return b.allToAll(g, info, send, recv);
-                    });
+                    "", 0, send, recv, count_per_rank, Extent{true, true},
+                    [&](Backend &b, Group &g, CallInfo &info, const void *s,
+                        void *r) { return b.allToAll(g, info, s, r); });
 }
 
 extern "C" loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,
@@ -498,12 +599,34 @@ extern "C" loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,
                      loom_dtype_name(dtype) + " (to rank " +
                      std::to_string(to) + ", from rank " +
                      std::to_string(from) + ")";
-  return mesh->runtime->backend->sendRecv(info, to, send, from, recv);
+  Backend &backend = *mesh->runtime->backend;
+  if (!mesh->device && backend.deviceMemory())
+    return backend.control().sendRecv(info, to, send, from, recv);
+  if (!mesh->device || backend.deviceMemory())
+    return backend.sendRecv(info, to, send, from, recv);
+  size_t n = bytes(dtype, count);
+  std::vector<char> hostSend(to >= 0 ? n : 0), hostRecv(from >= 0 ? n : 0);
+  if (to >= 0)
+    if (loom_status_t s = deviceCopy(mesh, hostSend.data(), send, n,
+                                     LOOM_COPY_DEVICE_TO_HOST))
+      return s;
+  if (loom_status_t s = backend.sendRecv(info, to, hostSend.data(), from,
+                                         hostRecv.data()))
+    return s;
+  return from >= 0 ? deviceCopy(mesh, recv, hostRecv.data(), n,
+                                LOOM_COPY_HOST_TO_DEVICE)
+                   : nullptr;
 }
 
+/// A posted transfer; a receive into device memory staged through a host
+/// buffer is copied to the device when it completes.
 struct loom_request_s {
   std::unique_ptr<Request> request;
   loom_runtime_t runtime;
+  Backend *backend = nullptr;
+  loom_mesh_t mesh = nullptr;
+  std::vector<char> staging;
+  void *deviceRecv = nullptr;
 };
 
 extern "C" int32_t loom_max_tag(void) { return (1 << 14) - 1; }
@@ -550,10 +673,20 @@ loom_status_t postPeer(loom_mesh_t mesh, const char *op, loom_dtype_t dtype,
     return s;
   auto r = std::make_unique<loom_request_s>();
   r->runtime = mesh->runtime;
-  if (loom_status_t s = post(info, r->request))
+  r->mesh = mesh;
+  Backend &backend = *mesh->runtime->backend;
+  r->backend = !mesh->device && backend.deviceMemory() ? &backend.control()
+                                                       : &backend;
+  if (loom_status_t s = post(info, *r))
     return s;
   *out = r.release();
   return nullptr;
+}
+
+/// Whether a point-to-point buffer goes through host memory (device
+/// buffers on a host backend).
+bool staged(loom_mesh_t mesh) {
+  return mesh->device && !mesh->runtime->backend->deviceMemory();
 }
 } // namespace
 
@@ -562,9 +695,19 @@ extern "C" loom_status_t loom_isend(loom_mesh_t mesh, loom_dtype_t dtype,
                                     int64_t count, int32_t tag,
                                     const char *what, loom_request_t *out) {
   return postPeer(mesh, "isend", dtype, to, count, tag, what, out,
-                  [&](const CallInfo &info, std::unique_ptr<Request> &r) {
-                    return mesh->runtime->backend->isend(info, to, send, tag,
-                                                         r);
+                  [&](const CallInfo &info, loom_request_s &r) {
+                    const void *buffer = send;
+                    if (staged(mesh)) {
+                      // The device buffer's bytes now: the caller may reuse
+                      // it once this returns only on a device stream.
+                      r.staging.resize(bytes(dtype, count));
+                      if (loom_status_t s = deviceCopy(
+                              mesh, r.staging.data(), send, r.staging.size(),
+                              LOOM_COPY_DEVICE_TO_HOST))
+                        return s;
+                      buffer = r.staging.data();
+                    }
+                    return r.backend->isend(info, to, buffer, tag, r.request);
                   });
 }
 
@@ -573,9 +716,15 @@ extern "C" loom_status_t loom_irecv(loom_mesh_t mesh, loom_dtype_t dtype,
                                     int32_t tag, const char *what,
                                     loom_request_t *out) {
   return postPeer(mesh, "irecv", dtype, from, count, tag, what, out,
-                  [&](const CallInfo &info, std::unique_ptr<Request> &r) {
-                    return mesh->runtime->backend->irecv(info, from, recv,
-                                                         tag, r);
+                  [&](const CallInfo &info, loom_request_s &r) {
+                    void *buffer = recv;
+                    if (staged(mesh)) {
+                      r.staging.resize(bytes(dtype, count));
+                      r.deviceRecv = recv;
+                      buffer = r.staging.data();
+                    }
+                    return r.backend->irecv(info, from, buffer, tag,
+                                            r.request);
                   });
 }
 
@@ -584,7 +733,12 @@ extern "C" loom_status_t loom_request_wait(loom_request_t request) {
     return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
                             "loom_request_wait: no request");
   std::unique_ptr<loom_request_s> owned(request);
-  return owned->runtime->backend->wait(*owned->request);
+  if (loom_status_t s = owned->backend->wait(*owned->request))
+    return s;
+  if (!owned->deviceRecv)
+    return nullptr;
+  return deviceCopy(owned->mesh, owned->deviceRecv, owned->staging.data(),
+                    owned->staging.size(), LOOM_COPY_HOST_TO_DEVICE);
 }
 
 extern "C" void loom_runtime_trace_start(loom_runtime_t runtime) {
@@ -624,7 +778,24 @@ extern "C" loom_status_t loom_barrier(loom_mesh_t mesh, const int32_t *axes,
     return s;
   if (!group || group->size == 1)
     return nullptr;
-  return mesh->runtime->backend->barrier(*group, info);
+  // A barrier is control traffic: on the host backend.
+  Backend &backend = mesh->runtime->backend->control();
+  return backend.barrier(mesh->runtime->backend->controlGroup(*group), info);
+}
+
+extern "C" loom_status_t loom_fill_zero(loom_mesh_t mesh, void *buffer,
+                                        size_t n) {
+  if (!mesh)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "loom_fill_zero: no mesh");
+  if (!n)
+    return nullptr;
+  if (!mesh->device) {
+    std::memset(buffer, 0, n);
+    return nullptr;
+  }
+  const loom_device_t *d = mesh->runtime->options.device;
+  return d->zero(d->context, buffer, n);
 }
 
 //===----------------------------------------------------------------------===//

@@ -12,18 +12,19 @@
 // sleeps instead of joining an all_reduce; the others must fail within the
 // deadline, naming it.
 //
-// A second argument `nccl` runs `check` on the NCCL backend, buffers staged
-// through GPU memory; without a GPU (or a build without NCCL) every rank
-// prints "rank R: SKIP: <why>" and exits 0. `gloo` runs on the Gloo backend
-// (ranks started torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR/PORT).
+// A second argument picks the backend: `mpi` (default); `gloo` (ranks
+// started torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR/PORT); `staged-mpi`
+// and `staged-gloo`: buffers in a device's memory (a stand-in device whose
+// memory is host memory apart from the runtime's: every byte goes through
+// its copy callback), staged through the host backend as GPU programs on
+// one GPU do; `nccl`: buffers in GPU memory on the NCCL backend (Loom's
+// CUDA library opens the GPU). `nccl` skips, saying why, only where there
+// is no GPU or fewer GPUs than ranks (NCCL refuses two ranks on one GPU).
 //
 //===----------------------------------------------------------------------===//
 
+#include "loom/device.h"
 #include "loom/runtime.h"
-
-#ifdef LOOM_HAVE_NCCL
-#include <cuda_runtime.h>
-#endif
 
 #include <chrono>
 #include <cmath>
@@ -39,7 +40,11 @@ namespace {
 
 int gRank = 0;
 int gChecks = 0;
-bool gDevice = false; // buffers live in GPU memory (NCCL backend)
+/// Where the collectives' buffers live: host memory, or a device (the
+/// stand-in or a GPU) reached through gDevice.
+loom::program::Device *gDevice = nullptr;
+/// Bytes the stand-in device copied (the runtime staged through it).
+size_t gStagedBytes = 0;
 
 [[noreturn]] void fail(const std::string &what) {
   std::printf("rank %d: FAIL: %s\n", gRank, what.c_str());
@@ -55,36 +60,78 @@ void ok(loom_status_t s, const std::string &what) {
   }
 }
 
+/// A device whose memory is this process's (malloc), reached only through
+/// its callbacks: the runtime's staging of device buffers, checked without
+/// a GPU.
+class StandInDevice final : public loom::program::Device {
+public:
+  StandInDevice() {
+    std::memset(&device, 0, sizeof(device));
+    device.struct_size = sizeof(device);
+    device.context = this;
+    device.name = "stand-in device";
+    device.copy = [](void *, void *dst, const void *src, size_t n,
+                     loom_copy_kind_t) -> loom_status_t {
+      std::memcpy(dst, src, n);
+      gStagedBytes += n;
+      return nullptr;
+    };
+    device.zero = [](void *, void *dst, size_t n) -> loom_status_t {
+      std::memset(dst, 0, n);
+      return nullptr;
+    };
+    device.query = [](void *, int32_t *done) -> loom_status_t {
+      *done = 1;
+      return nullptr;
+    };
+  }
+  std::string name() const override { return device.name; }
+  bool isHost() const override { return false; }
+  bool allocate(size_t bytes, void **out, std::string &) override {
+    *out = std::malloc(bytes ? bytes : 1);
+    return true;
+  }
+  void release(void *p) override { std::free(p); }
+  bool upload(void *dst, const void *src, size_t n, std::string &) override {
+    std::memcpy(dst, src, n);
+    return true;
+  }
+  bool download(void *dst, const void *src, size_t n, std::string &) override {
+    std::memcpy(dst, src, n);
+    return true;
+  }
+  bool synchronize(std::string &) override { return true; }
+  const loom_device_t *collectiveDevice() const override { return &device; }
+
+private:
+  loom_device_t device;
+};
+
 /// Runs `call(send, recv)` on `in` and `out` (the same buffer when
-/// `inPlace`), staged through GPU memory on the NCCL backend.
+/// `inPlace`), in the device's memory when there is one.
 template <typename F>
 loom_status_t staged(const void *in, size_t inBytes, void *out, size_t outBytes,
                      bool inPlace, F call) {
   if (!gDevice)
     return call(inPlace ? out : in, out);
-#ifdef LOOM_HAVE_NCCL
   void *dIn = nullptr, *dOut = nullptr;
-  auto check = [](cudaError_t e, const char *what) {
-    if (e != cudaSuccess)
-      fail(std::string(what) + ": " + cudaGetErrorString(e));
+  std::string error;
+  auto check = [&](bool good) {
+    if (!good)
+      fail(gDevice->name() + ": " + error);
   };
-  check(cudaMalloc(&dOut, outBytes), "cudaMalloc");
+  check(gDevice->allocate(outBytes, &dOut, error));
   if (inPlace) {
-    check(cudaMemcpy(dOut, out, outBytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(gDevice->upload(dOut, out, outBytes, error));
   } else {
-    check(cudaMalloc(&dIn, inBytes), "cudaMalloc");
-    check(cudaMemcpy(dIn, in, inBytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(gDevice->allocate(inBytes, &dIn, error));
+    check(gDevice->upload(dIn, in, inBytes, error));
   }
   loom_status_t s = call(inPlace ? dOut : dIn, dOut);
-  check(cudaMemcpy(out, dOut, outBytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  cudaFree(dIn);
-  cudaFree(dOut);
+  check(gDevice->download(out, dOut, outBytes, error));
+  gDevice->release(dIn);
+  gDevice->release(dOut);
   return s;
-#else
-  (void)inBytes;
-  (void)outBytes;
-  fail("device buffers without CUDA");
-#endif
 }
 
 loom_status_t staged(const std::vector<char> &in, std::vector<char> &out,
@@ -312,10 +359,13 @@ void checkGroup(loom_mesh_t mesh, const GroupView &g, const std::string &tag) {
 
 void checkMesh(loom_runtime_t rt, std::vector<int64_t> sizes,
                std::vector<const char *> names) {
-  loom_mesh_t mesh;
+  loom_mesh_t hostMesh, mesh;
   ok(loom_mesh_create(rt, static_cast<int32_t>(sizes.size()), sizes.data(),
-                      names.data(), &mesh),
+                      names.data(), &hostMesh),
      "mesh_create");
+  mesh = hostMesh;
+  if (gDevice)
+    ok(loom_mesh_on_device(hostMesh, &mesh), "mesh_on_device");
   std::string shape;
   for (size_t i = 0; i < sizes.size(); ++i)
     shape += (i ? "x" : "") + std::to_string(sizes[i]);
@@ -345,7 +395,22 @@ void checkMesh(loom_runtime_t rt, std::vector<int64_t> sizes,
   ++gChecks;
   if (got != ((gRank + size - 1) % size) * 10 + 1)
     fail("send_recv ring received " + std::to_string(got));
-  loom_mesh_destroy(mesh);
+  // The host mesh of a device runtime still takes host buffers (control
+  // traffic: the start-up handshake, gathering results).
+  int32_t all[8];
+  for (int32_t a = 0; a < n; ++a)
+    all[a] = a;
+  std::vector<int64_t> mine(1, gRank + 1), every(size);
+  ok(loom_all_gather(hostMesh, all, n, LOOM_DTYPE_I64, mine.data(),
+                     every.data(), 1),
+     "all_gather of host buffers");
+  ++gChecks;
+  for (int r = 0; r < size; ++r)
+    if (every[r] != r + 1)
+      fail("all_gather of host buffers received " + std::to_string(every[r]));
+  if (mesh != hostMesh)
+    loom_mesh_destroy(mesh);
+  loom_mesh_destroy(hostMesh);
 }
 
 } // namespace
@@ -353,24 +418,43 @@ void checkMesh(loom_runtime_t rt, std::vector<int64_t> sizes,
 int main(int argc, char **argv) {
   std::string mode = argc > 1 ? argv[1] : "check";
   std::string backend = argc > 2 ? argv[2] : "mpi";
-  gDevice = backend == "nccl";
   loom_runtime_options_t options;
   loom_runtime_options_init(&options);
-  options.backend = gDevice             ? LOOM_BACKEND_NCCL
-                    : backend == "gloo" ? LOOM_BACKEND_GLOO
-                                        : LOOM_BACKEND_MPI;
+  options.backend = backend == "nccl"                                ? LOOM_BACKEND_NCCL
+                    : backend == "gloo" || backend == "staged-gloo" ? LOOM_BACKEND_GLOO
+                                                                    : LOOM_BACKEND_MPI;
+  StandInDevice standIn;
+  std::unique_ptr<loom::program::Device> gpu;
+  if (backend.rfind("staged-", 0) == 0)
+    gDevice = &standIn;
+  if (backend == "nccl") {
+    // One GPU per rank (NCCL refuses two ranks on one GPU): skip, saying
+    // why, only where there are fewer.
+    loom_launch_info_t info;
+    ok(loom_launch_info_from_env(&info), "launcher");
+    std::string error;
+    gpu = loom_cuda_open_device(loom::program::DeviceOptions(), error);
+    if (!gpu) {
+      std::printf("rank %d: SKIP: no GPU: %s\n", info.rank, error.c_str());
+      return 0;
+    }
+    int gpus = gpu->collectiveDevice()->device_count;
+    if (info.local_size > gpus) {
+      std::printf("rank %d: SKIP: %d ranks on this node but %d GPU(s); NCCL "
+                  "needs one GPU per rank\n",
+                  info.rank, info.local_size, gpus);
+      return 0;
+    }
+    gDevice = gpu.get();
+  }
+  if (gDevice)
+    options.device = gDevice->collectiveDevice();
   if (mode == "stall") {
     options.timeout_seconds = 2.0;
     options.diagnosis_seconds = 1.0;
   }
   loom_runtime_t rt;
   loom_status_t s = loom_runtime_create(&options, &rt);
-  if (s && backend != "mpi" && loom_status_code(s) == LOOM_STATUS_UNAVAILABLE) {
-    const char *rank = std::getenv(gDevice ? "OMPI_COMM_WORLD_RANK" : "RANK");
-    std::printf("rank %s: SKIP: %s\n", rank ? rank : "?",
-                loom_status_message(s));
-    return 0;
-  }
   if (s) {
     std::printf("FAIL: runtime: %s\n", loom_status_message(s));
     return 1;
@@ -391,8 +475,14 @@ int main(int argc, char **argv) {
     ++gChecks;
     if (!bad || loom_status_code(bad) != LOOM_STATUS_INVALID_ARGUMENT)
       fail("a mesh of the wrong size was accepted");
-    std::printf("rank %d: %d checks passed (%s)\n", gRank, gChecks,
-                loom_status_message(bad));
+    std::string staging =
+        gDevice == &standIn
+            ? "; " + std::to_string(gStagedBytes) + " bytes staged"
+            : "";
+    if (gDevice == &standIn && !gStagedBytes)
+      fail("the stand-in device's memory was never staged through");
+    std::printf("rank %d: %d checks passed%s (%s)\n", gRank, gChecks,
+                staging.c_str(), loom_status_message(bad));
     loom_status_free(bad);
   } else if (mode == "mismatch") {
     int64_t sizes[] = {size};

@@ -133,10 +133,11 @@ static cl::opt<std::string> emit("emit",
     cl::init("executable"), cl::cat(category));
 
 static cl::opt<std::string> target("target",
-    cl::desc("cpu (default) or cuda[:sm_XX]: also compile the per-device step "
-             "to CUDA kernels (cubin for sm_XX, default sm_90) and cuBLAS "
-             "calls, written to out/train.cuda.mlir (compile only: no GPU "
-             "runtime runs it yet)"),
+    cl::desc("cpu (default) or cuda[:sm_XX]: compile the per-device step to "
+             "CUDA kernels (cubin for sm_XX, default sm_90) and cuBLAS calls "
+             "(out/train.cuda.mlir); --emit=executable makes out/train a GPU "
+             "program (Loom's CUDA library; the driver, cuBLAS and NCCL are "
+             "found at run time)"),
     cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string> init("init",
     cl::desc("onnx (the model's initializers, default) or seeded"), cl::init("onnx"),
@@ -621,8 +622,10 @@ std::string cudaChip(std::string &error) {
 }
 
 /// --target=cuda: the step lowered by the CUDA pipeline into
-/// out/train.cuda.mlir, with what it became.
-int writeCuda(MLIRContext &ctx, ModuleOp module, StringRef chip) {
+/// out/train.cuda.mlir, with what it became; with `executable`, also the
+/// GPU program out/train (`required`: failing to build it is an error).
+int writeCuda(MLIRContext &ctx, ModuleOp module, StringRef chip,
+              bool executable, bool required) {
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
@@ -653,10 +656,24 @@ int writeCuda(MLIRContext &ctx, ModuleOp module, StringRef chip) {
   });
   messages() << llvm::formatv(
       "loomc: CUDA {0}: {1} kernels compiled to cubin (ptxas), {2} cuBLAS "
-      "calls, {3} collectives; wrote {4}/train.cuda.mlir (compile only: "
-      "Loom's GPU runtime does not run it yet; loom-run runs train.mlir on "
-      "the CPU)\n",
+      "calls, {3} collectives; wrote {4}/train.cuda.mlir\n",
       chip, kernels, cublas, collectives, outDir);
+  if (!executable)
+    return 0;
+  double seconds = 0;
+  if (writeCudaExecutable(module, *cuda, outDir, defaultExecutableOptions(),
+                          error, &seconds)) {
+    messages() << llvm::formatv(
+        "loomc: compiled the GPU program in {0:f2} s; wrote {1}/train (runs "
+        "the step on the rank's GPU: mpirun -np N, srun or torchrun-style "
+        "launches) and {1}/train.manifest\n",
+        seconds, outDir);
+    return 0;
+  }
+  if (required)
+    return fail("--emit=executable: " + error);
+  messages() << "loomc: note: no GPU program: " << error
+             << "; loom-run runs train.mlir on the CPU\n";
   return 0;
 }
 
@@ -876,7 +893,9 @@ int main(int argc, char **argv) {
   // an error; by default, a note (loom-run still runs the artifact).
   bool asked = emit.getNumOccurrences() > 0;
   bool trains = step || (*module)->hasAttr(LoomDialect::kPipelineAttrName);
-  if (emit == "executable" && (trains || asked)) {
+  // A GPU target's program is the GPU one (writeCuda): out/train runs the
+  // step on the rank's GPU.
+  if (emit == "executable" && (trains || asked) && chip.empty()) {
     double seconds = 0;
     if (writeExecutable(*module, outDir, defaultExecutableOptions(), error,
                         &seconds))
@@ -891,6 +910,7 @@ int main(int argc, char **argv) {
                  << "; loom-run runs the artifact\n";
   }
   if (!chip.empty())
-    return writeCuda(ctx, *module, chip);
+    return writeCuda(ctx, *module, chip, emit == "executable" && (trains || asked),
+                     asked);
   return 0;
 }

@@ -43,6 +43,16 @@ bool writeExecutable(ModuleOp module, llvm::StringRef dir,
                      const ExecutableOptions &options, std::string &error,
                      double *seconds = nullptr);
 
+/// loomc --target=cuda --emit=executable: `dir`/train, a GPU program, from
+/// `lowered` (`module`'s @train_step after the CUDA pipeline: host code in
+/// the LLVM dialect, kernels as cubins), with `dir`/train.manifest
+/// describing `module`'s step (device cuda). Linked with the runtime and
+/// Loom's CUDA library only (copied to `dir`/lib); the host code is
+/// compiled for x86-64-v2, not this machine's CPU.
+bool writeCudaExecutable(ModuleOp module, ModuleOp lowered,
+                         llvm::StringRef dir, const ExecutableOptions &options,
+                         std::string &error, double *seconds = nullptr);
+
 } // namespace mlir::loom
 
 #endif // LOOM_EXECUTION_EXECUTABLE_H

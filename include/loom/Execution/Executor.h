@@ -68,6 +68,13 @@ struct ValueInfo {
   Attribute initialValue;
 };
 
+/// What a caller binds to `function`'s arguments and results (as
+/// Executor::getArguments/getResults describe them), without compiling it.
+bool describeFunction(ModuleOp module, llvm::StringRef function,
+                      llvm::SmallVectorImpl<ValueInfo> &arguments,
+                      llvm::SmallVectorImpl<ValueInfo> &results,
+                      std::string &error);
+
 /// The value of a loom.parameter initial value (dense, dense_resource or
 /// #loom.external, whose relative paths resolve against `baseDir`).
 std::optional<HostTensor> readInitialValue(Attribute value,

@@ -53,6 +53,10 @@ struct ObjectCodeOptions {
   /// many partitions compiled in parallel, one object each.
   unsigned threads = 0;
   bool timePasses = false;
+  /// The CPU to generate code for: empty for this host (and its features),
+  /// or a name such as "x86-64-v2" (a portable level: GPU programs' host
+  /// code, which runs on machines other than the compiling one).
+  std::string cpu;
 };
 
 /// Translates `lowered` (LLVM dialect) to LLVM IR for this host's CPU, adds

@@ -62,6 +62,7 @@ void mlir::loom::buildLoomCudaPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createLoomGpuNameKernels());
   pm.addPass(createLoomGpuCheckHost());
   // Allocations, launches and frees on one stream, ordered by tokens: the
   // host lowering (gpu-to-llvm) only converts asynchronous gpu.alloc, and

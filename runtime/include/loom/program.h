@@ -71,6 +71,9 @@ struct StageProgram {
 
 struct Manifest {
   std::string function = "train_step";
+  /// Where the step's code runs: "host", or "cuda" (a GPU program: its
+  /// kernels, cuBLAS calls and collectives take device buffers).
+  std::string device = "host";
   int64_t microBatches = 1;
   /// The mesh the step is partitioned over (empty: one device).
   std::vector<std::string> axisNames;
@@ -259,13 +262,21 @@ uint64_t fingerprintFile(const std::string &path);
 bool agreeOnStart(loom_mesh_t mesh, const StartFingerprint &fingerprint,
                   std::string &error);
 
+class Device;
+
 /// Trains with a compiled step.
 struct TrainOptions {
+  /// Where the step runs and its tensors live (null: the host).
+  Device *device = nullptr;
   int64_t steps = 1;
   /// A directory of <input>.npy files (leading step axis), or "synthetic".
   std::string data = "synthetic";
   uint64_t seed = 0;
   bool shuffle = false;
+  /// >= 0: trainable parameters that have a file value are drawn from
+  /// N(0, 0.02^2) with this seed instead (the same on every rank), so that
+  /// a benchmark's program need not carry its weights.
+  int64_t initRandomSeed = -1;
   /// The program's directory (params.bin) and where the final parameters
   /// and optimizer state go (empty: not written).
   std::string dir, paramsOut, stateOut;
@@ -288,6 +299,10 @@ struct TrainStats {
   int rank = 0;
   /// Seconds in the steps (from the first step's start).
   double trainSeconds = 0;
+  /// Each step's seconds from its data on the host to its loss on the
+  /// host (uploading the batch, the step, reading the loss back; not
+  /// drawing or reading the data).
+  std::vector<double> stepSeconds;
 };
 
 /// Runs `options.steps` steps of `entry`, described by `manifest`: one

@@ -159,6 +159,51 @@ typedef enum loom_backend_t {
 
 const char *loom_backend_name(loom_backend_t backend);
 
+/*===----------------------------------------------------------------------===*
+ * Devices
+ *
+ * A rank whose buffers live in the memory of a GPU hands the runtime a
+ * device: the callbacks through which it reaches that memory. Collectives
+ * on a device mesh (loom_mesh_on_device) then take device buffers: NCCL
+ * uses them directly; the host backends (MPI, Gloo, local) stage them
+ * through host memory (device -> host -> backend -> device), which is how
+ * several processes share one GPU, where NCCL refuses two ranks on one
+ * device. The device's library (Loom's CUDA library) fills this in; the
+ * runtime itself links no CUDA.
+ *===----------------------------------------------------------------------===*/
+
+typedef enum loom_copy_kind_t {
+  LOOM_COPY_HOST_TO_DEVICE = 0,
+  LOOM_COPY_DEVICE_TO_HOST = 1,
+  LOOM_COPY_DEVICE_TO_DEVICE = 2,
+} loom_copy_kind_t;
+
+typedef struct loom_device_t {
+  uint32_t struct_size;
+  /* Passed to every callback. */
+  void *context;
+  /* "cuda:0 (NVIDIA H100 80GB HBM3)", for messages. */
+  const char *name;
+  /* The CUDA device ordinal and the rank's stream (a CUstream): NCCL runs
+   * its collectives there, after the step's kernels. */
+  int32_t ordinal;
+  void *stream;
+  /* GPUs this process can see (CUDA_VISIBLE_DEVICES applied). */
+  int32_t device_count;
+  /* Copies `bytes`, ordered after the stream's work; returns when done. */
+  loom_status_t (*copy)(void *context, void *dst, const void *src,
+                        size_t bytes, loom_copy_kind_t kind);
+  /* Sets `bytes` of device memory to zero, ordered on the stream. */
+  loom_status_t (*zero)(void *context, void *dst, size_t bytes);
+  /* *out_done = 1 when the stream's work is finished, 0 while it runs; a
+   * status when it failed. */
+  loom_status_t (*query)(void *context, int32_t *out_done);
+  /* dlopen of a GPU library by soname (libnccl.so.2), searched where the
+   * device found its own; NULL with a message in `error`. */
+  void *(*open_library)(void *context, const char *soname, char *error,
+                        size_t error_size);
+} loom_device_t;
+
 /* Options; initialise with loom_runtime_options_init, then change fields.
  * New fields are only ever appended (struct_size tells which exist). */
 typedef struct loom_runtime_options_t {
@@ -172,15 +217,20 @@ typedef struct loom_runtime_options_t {
   /* Compare operation, type and count across ranks before each collective
    * (default 1; one small extra all-reduce per collective). */
   int32_t check_signatures;
+  /* This rank's device (NULL: host memory only); must outlive the runtime.
+   * With a device, LOOM_BACKEND_AUTO picks NCCL when every rank of a node
+   * has a GPU of its own, else the launcher's host backend (staged). */
+  const loom_device_t *device;
 } loom_runtime_options_t;
 
 void loom_runtime_options_init(loom_runtime_options_t *options);
 
 typedef struct loom_runtime_s *loom_runtime_t;
 
-/* Initialises the backend from the launcher environment (MPI_Init for MPI
- * and NCCL). Fails with UNAVAILABLE when the backend was not built in or
- * cannot start (NCCL without a GPU). */
+/* Initialises the backend from the launcher environment (MPI_Init for MPI;
+ * NCCL bootstraps over the launcher's host backend). Fails with
+ * UNAVAILABLE when the backend was not built in or cannot start (NCCL
+ * without a device). */
 loom_status_t loom_runtime_create(const loom_runtime_options_t *options,
                                   loom_runtime_t *out_runtime);
 /* Finalises the backend. NULL is ignored. */
@@ -216,6 +266,14 @@ const char *loom_mesh_axis_name(loom_mesh_t mesh, int32_t axis);
 int64_t loom_mesh_coordinate(loom_mesh_t mesh, int32_t axis);
 /* The rank at the given coordinates (one per axis). */
 int32_t loom_mesh_rank_at(loom_mesh_t mesh, const int64_t *coordinates);
+/* The same mesh (same groups) for buffers in the memory of the runtime's
+ * device (loom_runtime_options_t.device): collectives, point-to-point
+ * transfers and loom_fill_zero on *out_mesh take device pointers. Release
+ * it with loom_mesh_destroy before `mesh`. Fails with INVALID_ARGUMENT when
+ * the runtime has no device. */
+loom_status_t loom_mesh_on_device(loom_mesh_t mesh, loom_mesh_t *out_mesh);
+/* 1 for a mesh from loom_mesh_on_device. */
+int32_t loom_mesh_is_on_device(loom_mesh_t mesh);
 
 /*===----------------------------------------------------------------------===*
  * Collectives
@@ -223,9 +281,10 @@ int32_t loom_mesh_rank_at(loom_mesh_t mesh, const int64_t *coordinates);
  * A collective runs among the ranks that share this rank's coordinates on
  * every axis not in `axes` (a group of size = product of those axis sizes).
  * Within the group, ranks are ordered row-major over `axes` in the order
- * given (the first axis is the most significant). Buffers are host memory
- * for LOCAL/MPI and device memory for NCCL; send and receive buffers must
- * not overlap unless equal (in place) where noted.
+ * given (the first axis is the most significant). Buffers are host memory,
+ * or device memory on a mesh from loom_mesh_on_device (whatever the
+ * backend); send and receive buffers must not overlap unless equal (in
+ * place) where noted.
  *===----------------------------------------------------------------------===*/
 
 /* recv[i] = reduce over the group of send[i], for i < count. In place when
@@ -274,6 +333,9 @@ loom_status_t loom_request_wait(loom_request_t request);
 /* Blocks until every rank of the group arrives. */
 loom_status_t loom_barrier(loom_mesh_t mesh, const int32_t *axes,
                            int32_t num_axes);
+/* Sets `bytes` of `buffer` (host memory, or device memory on a device
+ * mesh) to zero. */
+loom_status_t loom_fill_zero(loom_mesh_t mesh, void *buffer, size_t bytes);
 
 /*===----------------------------------------------------------------------===*
  * Tracing (loom-run --trace, --profile)

@@ -5,6 +5,8 @@
 #include "loom/kernels.h"
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <cerrno>
 #include <cstdlib>
 #include <cstdio>
@@ -54,17 +56,96 @@ void setFromDouble(Tensor &t, int64_t i, double v) {
   }
 }
 
-std::vector<int64_t> descriptorFor(Tensor &t) {
-  size_t rank = t.shape.size();
+std::vector<int64_t> descriptorFor(void *data,
+                                   const std::vector<int64_t> &shape) {
+  size_t rank = shape.size();
   std::vector<int64_t> d(3 + 2 * rank);
-  d[0] = d[1] = reinterpret_cast<int64_t>(t.bytes.data());
+  d[0] = d[1] = reinterpret_cast<int64_t>(data);
   int64_t stride = 1;
   for (int64_t i = int64_t(rank) - 1; i >= 0; --i) {
-    d[3 + i] = t.shape[i];
+    d[3 + i] = shape[i];
     d[3 + rank + i] = stride;
-    stride *= t.shape[i];
+    stride *= shape[i];
   }
   return d;
+}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
+  if (this != &other) {
+    reset();
+    device = other.device;
+    ptr = other.ptr;
+    size = other.size;
+    type = other.type;
+    dims = std::move(other.dims);
+    other.device = nullptr;
+    other.ptr = nullptr;
+    other.size = 0;
+  }
+  return *this;
+}
+
+void DeviceBuffer::reset() {
+  if (device && ptr)
+    device->release(ptr);
+  device = nullptr;
+  ptr = nullptr;
+  size = 0;
+}
+
+bool DeviceBuffer::allocate(Device &d, loom_dtype_t dtype,
+                            const std::vector<int64_t> &shape,
+                            const std::string &what, std::string &error) {
+  reset();
+  size_t n = size_t(numElements(shape)) * loom_dtype_size(dtype);
+  if (!d.allocate(n, &ptr, error)) {
+    error = what + " (" + shapeText(shape) + " " + loom_dtype_name(dtype) +
+            ") on " + d.name() + ": " + error;
+    return false;
+  }
+  device = &d;
+  size = n;
+  type = dtype;
+  dims = shape;
+  return true;
+}
+
+bool DeviceBuffer::upload(const Tensor &t, std::string &error) {
+  if (t.bytes.size() != size) {
+    error = "uploading " + std::to_string(t.bytes.size()) + " bytes into a "
+            "buffer of " + std::to_string(size);
+    return false;
+  }
+  return device->upload(ptr, t.bytes.data(), size, error);
+}
+
+bool DeviceBuffer::download(Tensor &t, std::string &error) const {
+  t = Tensor(type, dims);
+  return device->download(t.bytes.data(), ptr, size, error);
+}
+
+bool DeviceBuffer::scalar(double &out, std::string &error) const {
+  char bytes[8] = {0};
+  size_t width = loom_dtype_size(type);
+  if (!size || !device->download(bytes, ptr, width, error))
+    return false;
+  out = elementAsDouble(bytes, type);
+  return true;
+}
+
+void invoke(PackedEntry entry, const std::vector<const DeviceBuffer *> &args,
+            const std::vector<DeviceBuffer *> &results) {
+  std::vector<std::vector<int64_t>> descriptors;
+  for (const DeviceBuffer *b : args)
+    descriptors.push_back(descriptorFor(b->data(), b->shape()));
+  for (DeviceBuffer *b : results)
+    descriptors.push_back(descriptorFor(b->data(), b->shape()));
+  std::vector<void *> pointers, packed;
+  for (auto &d : descriptors)
+    pointers.push_back(d.data());
+  for (void *&p : pointers)
+    packed.push_back(&p);
+  entry(packed.data());
 }
 
 void invoke(PackedEntry entry, std::vector<Tensor *> args,
@@ -153,6 +234,44 @@ bool initialValue(const Value &v, const std::string &dir,
   return file->read(uint64_t(v.initOffset), bytes, global.bytes.data(), error);
 }
 
+bool randomValue(const Value &v, uint64_t seed, Tensor &global,
+                 std::string &error) {
+  global = Tensor(v.dtype, v.global);
+  if (!isFloat(v.dtype)) {
+    error = "--init-random: parameter '" + v.parameter + "' is " +
+            loom_dtype_name(v.dtype) + ", not a float";
+    return false;
+  }
+  std::mt19937_64 gen(fingerprintBytes(v.parameter.data(), v.parameter.size(),
+                                       seed ^ 0x9e3779b97f4a7c15ull));
+  auto uniform = [&] { // (0, 1]
+    return (double(gen() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+  };
+  const double kPi = 3.14159265358979323846;
+  int64_t n = global.numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    double x = 0.02 * std::sqrt(-2.0 * std::log(uniform())) *
+               std::cos(2.0 * kPi * uniform());
+    char *p = global.bytes.data() + i * loom_dtype_size(v.dtype);
+    if (v.dtype == LOOM_DTYPE_F32) {
+      float f = float(x);
+      std::memcpy(p, &f, 4);
+    } else if (v.dtype == LOOM_DTYPE_F64) {
+      std::memcpy(p, &x, 8);
+    } else if (v.dtype == LOOM_DTYPE_BF16) {
+      float f = float(x);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      uint16_t h = uint16_t((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+      std::memcpy(p, &h, 2);
+    } else {
+      _Float16 h = _Float16(x);
+      std::memcpy(p, &h, 2);
+    }
+  }
+  return true;
+}
+
 bool openNpyData(const std::string &path, const Value &v,
                  const std::vector<int64_t> &perEntry, NpyData &data,
                  std::string &error) {
@@ -222,9 +341,9 @@ bool writeNpy(const std::string &path, const Tensor &t, std::string &error) {
   return writeFileAtomically(path, bytes.data(), bytes.size(), error);
 }
 
-bool startMesh(const Manifest &m, double timeoutSeconds,
+bool startMesh(const Manifest &m, double timeoutSeconds, Device *device,
                loom_runtime_t &runtime, loom_mesh_t &mesh,
-               std::string &error) {
+               loom_mesh_t &deviceMesh, std::string &error) {
   if (m.axisNames.empty()) {
     // One device: started as one of several ranks, every rank would train
     // the whole model alone and write the same files.
@@ -243,6 +362,7 @@ bool startMesh(const Manifest &m, double timeoutSeconds,
   loom_runtime_options_t opts;
   loom_runtime_options_init(&opts);
   opts.timeout_seconds = timeoutSeconds;
+  opts.device = device ? device->collectiveDevice() : nullptr;
   if (loom_status_t s = loom_runtime_create(&opts, &runtime)) {
     error = std::string("cannot start the runtime: ") + loom_status_message(s);
     loom_status_free(s);
@@ -265,6 +385,15 @@ bool startMesh(const Manifest &m, double timeoutSeconds,
     return false;
   }
   loom_rt_set_mesh(mesh);
+  if (opts.device) {
+    if (loom_status_t s = loom_mesh_on_device(mesh, &deviceMesh)) {
+      error = std::string("mesh on ") + opts.device->name + ": " +
+              loom_status_message(s);
+      loom_status_free(s);
+      return false;
+    }
+    loom_rt_set_mesh(deviceMesh);
+  }
   return true;
 }
 
@@ -421,8 +550,10 @@ bool agreeOnTrainingStart(const Manifest &m, const TrainOptions &o,
                       " seed=" + std::to_string(o.seed) +
                       " shuffle=" + std::to_string(o.shuffle) +
                       " synthetic=" + std::to_string(o.data == "synthetic") +
+                      " init-random=" + std::to_string(o.initRandomSeed) +
                       " timeout=" + std::to_string(o.timeoutSeconds);
-  fp.add("the flags (--steps, --seed, --shuffle, --data, --timeout)",
+  fp.add("the flags (--steps, --seed, --shuffle, --data, --timeout, "
+         "--init-random)",
          fingerprintBytes(flags.data(), flags.size()));
   uint64_t data = fingerprintBytes("", 0);
   if (o.data != "synthetic")

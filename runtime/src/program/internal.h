@@ -9,6 +9,7 @@
 #ifndef LOOM_PROGRAM_INTERNAL_H
 #define LOOM_PROGRAM_INTERNAL_H
 
+#include "loom/device.h"
 #include "loom/program.h"
 
 #include <memory>
@@ -25,8 +26,52 @@ bool isFloat(loom_dtype_t t);
 /// does (f16/bf16 are refused before any value is set).
 void setFromDouble(Tensor &t, int64_t i, double v);
 
-/// A memref descriptor {allocated, aligned, offset, sizes, strides} of `t`.
-std::vector<int64_t> descriptorFor(Tensor &t);
+/// A memref descriptor {allocated, aligned, offset, sizes, strides} of a
+/// row-major buffer of `shape`.
+std::vector<int64_t> descriptorFor(void *data, const std::vector<int64_t> &shape);
+inline std::vector<int64_t> descriptorFor(Tensor &t) {
+  return descriptorFor(t.bytes.data(), t.shape);
+}
+
+/// A tensor in a device's memory (host or GPU), freed with it.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  DeviceBuffer(DeviceBuffer &&other) noexcept { *this = std::move(other); }
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+  ~DeviceBuffer() { reset(); }
+
+  /// A `shape`d buffer of `dtype` on `device` (contents undefined); false
+  /// with `error` naming `what` when the device has no room.
+  bool allocate(Device &device, loom_dtype_t dtype,
+                const std::vector<int64_t> &shape, const std::string &what,
+                std::string &error);
+  /// Its contents from / to a host tensor of the same size.
+  bool upload(const Tensor &t, std::string &error);
+  bool download(Tensor &t, std::string &error) const;
+  /// Element 0, widened to double (the loss, the loss scale).
+  bool scalar(double &out, std::string &error) const;
+  void reset();
+
+  void *data() const { return ptr; }
+  size_t bytes() const { return size; }
+  loom_dtype_t dtype() const { return type; }
+  const std::vector<int64_t> &shape() const { return dims; }
+
+private:
+  Device *device = nullptr;
+  void *ptr = nullptr;
+  size_t size = 0;
+  loom_dtype_t type = LOOM_DTYPE_F32;
+  std::vector<int64_t> dims;
+};
+
+/// Calls a packed entry on buffers: `args` then `results` (destination
+/// passing), each a pointer and a shape.
+void invoke(PackedEntry entry, const std::vector<const DeviceBuffer *> &args,
+            const std::vector<DeviceBuffer *> &results);
 
 /// Calls a packed entry with `args` then `results` (destination passing:
 /// the results' buffers are allocated by the caller).
@@ -48,6 +93,12 @@ bool initialValue(const Value &v, const std::string &dir,
                       &files,
                   Tensor &global, std::string &error);
 
+/// A parameter's value drawn from N(0, 0.02^2) (--init-random): Box-Muller
+/// on a 64-bit Mersenne Twister seeded by `seed` and the parameter's name,
+/// the same on every rank and with any standard library.
+bool randomValue(const Value &v, uint64_t seed, Tensor &global,
+                 std::string &error);
+
 /// One data argument's .npy file, opened and checked: entries of
 /// `perEntry` shape in an element type convertible to `v`'s.
 struct NpyData {
@@ -68,9 +119,12 @@ const char *readNpyEntry(NpyData &data, int64_t e, std::string &error);
 /// Writes `t` (bf16 widened to f32, as loom-run writes it) to `path`.
 bool writeNpy(const std::string &path, const Tensor &t, std::string &error);
 
-/// Starts the runtime and the manifest's mesh (nothing without one).
-bool startMesh(const Manifest &m, double timeoutSeconds,
-               loom_runtime_t &runtime, loom_mesh_t &mesh, std::string &error);
+/// Starts the runtime and the manifest's mesh (nothing without one); with
+/// a device other than the host, the runtime reaches its memory and
+/// compiled code's collectives run on `deviceMesh` (device buffers).
+bool startMesh(const Manifest &m, double timeoutSeconds, Device *device,
+               loom_runtime_t &runtime, loom_mesh_t &mesh,
+               loom_mesh_t &deviceMesh, std::string &error);
 
 /// The start-up handshake of a rank program (agreeOnStart): the program's
 /// executable, its manifest, its initial parameters, the flags that must

@@ -11,9 +11,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "loom/device.h"
 #include "loom/program.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +31,11 @@
 // instead, found by name (the program exports its symbols).
 extern "C" __attribute__((weak)) void _mlir__mlir_ciface_train_step(void **);
 
+// Loom's CUDA library, linked into GPU programs only.
+__attribute__((weak)) std::unique_ptr<loom::program::Device>
+loom_cuda_open_device(const loom::program::DeviceOptions &options,
+                      std::string &error);
+
 namespace {
 
 int fail(const std::string &message) {
@@ -38,10 +46,20 @@ int fail(const std::string &message) {
 
 const char *kUsage =
     "usage: %s [--steps N] [--data DIR|synthetic] [--seed S] [--shuffle]\n"
-    "          [--params-out DIR] [--timeout SECONDS]\n"
+    "          [--params-out DIR|none] [--timeout SECONDS] [--profile]\n"
+    "          [--init-random SEED]\n"
     "Trains the step loomc compiled into this program (train.manifest and\n"
     "params.bin beside it); launch one process per device of its mesh\n"
-    "(mpirun -np N, srun, or loom-run -np N ARTIFACT).\n";
+    "(mpirun -np N, srun, torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/\n"
+    "MASTER_PORT, or loom-run -np N ARTIFACT).\n"
+    "  --profile           print the time of each step and, on a GPU, of\n"
+    "                      every kernel and GEMM (CUDA events)\n"
+    "  --init-random SEED  trainable parameters drawn from N(0, 0.02^2) with\n"
+    "                      SEED instead of read from params.bin (benchmarks)\n"
+    "GPU programs (loomc --target=cuda) also read LOOM_GPU_SYNC=1 (check for\n"
+    "errors after every kernel, naming the one that failed),\n"
+    "LOOM_CUBLAS_TF32=1 (f32 GEMMs in TF32) and LOOM_CUDA_LIBRARY_PATH\n"
+    "(where cuBLAS and NCCL are, when not found).\n";
 
 /// The directory and path of this executable.
 bool selfPath(std::string &path, std::string &dir) {
@@ -73,6 +91,8 @@ bool parseNumber(const std::string &flag, const std::string &text,
 
 /// loom-run's training flags this program takes; the others name what to
 /// use instead.
+bool profile = false;
+
 bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
                 std::string &error) {
   for (int i = 1; i < argc; ++i) {
@@ -90,12 +110,17 @@ bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
       o.shuffle = true;
       continue;
     }
+    if (flag == "--profile") {
+      profile = true;
+      continue;
+    }
     bool known = flag == "--steps" || flag == "--data" || flag == "--seed" ||
-                 flag == "--params-out" || flag == "--timeout";
+                 flag == "--params-out" || flag == "--timeout" ||
+                 flag == "--init-random";
     if (!known) {
       error = "unknown flag '" + arg + "'";
       if (flag.rfind("--checkpoint", 0) == 0 || flag == "--resume" ||
-          flag == "--profile" || flag == "--trace")
+          flag == "--trace")
         error += ": executables do not checkpoint or trace yet; run the "
                  "artifact with loom-run";
       error += " (--help lists the flags)";
@@ -120,6 +145,8 @@ bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
       o.steps = static_cast<int64_t>(number);
     else if (flag == "--seed")
       o.seed = static_cast<uint64_t>(number);
+    else if (flag == "--init-random")
+      o.initRandomSeed = static_cast<int64_t>(number);
     else
       o.timeoutSeconds = number;
   }
@@ -132,6 +159,33 @@ bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
     return false;
   }
   return true;
+}
+
+/// --profile: the steps' times (rank 0, from the batch on the host to the
+/// loss on the host) and, on a GPU, the time of every kernel and GEMM.
+void printProfile(const std::vector<double> &steps,
+                  loom::program::Device *device) {
+  std::vector<double> sorted = steps;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  std::printf("profile: %zu steps, median %.3f ms, first (loading kernels) "
+              "%.3f ms\n",
+              steps.size(), median * 1e3, steps.empty() ? 0 : steps[0] * 1e3);
+  if (!device)
+    return;
+  std::vector<loom::program::DeviceTime> times = device->profile();
+  double total = 0;
+  for (const auto &t : times)
+    total += t.milliseconds;
+  std::printf("profile: %s, %zu kernels and GEMMs, %.3f ms of device time in "
+              "all steps\n",
+              device->name().c_str(), times.size(), total);
+  std::printf("%10s %8s %6s  %s\n", "ms", "calls", "%", "kernel / GEMM");
+  for (const auto &t : times)
+    std::printf("%10.3f %8lld %6.2f  %s\n", t.milliseconds,
+                static_cast<long long>(t.calls),
+                total > 0 ? 100 * t.milliseconds / total : 0.0,
+                t.name.c_str());
 }
 
 } // namespace
@@ -160,9 +214,16 @@ int main(int argc, char **argv) {
       p.erase(at, 2);
     return p;
   };
-  loom::program::clearOutputMarker(options.paramsOut);
-  loom::program::clearOutputMarker(options.stateOut);
-  if (absolute(options.paramsOut) == absolute(options.stateOut))
+  // --params-out none: nothing written (a benchmark's gigabytes).
+  if (options.paramsOut == "none") {
+    options.paramsOut.clear();
+    options.stateOut.clear();
+  } else {
+    loom::program::clearOutputMarker(options.paramsOut);
+    loom::program::clearOutputMarker(options.stateOut);
+  }
+  if (!options.paramsOut.empty() &&
+      absolute(options.paramsOut) == absolute(options.stateOut))
     return fail("--params-out " + options.paramsOut +
                 " is where the optimizer state goes; give another directory");
   std::string manifestPath = self + ".manifest";
@@ -181,7 +242,30 @@ int main(int argc, char **argv) {
                 ", but this program runs " +
                 (&_mlir__mlir_ciface_train_step ? "@train_step"
                                                  : "a pipeline's stages"));
-  options.onStep = [](int64_t step, double loss, const std::string &note) {
+  // A GPU program runs its step on the rank's GPU.
+  std::unique_ptr<loom::program::Device> device;
+  if (manifest.device == "cuda") {
+    if (manifest.pipelined())
+      return fail("pipelined GPU programs are not supported yet: compile the "
+                  "pipeline for the CPU, or the step without pp");
+    if (!&loom_cuda_open_device)
+      return fail(manifestPath + " describes a GPU program, but this program "
+                  "was not linked with Loom's CUDA library (loomc "
+                  "--target=cuda links it)");
+    loom::program::DeviceOptions deviceOptions;
+    auto flag = [](const char *name) {
+      const char *v = std::getenv(name);
+      return v && *v && std::string(v) != "0";
+    };
+    deviceOptions.syncEveryLaunch = flag("LOOM_GPU_SYNC");
+    deviceOptions.tf32 = flag("LOOM_CUBLAS_TF32");
+    deviceOptions.profile = profile;
+    device = loom_cuda_open_device(deviceOptions, error);
+    if (!device)
+      return fail(error);
+    options.device = device.get();
+  }
+  options.onStep = [&](int64_t step, double loss, const std::string &note) {
     std::printf("step %lld loss %.8e%s\n", static_cast<long long>(step), loss,
                 note.empty() ? "" : ("  [" + note + "]").c_str());
     std::fflush(stdout);
@@ -207,10 +291,16 @@ int main(int argc, char **argv) {
   if (!ok)
     return reported ? 1 : fail(error);
   double seconds = stats.trainSeconds;
-  if (stats.rank == 0)
+  if (stats.rank == 0) {
     std::printf("trained %lld steps in %.3f s (%.4f s/step, compiled ahead of "
-                "time); parameters in %s\n",
+                "time%s%s); parameters in %s\n",
                 static_cast<long long>(options.steps), seconds,
-                seconds / double(options.steps), options.paramsOut.c_str());
+                seconds / double(options.steps), device ? ", on " : "",
+                device ? device->name().c_str() : "",
+                options.paramsOut.empty() ? "none (--params-out none)"
+                                          : options.paramsOut.c_str());
+    if (profile)
+      printProfile(stats.stepSeconds, device.get());
+  }
   return 0;
 }

@@ -2,6 +2,7 @@
 //
 //   loom-program 1
 //   function train_step
+//   device cuda                (a GPU program; absent: host)
 //   micro-batches 1
 //   mesh dp=2 tp=2
 //   arg name=fc1.weight param=fc1.weight trainable=1 dtype=f32 shape=16,8
@@ -331,6 +332,8 @@ std::string loom::program::printManifest(const Manifest &m) {
   os << "loom-program 1\n";
   if (!m.pipelined())
     os << "function " << encode(m.function) << "\n";
+  if (m.device != "host")
+    os << "device " << encode(m.device) << "\n";
   os << "micro-batches " << m.microBatches << "\n";
   bool meshed = !m.axisNames.empty();
   if (meshed) {
@@ -385,6 +388,10 @@ bool loom::program::parseManifest(const std::string &text, Manifest &m,
       why = "unsupported version (this program reads version 1)";
     } else if (kind == "function") {
       ok = (fields >> word) && decode(word, m.function);
+    } else if (kind == "device") {
+      ok = (fields >> word) && decode(word, m.device) &&
+           (m.device == "host" || m.device == "cuda");
+      why = "unknown device (this program knows host and cuda)";
     } else if (kind == "micro-batches") {
       ok = (fields >> word) && parseInt(word, m.microBatches) &&
            m.microBatches >= 1 && m.microBatches <= (int64_t(1) << 20);

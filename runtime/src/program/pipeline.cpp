@@ -235,7 +235,9 @@ bool PipelineTrainer::setUp() {
     error = "the pipeline's stage programs are not partitioned for a mesh";
     return false;
   }
-  if (!startMesh(m, o.timeoutSeconds, runtime, mesh, error) ||
+  loom_mesh_t deviceMesh = nullptr; // pipelines run on the host
+  if (!startMesh(m, o.timeoutSeconds, nullptr, runtime, mesh, deviceMesh,
+                 error) ||
       !agreeOnTrainingStart(m, o, mesh, error))
     return false;
   rank = loom_runtime_rank(runtime);

@@ -40,9 +40,18 @@ class Trainer {
 public:
   Trainer(const Manifest &m, PackedEntry entry, const TrainOptions &o,
           std::string &error)
-      : m(m), entry(entry), o(o), error(error) {}
+      : m(m), entry(entry), o(o), error(error) {
+    if (!o.device)
+      host = makeHostDevice();
+    device = o.device ? o.device : host.get();
+  }
   ~Trainer() {
+    // Device buffers go before the runtime (and the device) they live on.
+    params.clear();
+    results.clear();
+    inputs.clear();
     loom_rt_set_mesh(nullptr);
+    loom_mesh_destroy(deviceMesh);
     loom_mesh_destroy(mesh);
     loom_runtime_destroy(runtime);
   }
@@ -52,7 +61,7 @@ public:
     stats.rank = rank;
     ok = ok && bindParameters() && checkResults() && openData() && ready();
     auto begin = std::chrono::steady_clock::now();
-    ok = ok && runSteps();
+    ok = ok && runSteps(stats);
     stats.trainSeconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - begin)
                              .count();
@@ -78,25 +87,34 @@ private:
   bool openData();
   bool openFile(DataSource &source, const Value &v);
   std::vector<Tensor> stepData(int64_t s, std::mt19937_64 &gen);
-  bool runSteps();
+  bool runSteps(TrainStats &stats);
+  bool runStep(std::vector<Tensor> &values, double &loss);
   bool save(const std::string &dir, bool trainable);
 
   const Manifest &m;
   PackedEntry entry;
   const TrainOptions &o;
   std::string &error;
+  std::unique_ptr<Device> host;
+  Device *device = nullptr;
   loom_runtime_t runtime = nullptr;
-  loom_mesh_t mesh = nullptr;
+  loom_mesh_t mesh = nullptr, deviceMesh = nullptr;
   int rank = 0;
-  /// Parameter arguments' values (this rank's blocks), by argument index.
-  std::map<size_t, Tensor> params;
+  /// Parameter arguments' values (this rank's blocks), by argument index,
+  /// in the device's memory.
+  std::map<size_t, DeviceBuffer> params;
+  /// Data arguments' buffers (by argument index) and the results' (the
+  /// next parameters: swapped with params after each step).
+  std::map<size_t, DeviceBuffer> inputs;
+  std::vector<DeviceBuffer> results;
   /// The argument each result updates.
   std::vector<size_t> updates;
   std::vector<DataSource> data;
 };
 
 bool Trainer::start() {
-  if (!startMesh(m, o.timeoutSeconds, runtime, mesh, error))
+  if (!startMesh(m, o.timeoutSeconds, device->isHost() ? nullptr : device,
+                 runtime, mesh, deviceMesh, error))
     return false;
   if (mesh)
     rank = loom_runtime_rank(runtime);
@@ -118,9 +136,18 @@ bool Trainer::bindParameters() {
     if (v.parameter.empty())
       continue;
     Tensor global;
-    if (!initialValue(v, o.dir, files, global, error))
+    if (o.initRandomSeed >= 0 && v.trainable && v.splat.empty()) {
+      if (!randomValue(v, uint64_t(o.initRandomSeed), global, error))
+        return false;
+    } else if (!initialValue(v, o.dir, files, global, error)) {
       return false;
-    params[i] = localShard(mesh, global, v);
+    }
+    Tensor local = localShard(mesh, global, v);
+    DeviceBuffer &buffer = params[i];
+    if (!buffer.allocate(*device, v.dtype, v.shape,
+                         "parameter '" + v.parameter + "'", error) ||
+        !buffer.upload(local, error))
+      return false;
   }
   return true;
 }
@@ -143,6 +170,11 @@ bool Trainer::checkResults() {
     }
     updates.push_back(found);
   }
+  results.resize(m.results.size());
+  for (size_t r = 0; r < m.results.size(); ++r)
+    if (!results[r].allocate(*device, m.results[r].dtype, m.results[r].shape,
+                             "result '" + m.results[r].name + "'", error))
+      return false;
   return true;
 }
 
@@ -175,6 +207,9 @@ bool Trainer::openData() {
               "' needs its range (loom.index_bound); use --data";
       return false;
     }
+    if (!inputs[i].allocate(*device, v.dtype, v.shape,
+                            "input '" + v.name + "'", error))
+      return false;
     data.push_back(std::move(source));
   }
   for (const DataSource &s : data)
@@ -248,34 +283,54 @@ std::vector<Tensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
   return values;
 }
 
-bool Trainer::runSteps() {
+/// One step on the device: this step's data uploaded, the step run on the
+/// parameters, the loss read back, the results made the next parameters.
+bool Trainer::runStep(std::vector<Tensor> &values, double &loss) {
+  std::vector<const DeviceBuffer *> args(m.arguments.size());
+  for (auto &[i, buffer] : inputs) {
+    if (!buffer.upload(values[i], error))
+      return false;
+    args[i] = &buffer;
+  }
+  for (auto &[i, buffer] : params)
+    args[i] = &buffer;
+  std::vector<DeviceBuffer *> outs;
+  for (DeviceBuffer &r : results)
+    outs.push_back(&r);
+  invoke(entry, args, outs);
+  if (!results[0].scalar(loss, error))
+    return false;
+  for (size_t r = 1; r < results.size(); ++r)
+    std::swap(params[updates[r]], results[r]);
+  return true;
+}
+
+bool Trainer::runSteps(TrainStats &stats) {
   std::mt19937_64 gen(o.seed);
   // Dynamic loss scaling's scale, when the step has one.
   long scaleArg = -1;
   for (size_t i = 0; i < m.arguments.size(); ++i)
     if (m.arguments[i].parameter == "amp.loss_scale")
       scaleArg = long(i);
-  auto scale = [&]() { return scaleArg < 0 ? 0.0 : params[scaleArg].getAsDouble(0); };
-  std::vector<Tensor> outs(m.results.size());
+  auto scale = [&](double &out) {
+    out = 0;
+    return scaleArg < 0 || params[scaleArg].scalar(out, error);
+  };
   for (int64_t s = 0; s < o.steps; ++s) {
     std::vector<Tensor> values = stepData(s, gen);
     if (values.empty()) { // a value the step must not get (error says which)
       loom_runtime_abandon(runtime);
       return false;
     }
-    for (auto &[i, t] : params)
-      values[i] = t;
-    for (size_t r = 0; r < m.results.size(); ++r)
-      outs[r] = Tensor(m.results[r].dtype, m.results[r].shape);
-    std::vector<Tensor *> args;
-    for (Tensor &t : values)
-      args.push_back(&t);
-    double before = scale();
-    invoke(entry, args, outs);
-    double loss = outs[0].getAsDouble(0);
-    for (size_t r = 1; r < outs.size(); ++r)
-      params[updates[r]] = std::move(outs[r]);
-    double after = scale();
+    double before = 0, after = 0, loss = 0;
+    auto begin = std::chrono::steady_clock::now();
+    if (!scale(before) || !runStep(values, loss) || !scale(after)) {
+      loom_runtime_abandon(runtime);
+      return false;
+    }
+    stats.stepSeconds.push_back(std::chrono::duration<double>(
+                                    std::chrono::steady_clock::now() - begin)
+                                    .count());
     bool skipped = scaleArg >= 0 && after < before;
     // As loom-run reports dynamic loss scaling.
     std::string note;
@@ -305,7 +360,7 @@ bool Trainer::runSteps() {
       return false;
     }
   }
-  return true;
+  return device->synchronize(error);
 }
 
 /// Trainable parameters (or the other state) as <dir>/<name>.npy: every
@@ -317,11 +372,13 @@ bool Trainer::save(const std::string &dir, bool trainable) {
   if (rank == 0 && !beginOutputDir(dir, error))
     return false;
   std::vector<std::string> written;
-  for (auto &[i, local] : params) {
+  for (auto &[i, buffer] : params) {
     const Value &v = m.arguments[i];
     if (v.trainable != trainable)
       continue;
-    Tensor global;
+    Tensor local, global;
+    if (!buffer.download(local, error))
+      return false;
     if (!gatherGlobal(mesh, local, v, global, error))
       return false;
     written.push_back(v.parameter + ".npy");

@@ -15,7 +15,7 @@
 // CHECK: llvm.call @mgpuStreamSynchronize(
 // CHECK: llvm.call @loom_rt_cublas_batch_matmul_f32(
 // CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @step_kernel::@step_kernel blocks in
-// CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @step_kernel_0::@step_kernel blocks in
+// CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @step_kernel_0::@step_kernel_0 blocks in
 // CHECK-NOT: llvm.call @malloc
 // CHECK: llvm.func @_mlir_ciface_step(
 // CHECK: gpu.binary @step_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx86", flags = {"ptxas-cmd-options" = ["--warn-on-spills", "-Werror"]}>{{.*}}.target sm_90

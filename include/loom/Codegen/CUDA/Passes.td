@@ -81,4 +81,27 @@ def LoomGpuCheckHost : Pass<"loom-gpu-check-host", "mlir::ModuleOp"> {
   }];
 }
 
+def LoomGpuNameKernels : Pass<"loom-gpu-name-kernels", "mlir::ModuleOp"> {
+  let summary = "Give every outlined kernel its module's unique name";
+  let description = [{
+    `gpu-kernel-outlining` puts each kernel of `@step` in its own
+    `gpu.module @step_kernel_N` as `gpu.func @step_kernel`: every kernel of
+    the step has the same function name, which is all the runtime sees
+    (`mgpuModuleGetFunction(module, "step_kernel")`). This renames each
+    module's kernels after the module (`@step_kernel_N::@step_kernel_N`,
+    with a suffix when a module holds several) and updates the launches, so
+    that the runtime's errors and profiles name the kernel.
+
+    Example:
+
+    ```mlir
+    gpu.launch_func @f_kernel_3::@f_kernel ...
+    gpu.module @f_kernel_3 { gpu.func @f_kernel(...) kernel { ... } }
+    // becomes
+    gpu.launch_func @f_kernel_3::@f_kernel_3 ...
+    gpu.module @f_kernel_3 { gpu.func @f_kernel_3(...) kernel { ... } }
+    ```
+  }];
+}
+
 #endif // LOOM_CODEGEN_CUDA_PASSES_TD

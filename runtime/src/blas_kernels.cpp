@@ -1,0 +1,152 @@
+//===- blas_kernels.cpp - BLAS-backed kernels for compiled Loom code ------===//
+//
+// The CPU batch matmuls compiled code calls (loom/kernels.h), in their own
+// library (libloom_blas.so) so that only what runs them links OpenBLAS: the
+// JIT and CPU rank programs, not GPU programs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/kernels.h"
+
+#include <cblas.h>
+#include <algorithm>
+#include <cstdint>
+
+// OpenBLAS extensions (declared in its cblas.h on Debian, repeated here so
+// that other CBLAS headers work too).
+extern "C" int openblas_get_num_threads(void);
+extern "C" void openblas_set_num_threads(int);
+
+namespace {
+
+/// A matrix view: element (r, c) at data[r * rowStride + c * colStride].
+template <typename T>
+struct View {
+  T *data;
+  int64_t rows, cols, rowStride, colStride;
+  T at(int64_t r, int64_t c) const { return data[r * rowStride + c * colStride]; }
+};
+
+/// How to hand a view to row-major BLAS: as is (unit column stride) or
+/// transposed (unit row stride); false if neither works.
+template <typename T>
+bool blasLayout(const View<T> &v, bool &transposed, int64_t &ld) {
+  if (v.colStride == 1 || v.cols == 1) {
+    transposed = false;
+    ld = v.rows == 1 ? v.cols : v.rowStride;
+    if (ld < v.cols)
+      ld = v.cols;
+    return true;
+  }
+  if (v.rowStride == 1 || v.rows == 1) {
+    transposed = true;
+    ld = v.cols == 1 ? v.rows : v.colStride;
+    if (ld < v.rows)
+      ld = v.rows;
+    return true;
+  }
+  return false;
+}
+
+void gemm(bool ta, bool tb, int m, int n, int k, const float *a, int lda,
+          const float *b, int ldb, float beta, float *c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb,
+              beta, c, ldc);
+}
+
+void gemm(bool ta, bool tb, int m, int n, int k, const double *a, int lda,
+          const double *b, int ldb, double beta, double *c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb,
+              beta, c, ldc);
+}
+
+/// Below this many multiply-adds per product, OpenBLAS's threads cost more
+/// (synchronization, spinning) than they save: measured 10x slower for the
+/// 128x64x128 products of attention on 2 cores.
+constexpr int64_t kThreadedGemmWork = int64_t(1) << 22;
+
+/// Runs small products on one BLAS thread, restoring the count after.
+struct BlasThreads {
+  explicit BlasThreads(int64_t work) {
+    if (work < kThreadedGemmWork) {
+      saved = openblas_get_num_threads();
+      if (saved > 1)
+        openblas_set_num_threads(1);
+    }
+  }
+  ~BlasThreads() {
+    if (saved > 1)
+      openblas_set_num_threads(saved);
+  }
+  int saved = 0;
+};
+
+template <typename T, typename Desc>
+void batchMatmul(Desc *a, Desc *b, Desc *c, bool transA, bool transB,
+                 bool accumulate) {
+  int64_t batch = c->sizes[0], m = c->sizes[1], n = c->sizes[2];
+  int64_t k = transA ? a->sizes[1] : a->sizes[2];
+  if (batch == 0 || m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < batch; ++i)
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t col = 0; col < n; ++col)
+            c->aligned[c->offset + i * c->strides[0] + r * c->strides[1] +
+                       col * c->strides[2]] = T(0);
+    return;
+  }
+  BlasThreads threads(m * n * k);
+  for (int64_t i = 0; i < batch; ++i) {
+    T *ap = a->aligned + a->offset + i * a->strides[0];
+    T *bp = b->aligned + b->offset + i * b->strides[0];
+    T *cp = c->aligned + c->offset + i * c->strides[0];
+    // Logical A is [m, k], B is [k, n] whatever the storage.
+    View<T> av = transA ? View<T>{ap, m, k, a->strides[2], a->strides[1]}
+                        : View<T>{ap, m, k, a->strides[1], a->strides[2]};
+    View<T> bv = transB ? View<T>{bp, k, n, b->strides[2], b->strides[1]}
+                        : View<T>{bp, k, n, b->strides[1], b->strides[2]};
+    View<T> cv{cp, m, n, c->strides[1], c->strides[2]};
+    bool ta, tb, tc;
+    int64_t lda, ldb, ldc;
+    if (blasLayout(av, ta, lda) && blasLayout(bv, tb, ldb) &&
+        blasLayout(cv, tc, ldc) && !tc) {
+      gemm(ta, tb, static_cast<int>(m), static_cast<int>(n),
+           static_cast<int>(k), ap, static_cast<int>(lda), bp,
+           static_cast<int>(ldb), accumulate ? T(1) : T(0), cp,
+           static_cast<int>(ldc));
+      continue;
+    }
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t col = 0; col < n; ++col) {
+        T acc = accumulate ? cv.at(r, col) : T(0);
+        for (int64_t x = 0; x < k; ++x)
+          acc += av.at(r, x) * bv.at(x, col);
+        cp[r * cv.rowStride + col * cv.colStride] = acc;
+      }
+  }
+}
+
+} // namespace
+
+extern "C" void _mlir_ciface_loom_rt_batch_matmul_f32(loom_memref3_f32 *a,
+                                                      loom_memref3_f32 *b,
+                                                      loom_memref3_f32 *c,
+                                                      int64_t transA,
+                                                      int64_t transB,
+                                                      int64_t accumulate) {
+  batchMatmul<float>(a, b, c, transA != 0, transB != 0, accumulate != 0);
+}
+
+extern "C" void _mlir_ciface_loom_rt_batch_matmul_f64(loom_memref3_f64 *a,
+                                                      loom_memref3_f64 *b,
+                                                      loom_memref3_f64 *c,
+                                                      int64_t transA,
+                                                      int64_t transB,
+                                                      int64_t accumulate) {
+  batchMatmul<double>(a, b, c, transA != 0, transB != 0, accumulate != 0);
+}
+

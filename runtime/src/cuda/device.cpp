@@ -1,0 +1,58 @@
+//===- device.cpp - The CUDA device a GPU program's trainer runs on -------===//
+
+#include "gpu.h"
+
+#include "loom/device.h"
+
+using namespace loom::cuda;
+
+namespace {
+
+class CudaDevice final : public loom::program::Device {
+public:
+  explicit CudaDevice(Gpu &gpu) : gpu(gpu) {}
+  std::string name() const override { return gpu.name(); }
+  bool isHost() const override { return false; }
+  bool allocate(size_t bytes, void **out, std::string &error) override {
+    return gpu.allocate(bytes, out, error);
+  }
+  void release(void *p) override { gpu.release(p); }
+  bool upload(void *dst, const void *src, size_t bytes,
+              std::string &error) override {
+    return gpu.copy(dst, src, bytes, LOOM_COPY_HOST_TO_DEVICE, error);
+  }
+  bool download(void *dst, const void *src, size_t bytes,
+                std::string &error) override {
+    return gpu.copy(dst, src, bytes, LOOM_COPY_DEVICE_TO_HOST, error);
+  }
+  bool synchronize(std::string &error) override {
+    return gpu.synchronize(error);
+  }
+  const loom_device_t *collectiveDevice() const override {
+    return gpu.collectiveDevice();
+  }
+  std::vector<loom::program::DeviceTime> profile() override {
+    std::vector<loom::program::DeviceTime> out;
+    for (const KernelTime &t : gpu.profile())
+      out.push_back({t.name, t.calls, t.milliseconds});
+    return out;
+  }
+
+private:
+  Gpu &gpu;
+};
+
+} // namespace
+
+std::unique_ptr<loom::program::Device>
+loom_cuda_open_device(const loom::program::DeviceOptions &options,
+                      std::string &error) {
+  Options o;
+  o.syncEveryLaunch = options.syncEveryLaunch;
+  o.profile = options.profile;
+  o.tf32 = options.tf32;
+  Gpu *gpu = Gpu::open(options.ordinal, o, error);
+  if (!gpu)
+    return nullptr;
+  return std::make_unique<CudaDevice>(*gpu);
+}

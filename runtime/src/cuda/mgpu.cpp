@@ -1,0 +1,149 @@
+//===- mgpu.cpp - The mgpu* ABI that MLIR's generated host code calls -----===//
+//
+// MLIR 22's gpu-to-llvm lowering (and gpu.binary's translation) emits calls
+// to these functions with these signatures; upstream implements them in
+// mlir/lib/ExecutionEngine/CudaRuntimeWrappers.cpp, which Debian does not
+// ship. Loom's version differs where a training program needs it to:
+//
+// * Modules load lazily. The translation loads every kernel's module from a
+//   global constructor (`llvm.global_ctors`), before `main`, before a GPU
+//   is chosen: mgpuModuleLoad only records the image; the first
+//   mgpuModuleGetFunction of a module loads it into the rank's context.
+// * One stream per rank. The host code creates and destroys a stream
+//   around every run of kernels between two host calls; here they are all
+//   the rank's one stream (created once), so work stays ordered with
+//   cuBLAS calls and collectives, and destroying it is a no-op.
+// * Allocations come from the device's stream-ordered pool
+//   (cuMemAllocAsync), which keeps freed memory for the next step.
+// * Errors name the kernel (the module's function name, made unique per
+//   kernel by loom-gpu-name-kernels) and end the process: generated code
+//   cannot handle them. LOOM_GPU_SYNC=1 checks after every launch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpu.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+using namespace loom::cuda;
+
+namespace {
+
+struct Kernel {
+  CUfunction function = nullptr;
+  std::string name;
+};
+
+/// A module as the constructor registered it, loaded at its first use.
+struct LazyModule {
+  const void *image = nullptr;
+  size_t size = 0;
+  int index = 0;
+  CUmodule module = nullptr;
+  std::map<std::string, std::unique_ptr<Kernel>> kernels;
+};
+
+std::mutex gModulesMutex;
+int gModuleCount = 0;
+
+} // namespace
+
+extern "C" void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
+  std::lock_guard<std::mutex> lock(gModulesMutex);
+  auto *m = new LazyModule;
+  m->image = data;
+  m->size = gpuBlobSize;
+  m->index = gModuleCount++;
+  return m;
+}
+
+extern "C" void mgpuModuleUnload(void *module) {
+  auto *m = static_cast<LazyModule *>(module);
+  if (!m)
+    return;
+  // Destructors run at exit, maybe after the context is gone: unloading
+  // is the driver's job then.
+  if (m->module && Gpu::opened()) {
+    Gpu &gpu = *Gpu::opened();
+    gpu.driver().cuModuleUnload(m->module);
+  }
+  delete m;
+}
+
+extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
+  auto *m = static_cast<LazyModule *>(module);
+  Gpu &gpu = Gpu::current();
+  std::lock_guard<std::mutex> lock(gModulesMutex);
+  if (!m->module) {
+    std::string error;
+    if (!gpu.makeCurrent(error))
+      gpu.fatal(error);
+    gpu.require(gpu.driver().cuModuleLoadData(&m->module, m->image),
+                "loading the module of kernel " + std::string(name) + " (#" +
+                    std::to_string(m->index) + ", " +
+                    std::to_string(m->size) +
+                    " bytes; was it compiled for this GPU? loomc "
+                    "--target=cuda:sm_XX)");
+  }
+  std::unique_ptr<Kernel> &k = m->kernels[name];
+  if (!k) {
+    k = std::make_unique<Kernel>();
+    k->name = name;
+    gpu.require(gpu.driver().cuModuleGetFunction(&k->function, m->module,
+                                                 name),
+                "finding kernel " + k->name);
+  }
+  return k.get();
+}
+
+extern "C" void mgpuLaunchKernel(void *function, intptr_t gridX,
+                                 intptr_t gridY, intptr_t gridZ,
+                                 intptr_t blockX, intptr_t blockY,
+                                 intptr_t blockZ, int32_t smem, void *,
+                                 void **params, void **extra, size_t) {
+  auto *k = static_cast<Kernel *>(function);
+  Gpu &gpu = Gpu::current();
+  gpu.beginWork(k->name);
+  CUresult r = gpu.driver().cuLaunchKernel(
+      k->function, unsigned(gridX), unsigned(gridY), unsigned(gridZ),
+      unsigned(blockX), unsigned(blockY), unsigned(blockZ), unsigned(smem),
+      gpu.stream(), params, extra);
+  if (r != CUDA_SUCCESS)
+    gpu.require(r, "launching kernel " + k->name + " (grid " +
+                       std::to_string(gridX) + "x" + std::to_string(gridY) +
+                       "x" + std::to_string(gridZ) + ", block " +
+                       std::to_string(blockX) + "x" + std::to_string(blockY) +
+                       "x" + std::to_string(blockZ) + ")");
+  gpu.endWork();
+}
+
+extern "C" void *mgpuStreamCreate() { return Gpu::current().stream(); }
+
+extern "C" void mgpuStreamDestroy(void *) {}
+
+extern "C" void mgpuStreamSynchronize(void *) {
+  std::string error;
+  if (!Gpu::current().synchronize(error))
+    Gpu::current().fatal(error);
+}
+
+extern "C" void *mgpuMemAlloc(uint64_t sizeBytes, void *, bool isHostShared) {
+  Gpu &gpu = Gpu::current();
+  // Loom's pipeline allocates device memory only (gpu.alloc without
+  // host_shared); managed memory would need its own free.
+  if (isHostShared)
+    gpu.fatal("the step asked for host-shared (managed) GPU memory, which "
+              "Loom's CUDA library does not provide");
+  void *p = nullptr;
+  std::string error;
+  if (!gpu.allocate(sizeBytes, &p, error))
+    gpu.fatal(error + " for the step's temporaries");
+  return p;
+}
+
+extern "C" void mgpuMemFree(void *ptr, void *) { Gpu::current().release(ptr); }

@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""The prepared GPU check (scripts/gpu-check.sh calls this).
+
+GPU machines are lent by chance, for minutes, bare (no LLVM/MLIR, ONNX or
+CBC, no network) but with the NVIDIA driver, PyTorch with CUDA and the
+nvidia-* Python packages. So everything is built here and checked there:
+
+  gpu_check.py prepare DIR   (this machine, no GPU) builds into DIR the GPU
+      programs of the MLP, the CNN, the transformer block (one GPU, and
+      dp=2,tp=2 on 4 processes) and a GPT benchmark step (f32, bf16), the
+      CPU's losses and parameters after 3 steps of the first four, the
+      gpu-selftest binary, Loom's libraries and the system libraries they
+      need. Weights of the GPT steps are drawn on the device
+      (--init-random), not carried. DIR must stay under 40 MiB.
+
+  gpu_check.py run DIR       (the GPU machine) checks: nvidia-smi; ldd of
+      every binary (nothing "not found"); gpu-selftest; each model 3 steps
+      on the GPU against the CPU (losses 1e-5 relative, parameters 1e-6 of
+      each tensor's largest magnitude) and two GPU runs bitwise equal; the
+      block on 4 processes on one GPU (torchrun-style environment, TCP
+      store, Gloo, collectives staged through host memory); the GPT step's
+      median time against PyTorch eager on the same GPU. Prints one table
+      and "N passed, M failed"; logs go to $OUT/gpu-check (or DIR/logs).
+      Without a GPU it says so and exits 2 before running anything.
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIMIT_MIB = 40
+SGD = ["--optimizer=sgd", "--lr=0.1", "--momentum=0.9"]
+# name, ONNX model, loss, extra loomc flags, processes
+MODELS = [
+    ("mlp", "mlp.onnx", "cross_entropy", [], 1),
+    ("cnn", "cnn.onnx", "cross_entropy", [], 1),
+    ("block", "transformer_block.onnx", "mse", [], 1),
+    ("block-dp2-tp2", "transformer_block.onnx", "mse",
+     ["--mesh", "dp=2,tp=2", "--strategy", "dp-tp"], 4),
+]
+# The benchmark step: bench/planner/gpt.py's model, bench/h100/gpt_step.py's
+# PyTorch twin (layers x hidden x heads x seq x batch, vocabulary 51200).
+GPT = (2, 1024, 16, 1024, 8)
+STEPS = 3
+# Libraries every Linux has (glibc's); everything else a binary loads that
+# is not Loom's own is carried.
+SYSTEM = re.compile(r"^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|"
+                    r"libpthread\.so|librt\.so|libresolv\.so|libutil\.so)")
+
+
+def sh(cmd, log=None, env=None, timeout=600, cwd=None):
+    """Runs cmd; returns (status, output). The output also goes to `log`."""
+    start = time.time()
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, env=env, timeout=timeout, cwd=cwd)
+        status, out = p.returncode, p.stdout
+    except subprocess.TimeoutExpired as e:
+        status = 124
+        out = (e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")) + \
+            f"\n[timed out after {timeout} s]"
+    except OSError as e:
+        status, out = 127, str(e)
+    if log:
+        with open(log, "a") as f:
+            f.write(f"$ {' '.join(cmd)}\n{out}\n[status {status}, "
+                    f"{time.time() - start:.1f} s]\n\n")
+    return status, out
+
+
+def losses(text):
+    return [float(m.group(1)) for m in re.finditer(r"^step \d+ loss (\S+)", text, re.M)]
+
+
+def du(path):
+    total = 0
+    for d, _, files in os.walk(path):
+        for f in files:
+            p = os.path.join(d, f)
+            if not os.path.islink(p):
+                total += os.path.getsize(p)
+    return total
+
+
+def elf_files(root):
+    out = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                if fh.read(4) == b"\x7fELF":
+                    out.append(p)
+    return sorted(out)
+
+
+#===------------------------------------------------------------------------===#
+# prepare
+#===------------------------------------------------------------------------===#
+
+def prepare(dest):
+    build = os.environ.get("LOOM_BUILD_DIR", os.path.join(ROOT, "build"))
+    loomc = os.path.join(build, "bin", "loomc")
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,tcp"]
+    if os.path.exists(dest):
+        shutil.rmtree(dest)
+    tmp = os.path.join(dest + ".work")
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    os.makedirs(dest)
+    log = os.path.join(tmp, "prepare.log")
+
+    def must(cmd, **kw):
+        status, out = sh(cmd, log=log, **kw)
+        if status:
+            sys.exit(f"gpu-check --prepare: failed ({status}): {' '.join(cmd)}\n{out[-3000:]}")
+        return out
+
+    models = os.path.join(tmp, "models")
+    must([py, os.path.join(ROOT, "test/Target/ONNX/Inputs/export_torch_models.py"), models])
+    for name, onnx, loss, flags, np_ in MODELS:
+        compile_ = [loomc, os.path.join(models, onnx), "--train", f"--loss={loss}", *SGD, *flags]
+        cpu = os.path.join(tmp, name + "-cpu")
+        must(compile_ + ["--emit=executable", "-o", cpu])
+        expected = os.path.join(dest, "expected", name)
+        os.makedirs(expected)
+        run = [os.path.join(cpu, "train"), "--steps", str(STEPS), "--data", "synthetic",
+               "--params-out", os.path.join(expected, "params")]
+        out = must((mpirun + ["-np", str(np_)] if np_ > 1 else []) + run)
+        got = losses(out)
+        if len(got) != STEPS:
+            sys.exit(f"gpu-check --prepare: {name}: the CPU program printed {got}")
+        with open(os.path.join(expected, "losses.json"), "w") as f:
+            json.dump(got, f)
+        gpu = os.path.join(dest, "programs", name)
+        must(compile_ + ["--target=cuda:sm_90", "--emit=executable", "-o", gpu])
+        for extra in ("train.mlir", "train.cuda.mlir", "cache", "optimizer-final"):
+            p = os.path.join(gpu, extra)
+            shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else (
+                os.path.exists(p) and os.remove(p))
+    L, H, A, S, B = GPT
+    for dtype in ("f32", "bf16"):
+        mlir = os.path.join(tmp, f"gpt-{dtype}.mlir")
+        with open(mlir, "w") as f:
+            f.write(must([py, os.path.join(ROOT, "bench/planner/gpt.py"), "--layers", str(L),
+                          "--hidden", str(H), "--heads", str(A), "--seq", str(S),
+                          "--batch", str(B), "--dtype", dtype]))
+        gpu = os.path.join(dest, "programs", "gpt-" + dtype)
+        must([loomc, mlir, "--train", "--loss=none", "--optimizer=adamw", "--init", "seeded",
+              "--target=cuda:sm_90", "--emit=executable", "-o", gpu])
+        # The weights are drawn on the GPU machine (--init-random).
+        for extra in ("params.bin", "train.mlir", "train.cuda.mlir"):
+            if os.path.exists(os.path.join(gpu, extra)):
+                os.remove(os.path.join(gpu, extra))
+        shutil.rmtree(os.path.join(gpu, "cache"), ignore_errors=True)
+    os.makedirs(os.path.join(dest, "bin"))
+    os.makedirs(os.path.join(dest, "lib"))
+    shutil.copy2(os.path.join(build, "bin", "gpu-selftest"), os.path.join(dest, "bin"))
+    for lib in ("libloom_runtime.so", "libloom_cuda.so"):
+        shutil.copy2(os.path.join(build, "lib", lib), os.path.join(dest, "lib"))
+    # The system libraries Loom's libraries load, resolved here.
+    syslib = os.path.join(dest, "syslib")
+    os.makedirs(syslib)
+    carried = set()
+    for f in elf_files(dest):
+        for line in must(["ldd", f]).splitlines():
+            m = re.match(r"\s*(\S+) => (/\S+)", line)
+            if not m or SYSTEM.match(m.group(1)) or m.group(1).startswith("libloom_"):
+                continue
+            if m.group(1) not in carried:
+                carried.add(m.group(1))
+                shutil.copy2(os.path.realpath(m.group(2)), os.path.join(syslib, m.group(1)))
+    commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])[1].strip()
+    size = du(dest)
+    info = {"commit": commit, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "models": [m[0] for m in MODELS], "gpt": "x".join(map(str, GPT)),
+            "steps": STEPS, "carried": sorted(carried), "bytes": size}
+    with open(os.path.join(dest, "prepared.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    shutil.rmtree(tmp)
+    print(f"gpu-check --prepare: {dest}: {size / 2**20:.1f} MiB (limit {LIMIT_MIB}), "
+          f"{len(MODELS)} models with CPU references, GPT {info['gpt']} f32/bf16, "
+          f"gpu-selftest, {len(carried)} system libraries ({', '.join(sorted(carried))})")
+    if size > LIMIT_MIB * 2**20:
+        sys.exit(f"gpu-check --prepare: {dest} is {size / 2**20:.1f} MiB, over {LIMIT_MIB} MiB")
+
+
+#===------------------------------------------------------------------------===#
+# run
+#===------------------------------------------------------------------------===#
+
+class Table:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, name, ok, detail):
+        self.rows.append((name, ok, detail))
+        print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
+
+    def print(self):
+        print("\n| check | result | detail |\n|---|---|---|")
+        for name, ok, detail in self.rows:
+            print(f"| {name} | {'pass' if ok else 'FAIL'} | {detail} |")
+        passed = sum(ok for _, ok, _ in self.rows)
+        print(f"\n{passed} passed, {len(self.rows) - passed} failed")
+        return passed == len(self.rows)
+
+
+def read_npy(path):
+    """(raw bytes, values as floats) of a version-1 .npy file of <f4/<f8/
+    integers; no numpy needed (the GPU machine's Python may lack it)."""
+    import array
+    import ast
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY":
+        raise ValueError(f"{path}: not an .npy file")
+    n = int.from_bytes(data[8:10], "little")
+    header = ast.literal_eval(data[10:10 + n].decode())
+    body = data[10 + n:]
+    code = {"<f4": "f", "<f8": "d", "<i4": "i", "<i8": "q", "|u1": "B", "|i1": "b"}[header["descr"]]
+    values = array.array(code)
+    values.frombytes(body)
+    return body, values
+
+
+def read_npy_dir(path):
+    if not os.path.isdir(path):
+        return {}
+    return {f: read_npy(os.path.join(path, f)) for f in sorted(os.listdir(path))
+            if f.endswith(".npy")}
+
+
+def compare(name, table, expected, runs):
+    """runs: [(losses, params), (losses, params)] of two GPU runs."""
+    want = json.load(open(os.path.join(expected, "losses.json")))
+    want_p = read_npy_dir(os.path.join(expected, "params"))
+    (l1, p1), (l2, p2) = runs
+    if len(l1) != STEPS or not p1:
+        table.add(name, False, f"the GPU run printed losses {l1} and wrote {len(p1)} tensors")
+        return
+    same = l1 == l2 and sorted(p1) == sorted(p2) and all(
+        p1[f][0] == p2[f][0] for f in p1)
+    rel = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(l1, want))
+    worst, where = 0.0, ""
+    missing = sorted(set(want_p) - set(p1))
+    for f, (_, ref) in want_p.items():
+        if f not in p1:
+            continue
+        got = p1[f][1]
+        if len(got) != len(ref):
+            missing.append(f + " (size)")
+            continue
+        scale = max(max((abs(x) for x in ref), default=0.0), 1e-30)
+        d = max((abs(a - b) for a, b in zip(got, ref)), default=0.0) / scale
+        if d > worst:
+            worst, where = d, f
+    ok = same and rel <= 1e-5 and worst <= 1e-6 and not missing
+    table.add(name, ok,
+              f"losses {', '.join(f'{x:.6g}' for x in l1)}; within {rel:.1e} relative of the CPU "
+              f"(limit 1e-5); parameters within {worst:.1e} of each tensor's max (limit 1e-6"
+              f"{', worst ' + where if where else ''}); two GPU runs "
+              f"{'bitwise equal' if same else 'DIFFER'}"
+              + (f"; missing {missing}" if missing else ""))
+
+
+def run_program(prog, logs, tag, env, extra=(), procs=1, timeout=180):
+    """Runs a GPU program (procs processes: torchrun-style environment);
+    returns (status, rank 0's output, params dir)."""
+    params = os.path.join(logs, f"{tag}-params")
+    shutil.rmtree(params, ignore_errors=True)
+    cmd = [os.path.join(prog, "train"), "--steps", str(STEPS), "--data", "synthetic",
+           "--params-out", params, *extra]
+    log = os.path.join(logs, tag + ".log")
+    if procs == 1:
+        status, out = sh(cmd, log=log, env=env, timeout=timeout)
+        return status, out, params
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ps = []
+    for r in range(procs):
+        e = dict(env, RANK=str(r), WORLD_SIZE=str(procs), LOCAL_RANK=str(r),
+                 LOCAL_WORLD_SIZE=str(procs), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        f = open(os.path.join(logs, f"{tag}.rank{r}.log"), "w")
+        ps.append((subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=e), f))
+    status = 0
+    deadline = time.time() + timeout
+    for p, f in ps:
+        try:
+            p.wait(timeout=max(1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            status = 124
+        status = status or p.returncode
+        f.close()
+    with open(os.path.join(logs, f"{tag}.rank0.log")) as f:
+        out = f.read()
+    if status:
+        for r in range(1, procs):
+            with open(os.path.join(logs, f"{tag}.rank{r}.log")) as f:
+                out += f"\n[rank {r}]\n" + f.read()
+    with open(log, "w") as f:
+        f.write(out)
+    return status, out, params
+
+
+def run(dest):
+    table = Table()
+    # The lent machine's time is short: what cannot finish by the deadline
+    # is reported as not run instead of being started.
+    deadline = time.time() + float(os.environ.get("LOOM_GPU_CHECK_SECONDS", "390"))
+
+    def late(name):
+        if time.time() < deadline:
+            return False
+        table.add(name, False, "not run: the check's time (LOOM_GPU_CHECK_SECONDS) ran out")
+        return True
+    logs = os.path.join(os.environ["OUT"], "gpu-check") if os.environ.get("OUT") else \
+        os.path.join(dest, "logs")
+    shutil.rmtree(logs, ignore_errors=True)
+    os.makedirs(logs)
+    status, out = sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                      "--format=csv,noheader"], log=os.path.join(logs, "nvidia-smi.log"))
+    if status or not out.strip():
+        print(f"gpu-check: no GPU here (nvidia-smi: {out.strip() or 'status ' + str(status)}); "
+              "nothing was run")
+        return 2
+    if not os.path.exists(os.path.join(dest, "prepared.json")):
+        print(f"gpu-check: {dest} is not a prepared folder (run --prepare first)")
+        return 2
+    info = json.load(open(os.path.join(dest, "prepared.json")))
+    table.add("nvidia-smi", True, out.strip().splitlines()[0] +
+              f" (prepared at {info['commit']}, {info['bytes'] / 2**20:.1f} MiB)")
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.path.join(dest, "syslib") + (
+        ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    # ldd: every library found.
+    missing = []
+    elves = elf_files(os.path.join(dest, "bin")) + elf_files(os.path.join(dest, "lib")) + \
+        [os.path.join(dest, "programs", p, "train") for p in sorted(os.listdir(
+            os.path.join(dest, "programs")))]
+    for f in elves:
+        _, text = sh(["ldd", f], log=os.path.join(logs, "ldd.log"), env=env)
+        missing += [f"{os.path.relpath(f, dest)}: {l.strip()}" for l in text.splitlines()
+                    if "not found" in l]
+    table.add("ldd", not missing, f"{len(elves)} binaries, every library found"
+              if not missing else "; ".join(missing[:6]))
+    # The self-test.
+    status, out = sh([os.path.join(dest, "bin", "gpu-selftest")],
+                     log=os.path.join(logs, "selftest.log"), env=env, timeout=120)
+    rows = re.findall(r"^(PASS|FAIL|SKIP) (\S+(?: \S+)?): (.*)$", out, re.M)
+    for verdict, name, detail in rows:
+        table.add("selftest " + name, verdict == "PASS", detail)
+    if not rows or status not in (0, 1):
+        table.add("selftest", False, f"status {status}: {out.strip()[-400:]}")
+    # The models against the CPU.
+    for name, _, _, _, procs in MODELS:
+        if late(name):
+            continue
+        prog = os.path.join(dest, "programs", name)
+        results, failure = [], None
+        for attempt in (1, 2):
+            status, out, params = run_program(prog, logs, f"{name}-{attempt}", env, procs=procs,
+                                              timeout=90)
+            if status:
+                failure = f"run {attempt} failed (status {status}): {out.strip()[-600:]}"
+                break
+            results.append((losses(out), read_npy_dir(params)))
+        if failure:
+            table.add(name + (f" ({procs} processes, one GPU, staged)" if procs > 1 else ""),
+                      False, failure)
+            continue
+        compare(name + (f" ({procs} processes on one GPU, staged Gloo)" if procs > 1 else ""),
+                table, os.path.join(dest, "expected", name), results)
+    # The GPT step against PyTorch eager, same GPU, same call.
+    L, H, A, S, B = (int(x) for x in info["gpt"].split("x"))
+    for dtype in ("f32", "bf16"):
+        if late(f"gpt {dtype}"):
+            continue
+        prog = os.path.join(dest, "programs", "gpt-" + dtype)
+        status, out = sh([os.path.join(prog, "train"), "--steps", "5", "--data", "synthetic",
+                          "--init-random", "1", "--profile", "--params-out", "none"],
+                         log=os.path.join(logs, f"gpt-{dtype}.log"), env=env, timeout=150)
+        m = re.search(r"profile: \d+ steps, median ([\d.]+) ms", out)
+        got = losses(out)
+        if status or not m:
+            table.add(f"gpt {dtype}", False, f"status {status}: {out.strip()[-600:]}")
+            continue
+        loom_ms = float(m.group(1))
+        # Random weights of 0.02: the first loss is about ln(vocabulary).
+        sane = got and abs(got[0] - 10.843) < 0.5 and all(x == x for x in got)
+        status, tout = sh([sys.executable, os.path.join(ROOT, "bench/h100/gpt_step.py"),
+                           "--configs", info["gpt"], "--dtype", dtype],
+                          log=os.path.join(logs, f"torch-gpt-{dtype}.log"), timeout=150)
+        torch_ms = None
+        try:
+            j = json.loads(tout[tout.index("{"):])
+            torch_ms = j["configs"][0]["step_s"] * 1e3
+        except (ValueError, KeyError, IndexError):
+            pass
+        detail = (f"{info['gpt']}: Loom {loom_ms:.1f} ms/step (median of 5), PyTorch eager "
+                  + (f"{torch_ms:.1f} ms: Loom/PyTorch {loom_ms / torch_ms:.2f}x" if torch_ms
+                     else f"failed ({status})")
+                  + f"; losses {', '.join(f'{x:.4f}' for x in got[:3])}")
+        table.add(f"gpt {dtype}", bool(sane and torch_ms), detail)
+    ok = table.print()
+    with open(os.path.join(logs, "table.md"), "w") as f:
+        for name, good, detail in table.rows:
+            f.write(f"| {name} | {'pass' if good else 'FAIL'} | {detail} |\n")
+    return 0 if ok else 1
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in ("prepare", "run"):
+        sys.exit(__doc__)
+    dest = os.path.abspath(sys.argv[2])
+    if sys.argv[1] == "prepare":
+        prepare(dest)
+        return 0
+    return run(dest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
