@@ -61,6 +61,7 @@ void mlir::loom::buildLoomCudaPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerAffinePass());
+  pm.addPass(createLoomGpuDeviceConstants());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createLoomGpuNameKernels());
   pm.addPass(createLoomGpuCheckHost());

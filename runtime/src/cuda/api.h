@@ -35,7 +35,7 @@ namespace loom::cuda {
   X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute) X(cuMemPoolGetAttribute) \
   X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuModuleUnload) \
   X(cuLaunchKernel) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)                  \
-  X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD2D8Async) X(cuEventCreate) \
+  X(cuMemcpyDtoDAsync) X(cuMemcpyAsync) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuMemsetD2D8Async) X(cuEventCreate) \
   X(cuEventRecord)    \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
 

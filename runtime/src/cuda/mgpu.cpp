@@ -147,3 +147,20 @@ extern "C" void *mgpuMemAlloc(uint64_t sizeBytes, void *, bool isHostShared) {
 }
 
 extern "C" void mgpuMemFree(void *ptr, void *) { Gpu::current().release(ptr); }
+
+// gpu.memcpy (a constant global host code passes to a device call, copied
+// by loom-gpu-device-constants): unified addressing tells host from device.
+extern "C" void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *) {
+  Gpu &gpu = Gpu::current();
+  gpu.require(gpu.driver().cuMemcpyAsync(CUdeviceptr(dst), CUdeviceptr(src),
+                                         sizeBytes, gpu.stream()),
+              "copying " + std::to_string(sizeBytes) + " bytes");
+}
+
+extern "C" void mgpuMemset32(void *dst, unsigned int value, size_t count,
+                             void *) {
+  Gpu &gpu = Gpu::current();
+  gpu.require(gpu.driver().cuMemsetD32Async(CUdeviceptr(dst), value, count,
+                                            gpu.stream()),
+              "filling " + std::to_string(count) + " words");
+}

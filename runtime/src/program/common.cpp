@@ -31,6 +31,37 @@ bool isFloat(loom_dtype_t t) {
          t == LOOM_DTYPE_BF16;
 }
 
+/// `v` rounded once, to nearest even, to a binary format of `expBits`
+/// exponent and `mantBits` mantissa bits (f16: 5, 10; bf16: 8, 7): as
+/// LLVM's APFloat converts a double (loom-run's HostTensor), not through
+/// float (which could round twice).
+uint16_t roundToHalfFormat(double v, int expBits, int mantBits) {
+  uint16_t sign = std::signbit(v) ? uint16_t(1u << (expBits + mantBits)) : 0;
+  uint16_t expMask = uint16_t(((1u << expBits) - 1) << mantBits);
+  if (std::isnan(v))
+    return uint16_t(expMask | (1u << (mantBits - 1)));
+  double a = std::fabs(v);
+  int bias = (1 << (expBits - 1)) - 1, emin = 1 - bias, emax = bias;
+  if (std::isinf(a))
+    return uint16_t(sign | expMask);
+  if (a == 0)
+    return sign;
+  int e;
+  std::frexp(a, &e); // a = m 2^e, m in [0.5, 1): exponent e - 1
+  int exponent = std::max(e - 1, emin);
+  double quantum = std::ldexp(1.0, exponent - mantBits);
+  double r = std::nearbyint(a / quantum) * quantum; // ties to even
+  if (r >= std::ldexp(1.0, emax + 1))
+    return uint16_t(sign | expMask);
+  if (r < std::ldexp(1.0, emin)) // subnormal (or rounded to zero)
+    return uint16_t(sign | uint16_t(r / std::ldexp(1.0, emin - mantBits)));
+  std::frexp(r, &e);
+  uint32_t biased = uint32_t(e - 1 + bias);
+  uint32_t mant = uint32_t(r / std::ldexp(1.0, e - 1 - mantBits)) -
+                  (1u << mantBits);
+  return uint16_t(sign | (biased << mantBits) | mant);
+}
+
 void setFromDouble(Tensor &t, int64_t i, double v) {
   char *p = t.bytes.data() + i * loom_dtype_size(t.dtype);
   auto store = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
@@ -40,6 +71,10 @@ void setFromDouble(Tensor &t, int64_t i, double v) {
     return store(static_cast<float>(v));
   case LOOM_DTYPE_F64:
     return store(v);
+  case LOOM_DTYPE_F16:
+    return store(roundToHalfFormat(v, 5, 10));
+  case LOOM_DTYPE_BF16:
+    return store(roundToHalfFormat(v, 8, 7));
   case LOOM_DTYPE_BOOL:
     return store(static_cast<uint8_t>(v != 0));
   case LOOM_DTYPE_I8:
@@ -252,22 +287,7 @@ bool randomValue(const Value &v, uint64_t seed, Tensor &global,
   for (int64_t i = 0; i < n; ++i) {
     double x = 0.02 * std::sqrt(-2.0 * std::log(uniform())) *
                std::cos(2.0 * kPi * uniform());
-    char *p = global.bytes.data() + i * loom_dtype_size(v.dtype);
-    if (v.dtype == LOOM_DTYPE_F32) {
-      float f = float(x);
-      std::memcpy(p, &f, 4);
-    } else if (v.dtype == LOOM_DTYPE_F64) {
-      std::memcpy(p, &x, 8);
-    } else if (v.dtype == LOOM_DTYPE_BF16) {
-      float f = float(x);
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      uint16_t h = uint16_t((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
-      std::memcpy(p, &h, 2);
-    } else {
-      _Float16 h = _Float16(x);
-      std::memcpy(p, &h, 2);
-    }
+    setFromDouble(global, i, x);
   }
   return true;
 }

@@ -23,7 +23,7 @@ std::string shapeText(const std::vector<int64_t> &shape);
 bool isFloat(loom_dtype_t t);
 
 /// Element `i` of `t` set from `v` as loom-run's HostTensor::setFromDouble
-/// does (f16/bf16 are refused before any value is set).
+/// does (f16/bf16 rounded once, to nearest even).
 void setFromDouble(Tensor &t, int64_t i, double v);
 
 /// A memref descriptor {allocated, aligned, offset, sizes, strides} of a

@@ -385,12 +385,6 @@ bool PipelineTrainer::openData() {
     Data d;
     d.value = &v;
     if (o.data != "synthetic") {
-      if (v.dtype == LOOM_DTYPE_F16 || v.dtype == LOOM_DTYPE_BF16) {
-        error = "input '" + v.name + "' is " + loom_dtype_name(v.dtype) +
-                ": executables read f32/f64 and integer inputs only (loom-run "
-                "ARTIFACT reads it)";
-        return false;
-      }
       if (!openNpyData(o.data + "/" + v.name + ".npy", v, v.global, d.npy,
                        error))
         return false;

@@ -193,12 +193,6 @@ bool Trainer::openData() {
       source.offset.erase(source.offset.begin());
       source.block.erase(source.block.begin());
     }
-    if (v.dtype == LOOM_DTYPE_F16 || v.dtype == LOOM_DTYPE_BF16) {
-      error = "input '" + v.name + "' is " + loom_dtype_name(v.dtype) +
-              ": executables read f32/f64 and integer inputs only (loom-run "
-              "ARTIFACT reads it)";
-      return false;
-    }
     if (o.data != "synthetic") {
       if (!openFile(source, v))
         return false;

@@ -20,8 +20,8 @@ def LoomGpuDeviceBuffers : Pass<"loom-gpu-device-buffers", "mlir::ModuleOp"> {
     the step's arguments and results, are device memory too), and
     `memref.copy` becomes a `linalg.copy`, so that it is a kernel like every
     other loop nest rather than a host copy. Constant globals
-    (`memref.get_global`) stay: kernel outlining copies them into the GPU
-    module.
+    (`memref.get_global`) are host memory: loom-gpu-device-constants moves
+    them where kernels and device calls read them.
   }];
   let options = [
     Option<"allocations", "allocations", "bool", /*default=*/"true",
@@ -79,6 +79,32 @@ def LoomGpuCheckHost : Pass<"loom-gpu-check-host", "mlir::ModuleOp"> {
     host function would read device memory from the host (or need a copy
     inside the step). Reports each one with its location.
   }];
+}
+
+def LoomGpuDeviceConstants : Pass<"loom-gpu-device-constants", "mlir::ModuleOp"> {
+  let summary = "Constant globals where kernels and device calls can read them";
+  let description = [{
+    A constant tensor of the step (`memref.get_global` of a constant
+    `memref.global`) is host memory: a kernel or a cuBLAS call given its
+    address would read the host's address space. Run before kernel
+    outlining: every `memref.get_global` used inside a `gpu.launch` is sunk
+    into it (outlining then clones the global into the kernel's GPU module,
+    where it is device memory); what host code still passes elsewhere (a
+    cuBLAS call, a collective) is copied to a device buffer
+    (`gpu.alloc` + `gpu.memcpy`) where the global was read, freed before
+    each return.
+
+    Example:
+
+    ```mlir
+    %g = memref.get_global @c : memref<10xi64>
+    gpu.launch ... { ... memref.load %g[%i] ... }
+    // becomes
+    gpu.launch ... { %g = memref.get_global @c : memref<10xi64>
+                     ... memref.load %g[%i] ... }
+    ```
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 
 def LoomGpuNameKernels : Pass<"loom-gpu-name-kernels", "mlir::ModuleOp"> {
