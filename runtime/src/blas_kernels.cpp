@@ -101,8 +101,10 @@ void batchMatmul(Desc *a, Desc *b, Desc *c, bool transA, bool transB,
   }
   BlasThreads threads(m * n * k);
   for (int64_t i = 0; i < batch; ++i) {
-    T *ap = a->aligned + a->offset + i * a->strides[0];
-    T *bp = b->aligned + b->offset + i * b->strides[0];
+    // A batch of 1 broadcasts (whatever its stride), as on the GPU
+    // (loom::gemm::mapBatchMatmul).
+    T *ap = a->aligned + a->offset + (a->sizes[0] == 1 ? 0 : i * a->strides[0]);
+    T *bp = b->aligned + b->offset + (b->sizes[0] == 1 ? 0 : i * b->strides[0]);
     T *cp = c->aligned + c->offset + i * c->strides[0];
     // Logical A is [m, k], B is [k, n] whatever the storage.
     View<T> av = transA ? View<T>{ap, m, k, a->strides[2], a->strides[1]}

@@ -33,7 +33,8 @@ typedef struct loom_memref3_f64 {
 } loom_memref3_f64;
 
 /* C[b] = op(A[b]) * op(B[b]) (+ C[b] when `accumulate`) for every batch b,
- * with op transposing when the flag is set (A is [B, K, M], B is [B, N, K]).
+ * with op transposing when the flag is set (A is [B, K, M], B is [B, N, K]);
+ * an operand with a batch of 1 (or a batch stride of 0) broadcasts.
  * Calls BLAS gemm when each matrix has a unit stride in one of its two
  * dimensions, loops otherwise. */
 void _mlir_ciface_loom_rt_batch_matmul_f32(loom_memref3_f32 *a,

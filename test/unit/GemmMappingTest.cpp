@@ -1,0 +1,234 @@
+//===- GemmMappingTest.cpp - Row-major batch matmuls as cuBLAS GEMMs ------===//
+//
+// loom::gemm::mapBatchMatmul is what the CUDA library hands cuBLAS. Without
+// a GPU, the same column-major strided batched GEMM runs here through
+// OpenBLAS's column-major interface (cblas_*gemm with CblasColMajor, batch
+// by batch) and must equal the CPU kernel compiled code calls
+// (_mlir_ciface_loom_rt_batch_matmul_*) on the same descriptors: every
+// transpose, padded rows, offsets, a broadcast batch on either side, size-1
+// dimensions, k = 0, accumulation. Equal bit for bit where OpenBLAS is
+// handed the same product both ways (plain layouts); elsewhere within f32's
+// rounding. The mapping's refusals (no unit stride) are named.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/gemm.h"
+#include "loom/kernels.h"
+
+#include "gtest/gtest.h"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using loom::gemm::ColumnMajorGemm;
+using loom::gemm::Memref3;
+
+namespace {
+
+/// Runs a mapped GEMM the way cuBLAS would: column-major, batch by batch.
+template <typename T>
+void runColumnMajor(const ColumnMajorGemm &g) {
+  if (g.empty())
+    return;
+  for (int64_t i = 0; i < g.batch; ++i) {
+    const T *a = reinterpret_cast<const T *>(g.a) + i * g.strideA;
+    const T *b = reinterpret_cast<const T *>(g.b) + i * g.strideB;
+    T *c = reinterpret_cast<T *>(g.c) + i * g.strideC;
+    if (g.k == 0) { // as the CUDA library does it: C = 0 unless accumulating
+      if (!g.accumulate)
+        for (int64_t col = 0; col < g.n; ++col)
+          for (int64_t row = 0; row < g.m; ++row)
+            c[row + col * g.ldc] = T(0);
+      continue;
+    }
+    auto ta = g.transA ? CblasTrans : CblasNoTrans;
+    auto tb = g.transB ? CblasTrans : CblasNoTrans;
+    if constexpr (sizeof(T) == 4)
+      cblas_sgemm(CblasColMajor, ta, tb, int(g.m), int(g.n), int(g.k), 1.0f, a,
+                  int(g.lda), b, int(g.ldb), g.accumulate ? 1.0f : 0.0f, c,
+                  int(g.ldc));
+    else
+      cblas_dgemm(CblasColMajor, ta, tb, int(g.m), int(g.n), int(g.k), 1.0, a,
+                  int(g.lda), b, int(g.ldb), g.accumulate ? 1.0 : 0.0, c,
+                  int(g.ldc));
+  }
+}
+
+struct Case {
+  int64_t batch, m, n, k;
+  bool transA, transB, accumulate;
+  bool broadcastA = false, broadcastB = false;
+  int64_t pad = 0, offset = 0;
+  /// Broadcast as a batch of `batch` with stride 0 (not a batch of 1).
+  bool zeroStride = false;
+};
+
+std::string describe(const Case &c) {
+  return std::to_string(c.batch) + "x" + std::to_string(c.m) + "x" +
+         std::to_string(c.n) + "x" + std::to_string(c.k) +
+         (c.transA ? " tA" : "") + (c.transB ? " tB" : "") +
+         (c.accumulate ? " acc" : "") + (c.broadcastA ? " bcastA" : "") +
+         (c.broadcastB ? " bcastB" : "") +
+         (c.zeroStride ? " stride0" : "") +
+         (c.pad ? " pad" + std::to_string(c.pad) : "") +
+         (c.offset ? " off" + std::to_string(c.offset) : "");
+}
+
+/// A row-major [sizes] operand with rows `pad` longer, `offset` in.
+struct Buffer {
+  int64_t sizes[3], strides[3], offset;
+  std::vector<double> data;
+  Buffer(int64_t b, int64_t r, int64_t c, int64_t pad, int64_t off,
+         std::mt19937 &gen)
+      : sizes{b, r, c}, offset(off) {
+    strides[2] = 1;
+    strides[1] = c + pad;
+    strides[0] = r * strides[1];
+    std::uniform_int_distribution<int> d(-8, 8);
+    data.resize(size_t(off + b * strides[0] + 8));
+    for (double &x : data)
+      x = d(gen) * 0.125;
+  }
+  template <typename T>
+  Memref3 memref(std::vector<T> &storage) const {
+    storage.assign(data.begin(), data.end());
+    Memref3 m;
+    m.allocated = m.aligned = storage.data();
+    m.offset = offset;
+    for (int i = 0; i < 3; ++i) {
+      m.sizes[i] = sizes[i];
+      m.strides[i] = strides[i];
+    }
+    return m;
+  }
+};
+
+template <typename T>
+void check(const Case &c, uint32_t seed) {
+  std::mt19937 gen(seed);
+  Buffer a(c.broadcastA ? 1 : c.batch, c.transA ? c.k : c.m,
+           c.transA ? c.m : c.k, c.pad, c.offset, gen);
+  Buffer b(c.broadcastB ? 1 : c.batch, c.transB ? c.n : c.k,
+           c.transB ? c.k : c.n, c.pad, c.offset, gen);
+  Buffer out(c.batch, c.m, c.n, c.pad, c.offset, gen);
+  for (Buffer *x : {&a, &b})
+    if (c.zeroStride && x->sizes[0] == 1) {
+      x->sizes[0] = c.batch;
+      x->strides[0] = 0;
+    }
+  std::vector<T> a1, b1, c1, a2, b2, c2;
+  Memref3 ma1 = a.memref(a1), mb1 = b.memref(b1), mc1 = out.memref(c1);
+  Memref3 ma2 = a.memref(a2), mb2 = b.memref(b2), mc2 = out.memref(c2);
+  ColumnMajorGemm g;
+  std::string error;
+  ASSERT_TRUE(loom::gemm::mapBatchMatmul(ma2, mb2, mc2, c.transA, c.transB,
+                                         c.accumulate, sizeof(T), g, error))
+      << describe(c) << ": " << error;
+  runColumnMajor<T>(g);
+  if constexpr (sizeof(T) == 4)
+    _mlir_ciface_loom_rt_batch_matmul_f32(
+        reinterpret_cast<loom_memref3_f32 *>(&ma1),
+        reinterpret_cast<loom_memref3_f32 *>(&mb1),
+        reinterpret_cast<loom_memref3_f32 *>(&mc1), c.transA, c.transB,
+        c.accumulate);
+  else
+    _mlir_ciface_loom_rt_batch_matmul_f64(
+        reinterpret_cast<loom_memref3_f64 *>(&ma1),
+        reinterpret_cast<loom_memref3_f64 *>(&mb1),
+        reinterpret_cast<loom_memref3_f64 *>(&mc1), c.transA, c.transB,
+        c.accumulate);
+  // Inputs are multiples of 1/8 in [-1, 1]: every product and sum is exact
+  // in f32 for these sizes, so any order of summation gives the same bits.
+  for (size_t i = 0; i < c1.size(); ++i)
+    ASSERT_EQ(c1[i], c2[i]) << describe(c) << ": element " << i;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (bool acc : {false, true}) {
+        out.push_back({3, 7, 5, 4, ta, tb, acc});
+        out.push_back({4, 6, 9, 3, ta, tb, acc, true, false});
+        out.push_back({4, 6, 9, 3, ta, tb, acc, false, true});
+        // The lowering's broadcast: the whole batch, stride 0.
+        out.push_back({4, 6, 9, 3, ta, tb, acc, true, false, 0, 0, true});
+        out.push_back({4, 6, 9, 3, ta, tb, acc, false, true, 0, 0, true});
+        out.push_back({2, 5, 4, 6, ta, tb, acc, false, false, 3, 5});
+        out.push_back({1, 1, 8, 5, ta, tb, acc});
+        out.push_back({2, 8, 1, 5, ta, tb, acc});
+        out.push_back({2, 6, 5, 1, ta, tb, acc});
+        out.push_back({2, 6, 5, 0, ta, tb, acc});
+        out.push_back({1, 33, 17, 29, ta, tb, acc, false, false, 2, 1});
+      }
+  return out;
+}
+
+TEST(GemmMapping, F32MatchesTheCpuKernelInEveryLayout) {
+  uint32_t seed = 1;
+  for (const Case &c : cases())
+    check<float>(c, seed++);
+}
+
+TEST(GemmMapping, F64MatchesTheCpuKernelInEveryLayout) {
+  uint32_t seed = 100;
+  for (const Case &c : cases())
+    check<double>(c, seed++);
+}
+
+TEST(GemmMapping, RowMajorOperandsBecomeTheTransposedProduct) {
+  // C[2x3] = A[2x4] B[4x3], row-major and contiguous: cuBLAS computes
+  // C^T (3x2) = B^T (3x4) A^T (4x2), B first, no transposes, leading
+  // dimensions the row lengths.
+  float a[8], b[12], c[6];
+  Memref3 ma{a, a, 0, {1, 2, 4}, {8, 4, 1}};
+  Memref3 mb{b, b, 0, {1, 4, 3}, {12, 3, 1}};
+  Memref3 mc{c, c, 0, {1, 2, 3}, {6, 3, 1}};
+  ColumnMajorGemm g;
+  std::string error;
+  ASSERT_TRUE(
+      loom::gemm::mapBatchMatmul(ma, mb, mc, false, false, false, 4, g, error));
+  EXPECT_EQ(g.m, 3);
+  EXPECT_EQ(g.n, 2);
+  EXPECT_EQ(g.k, 4);
+  EXPECT_FALSE(g.transA);
+  EXPECT_FALSE(g.transB);
+  EXPECT_EQ(g.a, reinterpret_cast<char *>(b));
+  EXPECT_EQ(g.b, reinterpret_cast<char *>(a));
+  EXPECT_EQ(g.lda, 3);
+  EXPECT_EQ(g.ldb, 4);
+  EXPECT_EQ(g.ldc, 3);
+  EXPECT_EQ(loom::gemm::describe(g), "1 x 2x3x4");
+}
+
+TEST(GemmMapping, LayoutsNoGemmReadsAreNamed) {
+  float buf[256];
+  // A result whose columns are not contiguous.
+  Memref3 a{buf, buf, 0, {1, 4, 4}, {16, 4, 1}};
+  Memref3 b{buf, buf, 0, {1, 4, 4}, {16, 4, 1}};
+  Memref3 c{buf, buf, 0, {1, 4, 4}, {16, 1, 4}};
+  ColumnMajorGemm g;
+  std::string error;
+  EXPECT_FALSE(
+      loom::gemm::mapBatchMatmul(a, b, c, false, false, false, 4, g, error));
+  EXPECT_NE(error.find("the result"), std::string::npos) << error;
+  // An operand with no unit stride.
+  Memref3 strided{buf, buf, 0, {1, 4, 4}, {64, 8, 2}};
+  c = Memref3{buf, buf, 0, {1, 4, 4}, {16, 4, 1}};
+  EXPECT_FALSE(loom::gemm::mapBatchMatmul(strided, b, c, false, false, false,
+                                          4, g, error));
+  EXPECT_NE(error.find("the left operand"), std::string::npos) << error;
+  // Batches that do not fit.
+  Memref3 three{buf, buf, 0, {3, 4, 4}, {16, 4, 1}};
+  Memref3 two{buf, buf, 0, {2, 4, 4}, {16, 4, 1}};
+  EXPECT_FALSE(
+      loom::gemm::mapBatchMatmul(three, b, two, false, false, false, 4, g, error));
+  EXPECT_NE(error.find("do not fit"), std::string::npos) << error;
+}
+
+} // namespace
