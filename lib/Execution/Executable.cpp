@@ -17,6 +17,7 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 
 using namespace mlir;
@@ -206,13 +207,13 @@ bool describeProgram(func::FuncOp fn, ArrayRef<ValueInfo> argInfos,
   return true;
 }
 
-/// A pipelined step: every stage's programs compiled into one program,
-/// which runs the stages of its pipeline rank on the schedule.
-bool describePipeline(ModuleOp module, StringRef dir,
-                      const ExecutorOptions &executor,
-                      program::Manifest &manifest,
-                      std::vector<std::string> &objects,
-                      std::string &constants, std::string &error) {
+/// A pipelined step's schedule, mesh and every stage's programs, each
+/// compiled by `compile(name)` (null: failed, with `error`).
+bool describePipeline(
+    ModuleOp module,
+    const std::function<std::unique_ptr<Executor>(const std::string &)> &compile,
+    program::Manifest &manifest, std::vector<std::unique_ptr<Executor>> &execs,
+    std::string &constants, std::string &error) {
   auto pipe =
       module->getAttrOfType<DictionaryAttr>(LoomDialect::kPipelineAttrName);
   auto get = [&](StringRef k) {
@@ -226,7 +227,9 @@ bool describePipeline(ModuleOp module, StringRef dir,
   if (manifest.pipelineRanks < 1 || manifest.virtualStages < 1 ||
       manifest.microBatches < 1 || !lists ||
       int(lists.size()) != manifest.pipelineRanks) {
-    error = "the module's loom.pipeline has no schedule";
+    error = "the module's loom.pipeline has no schedule (build it with loomc "
+            "and a pp mesh axis, or run loom-split-stages and "
+            "loom-schedule-pipeline)";
     return false;
   }
   for (Attribute list : lists) {
@@ -240,7 +243,8 @@ bool describePipeline(ModuleOp module, StringRef dir,
             LoomDialect::kPartitionedAttrName))
       mesh = module.lookupSymbol<MeshOp>(ref);
   if (!mesh) {
-    error = "the pipeline's stage programs are not partitioned for a mesh";
+    error = "the pipeline's stage programs are not partitioned for a mesh "
+            "(loomc partitions them for the mesh with the pp axis)";
     return false;
   }
   for (Attribute a : mesh.getAxes()) {
@@ -257,10 +261,7 @@ bool describePipeline(ModuleOp module, StringRef dir,
       auto fn = module.lookupSymbol<func::FuncOp>(name);
       if (!fn)
         continue;
-      ExecutorOptions options = executor;
-      options.objectFile = path(dir, name + ".o");
-      std::unique_ptr<Executor> exec =
-          Executor::create(module, name, options, error);
+      std::unique_ptr<Executor> exec = compile(name);
       if (!exec)
         return false;
       program::StageProgram p;
@@ -271,8 +272,7 @@ bool describePipeline(ModuleOp module, StringRef dir,
                            p.arguments, p.results, constants, error))
         return false;
       manifest.programs.push_back(std::move(p));
-      objects.insert(objects.end(), exec->getObjectFiles().begin(),
-                     exec->getObjectFiles().end());
+      execs.push_back(std::move(exec));
     }
   if (manifest.programs.empty()) {
     error = "the pipelined module has no stage programs";
@@ -281,7 +281,73 @@ bool describePipeline(ModuleOp module, StringRef dir,
   return true;
 }
 
+/// The manifest of `module`'s step (@train_step, or a pipeline's stage
+/// programs), each function compiled by `compile`.
+bool describeStep(
+    ModuleOp module,
+    const std::function<std::unique_ptr<Executor>(const std::string &)> &compile,
+    program::Manifest &manifest, std::vector<std::unique_ptr<Executor>> &execs,
+    std::string &constants, std::string &error) {
+  if (module->hasAttr(LoomDialect::kPipelineAttrName) &&
+      !module.lookupSymbol("train_step"))
+    return describePipeline(module, compile, manifest, execs, constants,
+                            error);
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step) {
+    error = "the module has no @train_step (build it with loomc --train or "
+            "loom-opt --loom-build-train-step)";
+    return false;
+  }
+  MeshOp mesh;
+  if (auto ref = step->getAttrOfType<FlatSymbolRefAttr>(
+          LoomDialect::kPartitionedAttrName))
+    mesh = module.lookupSymbol<MeshOp>(ref);
+  std::unique_ptr<Executor> exec = compile("train_step");
+  if (!exec)
+    return false;
+  if (auto micro =
+          step->getAttrOfType<IntegerAttr>(LoomDialect::kMicroBatchesAttrName))
+    manifest.microBatches = micro.getInt();
+  if (mesh)
+    for (Attribute a : mesh.getAxes()) {
+      auto axis = cast<MeshAxisAttr>(a);
+      manifest.axisNames.push_back(axis.getName().str());
+      manifest.axisSizes.push_back(axis.getSize());
+    }
+  if (!describeProgram(step, exec->getArguments(), exec->getResults(), mesh,
+                       manifest.arguments, manifest.results, constants, error))
+    return false;
+  execs.push_back(std::move(exec));
+  return true;
+}
+
 } // namespace
+
+bool mlir::loom::compileStep(ModuleOp module, const ExecutorOptions &options,
+                             CompiledStep &out, std::string &error) {
+  auto start = std::chrono::steady_clock::now();
+  std::string constants;
+  out.cached = true;
+  auto compile = [&](const std::string &name) {
+    std::unique_ptr<Executor> exec =
+        Executor::create(module, name, options, error);
+    if (exec)
+      out.cached &= exec->fromCache();
+    return exec;
+  };
+  if (!describeStep(module, compile, out.manifest, out.executors, constants,
+                    error))
+    return false;
+  // Dense constants stay in memory (an executable writes them beside it).
+  if (!constants.empty())
+    out.manifest.inMemoryFiles["train.constants.bin"] = std::move(constants);
+  for (const auto &exec : out.executors)
+    out.entries[exec->getEntryName()] = exec->getPackedEntry();
+  out.compileSeconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+  return true;
+}
 
 bool mlir::loom::writeExecutable(ModuleOp module, StringRef dir,
                                  const ExecutableOptions &options,
@@ -294,42 +360,19 @@ bool mlir::loom::writeExecutable(ModuleOp module, StringRef dir,
   program::Manifest manifest;
   std::string constants;
   std::vector<std::string> objects;
+  std::vector<std::unique_ptr<Executor>> execs;
   bool pipelined = module->hasAttr(LoomDialect::kPipelineAttrName);
-  if (pipelined) {
-    if (!describePipeline(module, dir, executor, manifest, objects, constants,
-                          error))
-      return false;
-  } else {
-    auto step = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!step) {
-      error = "the module has no @train_step to compile";
-      return false;
-    }
-    MeshOp mesh;
-    if (auto ref = step->getAttrOfType<FlatSymbolRefAttr>(
-            LoomDialect::kPartitionedAttrName))
-      mesh = module.lookupSymbol<MeshOp>(ref);
-    executor.objectFile = path(dir, "train.o");
-    std::unique_ptr<Executor> exec =
-        Executor::create(module, "train_step", executor, error);
-    if (!exec)
-      return false;
-    if (auto micro = step->getAttrOfType<IntegerAttr>(
-            LoomDialect::kMicroBatchesAttrName))
-      manifest.microBatches = micro.getInt();
-    if (mesh)
-      for (Attribute a : mesh.getAxes()) {
-        auto axis = cast<MeshAxisAttr>(a);
-        manifest.axisNames.push_back(axis.getName().str());
-        manifest.axisSizes.push_back(axis.getSize());
-      }
-    if (!describeProgram(step, exec->getArguments(), exec->getResults(), mesh,
-                         manifest.arguments, manifest.results, constants,
-                         error))
-      return false;
-    objects = exec->getObjectFiles();
-  }
-
+  auto compile = [&](const std::string &name) {
+    ExecutorOptions o = executor;
+    o.objectFile = path(dir, (name == "train_step" ? "train" : name) + ".o");
+    std::unique_ptr<Executor> exec = Executor::create(module, name, o, error);
+    if (exec)
+      objects.insert(objects.end(), exec->getObjectFiles().begin(),
+                     exec->getObjectFiles().end());
+    return exec;
+  };
+  if (!describeStep(module, compile, manifest, execs, constants, error))
+    return false;
   if ((!constants.empty() &&
        !writeFile(path(dir, "train.constants.bin"), constants, error)) ||
       !writeFile(path(dir, "train.manifest"),

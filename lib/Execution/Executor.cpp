@@ -44,13 +44,6 @@ using namespace mlir::loom;
 
 Executor::~Executor() = default;
 
-void MemoryUse::merge(const MemoryUse &other) {
-  parameters = std::max(parameters, other.parameters);
-  optimizerState = std::max(optimizerState, other.optimizerState);
-  inputs = std::max(inputs, other.inputs);
-  results = std::max(results, other.results);
-  temporaries = std::max(temporaries, other.temporaries);
-}
 
 namespace {
 
@@ -226,7 +219,7 @@ compileObjects(ModuleOp lowered, StringRef entry,
 
 /// The allocator compiled code calls (memref.alloc becomes malloc or
 /// aligned_alloc, memref.dealloc free): the C library's, counting the bytes
-/// live and their high-water mark for MemoryUse. Sizes are
+/// live and their high-water mark (measuredTemporaries). Sizes are
 /// malloc_usable_size, so what free subtracts is what malloc added.
 std::atomic<int64_t> liveBytes{0}, peakBytes{0};
 
@@ -579,6 +572,19 @@ bool Executor::writeObjectFiles(llvm::ArrayRef<std::string> objects,
   return true;
 }
 
+namespace {
+int64_t measuringFrom = 0;
+} // namespace
+
+void Executor::beginMeasuringTemporaries() {
+  measuringFrom = liveBytes.load();
+  peakBytes = measuringFrom;
+}
+
+int64_t Executor::measuredTemporaries() {
+  return peakBytes.load() - measuringFrom;
+}
+
 bool Executor::invoke(MutableArrayRef<void *> packed, std::string &error) {
   if (!packedEntry) {
     error = "@" + entry + " is not compiled";
@@ -652,8 +658,7 @@ std::vector<int64_t> descriptorFor(const HostTensor &t) {
 } // namespace
 
 bool Executor::run(ArrayRef<const HostTensor *> args,
-                   SmallVectorImpl<HostTensor> &outs, std::string &error,
-                   MemoryUse *memory) {
+                   SmallVectorImpl<HostTensor> &outs, std::string &error) {
   if (args.size() != arguments.size()) {
     error = llvm::formatv("@{0} takes {1} arguments, {2} given", entry,
                           arguments.size(), args.size())
@@ -684,25 +689,7 @@ bool Executor::run(ArrayRef<const HostTensor *> args,
   std::vector<void *> packed;
   for (void *&p : pointers)
     packed.push_back(&p);
-  int64_t liveBefore = liveBytes.load();
-  peakBytes = liveBefore;
   if (!invoke(packed, error))
     return false;
-  if (memory) {
-    *memory = MemoryUse();
-    memory->temporaries = peakBytes.load() - liveBefore;
-    for (auto [i, arg] : llvm::enumerate(args)) {
-      const ValueInfo &info = arguments[i];
-      int64_t bytes = arg->byteSize();
-      if (info.parameter.empty())
-        memory->inputs += bytes;
-      else if (info.trainable)
-        memory->parameters += bytes;
-      else
-        memory->optimizerState += bytes;
-    }
-    for (const HostTensor &out : outs)
-      memory->results += out.byteSize();
-  }
   return true;
 }

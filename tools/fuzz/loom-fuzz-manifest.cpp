@@ -13,15 +13,11 @@
 
 #include "FuzzSupport.h"
 
-#include "loom/Execution/Checkpoint.h"
+#include "loom/checkpoint.h"
 #include "loom/program.h"
-#include "mlir/IR/BuiltinTypes.h"
-#include "mlir/IR/MLIRContext.h"
 
 #include <sys/stat.h>
 #include <vector>
-
-using namespace mlir;
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   std::string dir = loomfuzz::scratchDirectory() + "/step-00000001";
@@ -53,21 +49,28 @@ static void rankManifest(const std::string &text) {
 
 static void checkpointManifest(const uint8_t *data, size_t size) {
   loomfuzz::writeScratchFile("step-00000001/manifest.json", data, size);
-  MLIRContext context;
   std::string error;
-  std::optional<mlir::loom::Checkpoint> c = mlir::loom::Checkpoint::open(
-      loomfuzz::scratchDirectory() + "/step-00000001", &context, error);
-  if (!c)
+  std::optional<::loom::program::Checkpoint> c =
+      ::loom::program::Checkpoint::open(
+          loomfuzz::scratchDirectory() + "/step-00000001", error);
+  if (!c) {
+    if (error.empty())
+      loomfuzz::fail("a checkpoint was refused without a reason");
     return;
+  }
   for (const auto &[name, tensor] : c->getTensors()) {
-    for (int64_t d : tensor.type.getShape())
+    double elements = 1;
+    for (int64_t d : tensor.shape) {
       if (d < 0)
         loomfuzz::fail("a checkpoint opened with tensor '" + name +
-                         "' of a negative or dynamic size");
-    if (tensor.type.getNumElements() > (int64_t(1) << 20))
+                       "' of a negative size");
+      elements *= double(d);
+    }
+    if (elements > double(int64_t(1) << 20))
       continue;
     std::string readError;
-    (void)c->readBlock(name, tensor.type, {}, tensor.type, readError);
+    (void)c->readBlock(name, tensor.dtype, tensor.shape, {}, tensor.shape,
+                       readError);
   }
 }
 

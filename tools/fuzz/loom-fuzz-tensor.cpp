@@ -3,18 +3,17 @@
 // Input: one byte choosing the reader, then the file's bytes:
 //   0  a .npy file through readTensorFile (loom-run --input-dir, references)
 //   1  an ONNX TensorProto .pb file through readTensorFile
-//   2  a training data file through DataFile (loom-run --data): the entry
-//      type is the file's shape without its leading axis; the first and
-//      last entries are read
-//   3  the same file through a rank program's reader (openNpyData), and
-//      its last entry copied out
+//   2  a training data file through the training loop's reader
+//      (openNpyData: loom-run and rank programs --data): the entry type is
+//      the file's shape without its leading axis; the first entry is read
+//      and a block of it copied out, as a rank of a mesh does
+//   3  the same file, its last entry read
 // A tensor that loads must hold exactly the bytes its type says.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FuzzSupport.h"
 
-#include "loom/Execution/DataLoader.h"
 #include "loom/Execution/TensorIO.h"
 #include "../../runtime/src/program/internal.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -41,31 +40,7 @@ static void readWhole(StringRef path) {
     loomfuzz::fail("a loaded tensor's bytes differ from its type's size");
 }
 
-static void readDataFile(StringRef path) {
-  MLIRContext context;
-  std::string error;
-  std::optional<mlir::loom::NpyHeader> header;
-  {
-    auto buffer = llvm::MemoryBuffer::getFile(path, false, false);
-    if (!buffer)
-      return;
-    header = mlir::loom::parseNpyHeader((*buffer)->getBuffer(), path, &context, error);
-  }
-  if (!header || header->type.getRank() < 1)
-    return;
-  auto entry = RankedTensorType::get(header->type.getShape().drop_front(),
-                                     header->type.getElementType());
-  std::unique_ptr<mlir::loom::DataFile> file =
-      mlir::loom::DataFile::open(path, "x", entry, error);
-  if (!file)
-    return;
-  mlir::loom::HostTensor out(entry), scratch(entry);
-  SmallVector<int64_t> zeros(entry.getRank(), 0);
-  (void)file->readBlock(0, zeros, out, scratch, error);
-  (void)file->readBlock(file->entries() - 1, zeros, out, scratch, error);
-}
-
-static void readRankData(const std::string &path) {
+static void readRankData(const std::string &path, bool last) {
   namespace p = ::loom::program;
   std::string error;
   p::InputFile file;
@@ -82,7 +57,18 @@ static void readRankData(const std::string &path) {
   p::detail::NpyData data;
   if (!p::detail::openNpyData(path, v, perEntry, data, error))
     return;
-  (void)p::detail::readNpyEntry(data, data.entries - 1, error);
+  const char *bytes =
+      p::detail::readNpyEntry(data, last ? data.entries - 1 : 0, error);
+  if (!bytes || last || perEntry.empty())
+    return;
+  // The second half of the leading dimension, as rank 1 of 2 holds it.
+  std::vector<int64_t> block = perEntry, offset(perEntry.size(), 0);
+  block[0] = perEntry[0] / 2;
+  offset[0] = perEntry[0] - block[0];
+  p::Tensor out(data.fileType, block);
+  p::copyBlock(bytes, perEntry, offset, out.bytes.data(), block,
+               std::vector<int64_t>(block.size(), 0), block,
+               int64_t(loom_dtype_size(data.fileType)));
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -96,11 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   case 1:
     readWhole(path);
     break;
-  case 2:
-    readDataFile(path);
-    break;
   default:
-    readRankData(path);
+    readRankData(path, kind == 3);
     break;
   }
   return 0;

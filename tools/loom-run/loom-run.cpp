@@ -14,18 +14,20 @@
 // Given a training artifact directory (loomc --train), trains instead: runs
 // @train_step N times, printing `step K loss L`, and writes the final
 // trainable parameters to ARTIFACT_DIR/params-final/<name>.npy (see
-// loom/Execution/Training.h for the data contract).
+// loom/train.h for the data contract).
 //
 //===----------------------------------------------------------------------===//
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Execution/Distributed.h"
+#include "loom/Execution/Executable.h"
 #include "loom/Execution/Executor.h"
 #include "loom/Execution/TensorIO.h"
-#include "loom/Execution/Training.h"
+#include "loom/Stages/Schedule.h"
 #include "loom/Support/Debug.h"
 #include "loom/Support/InputLimits.h"
 #include "loom/program.h"
+#include "loom/train.h"
 #include "loom/Target/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -241,8 +243,8 @@ int runExecutable() {
                 " (compile it with loomc --emit=executable)");
   for (const auto *opt :
        std::initializer_list<const cl::Option *>{
-           &checkpointDir, &checkpointEvery, &checkpointKeep, &resumeFrom,
-           &traceOut, &profile, &noBlas, &optLevel, &gpuLoopsOnCpu, &noCache, &splitFunctions, &timePasses, &compileThreads})
+           &noBlas, &optLevel, &gpuLoopsOnCpu, &noCache, &splitFunctions,
+           &timePasses, &compileThreads})
     if (opt->getNumOccurrences())
       return fail("--executable runs the program loomc compiled, which does "
                   "not take --" + opt->ArgStr.str() +
@@ -259,6 +261,19 @@ int runExecutable() {
     command.push_back("--shuffle");
   if (!paramsOut.empty())
     command.push_back("--params-out=" + paramsOut);
+  // The rank program takes loom-run's checkpoint, trace and profile flags.
+  if (!checkpointDir.empty())
+    command.push_back("--checkpoint-dir=" + checkpointDir);
+  if (checkpointEvery.getNumOccurrences())
+    command.push_back("--checkpoint-every=" + std::to_string(checkpointEvery));
+  if (checkpointKeep.getNumOccurrences())
+    command.push_back("--checkpoint-keep=" + std::to_string(checkpointKeep));
+  if (!resumeFrom.empty())
+    command.push_back("--resume=" + resumeFrom);
+  if (!traceOut.empty())
+    command.push_back("--trace=" + traceOut);
+  if (profile)
+    command.push_back("--profile");
   return execute(command);
 }
 
@@ -281,6 +296,82 @@ int launch(int argc, char **argv) {
   return execute(command);
 }
 
+/// A pipelined artifact's schedule (module attribute loom.pipeline),
+/// checked by simulating it, with its bubble fraction for unit action
+/// times and, after a traced run, for the measured ones.
+struct PipelineSchedule {
+  stages::PipelineShape shape;
+  stages::Schedule schedule;
+  double unitBubble = -1;
+
+  static std::optional<PipelineSchedule> of(ModuleOp module,
+                                            std::string &error) {
+    auto pipe =
+        module->getAttrOfType<DictionaryAttr>(LoomDialect::kPipelineAttrName);
+    auto get = [&](StringRef k) {
+      auto a = pipe.getAs<IntegerAttr>(k);
+      return a ? int(a.getInt()) : -1;
+    };
+    PipelineSchedule p;
+    p.shape = {get("ranks"), get("virtual_stages"), get("micro_batches")};
+    auto lists = pipe.getAs<ArrayAttr>("actions");
+    if (p.shape.ranks < 1 || p.shape.virtualStages < 1 ||
+        p.shape.microBatches < 1 || !lists ||
+        int(lists.size()) != p.shape.ranks) {
+      error = "the module's loom.pipeline has no schedule (build it with "
+              "loomc and a pp mesh axis, or run loom-split-stages and "
+              "loom-schedule-pipeline)";
+      return std::nullopt;
+    }
+    p.schedule.assign(p.shape.ranks, {});
+    for (int r = 0; r < p.shape.ranks; ++r)
+      for (Attribute a : cast<ArrayAttr>(lists[r])) {
+        std::optional<stages::Action> act =
+            stages::parseAction(cast<StringAttr>(a).getValue());
+        if (!act) {
+          error = "unreadable pipeline action " + cast<StringAttr>(a).str();
+          return std::nullopt;
+        }
+        p.schedule[r].push_back(*act);
+      }
+    std::optional<stages::Timeline> unit = stages::simulate(
+        p.schedule, p.shape, stages::Durations::uniform(p.shape.stages()),
+        error);
+    if (!unit) {
+      error = "the artifact's pipeline schedule is invalid: " + error;
+      return std::nullopt;
+    }
+    p.unitBubble = unit->bubble;
+    return p;
+  }
+
+  /// The schedule simulated with each stage's mean measured action times
+  /// (rank 0's trace of every rank) and no transfer time.
+  std::optional<double>
+  simulatedBubble(const std::vector<::loom::program::TraceEvent> &trace,
+                  std::string &error) const {
+    stages::Durations d;
+    for (int s = 0; s < shape.stages(); ++s) {
+      auto mean = [&](const char *op) {
+        return ::loom::program::meanActionTime(trace, op, s);
+      };
+      double i = mean("I"), w = mean("W");
+      if (i == 0 && w == 0) // B unsplit: its halves are not measured apart
+        i = mean("B");
+      d.forward.push_back(mean("F"));
+      d.backwardInput.push_back(i);
+      d.backwardWeight.push_back(w);
+      d.updates.push_back(mean("U"));
+      d.transfers.push_back(0);
+    }
+    std::optional<stages::Timeline> t =
+        stages::simulate(schedule, shape, d, error);
+    if (!t)
+      return std::nullopt;
+    return t->bubble;
+  }
+};
+
 int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   SmallString<256> irPath(modelPath);
   llvm::sys::path::append(irPath, "train.mlir");
@@ -297,21 +388,25 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     return 2;
   if (steps < 1 || steps > int64_t(1e15))
     return fail("--steps must be from 1 to 1e15, not " + std::to_string(steps));
-  TrainOptions options;
-  options.steps = steps;
-  options.data = dataDir;
-  options.seed = seed;
-  options.executor.useBlas = !noBlas;
-  options.executor.optLevel = optLevel;
-  options.executor.splitFunctions = splitFunctions;
-  options.executor.timePasses = timePasses;
-  options.executor.compileThreads = compileThreads;
-  options.executor.gpuLoopsOnCpu = gpuLoopsOnCpu;
+  namespace program = ::loom::program;
+  ExecutorOptions executor;
+  executor.useBlas = !noBlas;
+  executor.optLevel = optLevel;
+  executor.splitFunctions = splitFunctions;
+  executor.timePasses = timePasses;
+  executor.compileThreads = compileThreads;
+  executor.gpuLoopsOnCpu = gpuLoopsOnCpu;
   if (!noCache) {
     SmallString<256> cache(modelPath);
     llvm::sys::path::append(cache, "cache");
-    options.executor.cacheDir = std::string(cache);
+    executor.cacheDir = std::string(cache);
   }
+  program::TrainOptions options;
+  options.steps = steps;
+  options.data = dataDir;
+  options.seed = seed;
+  options.dir = modelPath;
+  options.writer = "loom-run";
   SmallString<256> out(modelPath);
   llvm::sys::path::append(out, "params-final");
   options.paramsOut = paramsOut.empty() ? std::string(out) : paramsOut.getValue();
@@ -325,16 +420,16 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   llvm::sys::path::remove_dots(paramsAbs, true);
   llvm::sys::path::remove_dots(stateAbs, true);
   // A run that fails leaves the earlier results unmarked (<dir>.done).
-  ::loom::program::clearOutputMarker(options.paramsOut);
-  ::loom::program::clearOutputMarker(options.stateOut);
+  program::clearOutputMarker(options.paramsOut);
+  program::clearOutputMarker(options.stateOut);
   if (paramsAbs == stateAbs)
     return fail("--params-out " + options.paramsOut +
                 " is where the optimizer state goes; give another directory");
-  TrainResult result;
+  program::TrainResult result;
   auto started = std::chrono::steady_clock::now();
   auto lastProgress = started;
   int64_t firstStep = -1;
-  options.onStep = [&](int64_t step, double loss, StringRef note) {
+  options.onStep = [&](int64_t step, double loss, const std::string &note) {
     llvm::outs() << llvm::formatv("step {0} loss {1:e8}", step, loss);
     if (!note.empty())
       llvm::outs() << "  [" << note << "]";
@@ -363,6 +458,10 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     }
     llvm::outs().flush();
   };
+  options.onNote = [](const std::string &line) {
+    llvm::outs() << line << "\n";
+    llvm::outs().flush();
+  };
   options.shuffle = shuffle;
   options.timeoutSeconds = timeout;
   options.checkpointDir = checkpointDir;
@@ -376,10 +475,40 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   options.trace = profile || !traceOut.empty();
   // Fault injection for the failure tests (docs/distributed.md).
   if (const char *fault = std::getenv("LOOM_FAULT"))
-    if (std::string err = parseFault(fault, options); !err.empty())
+    if (std::string err = program::parseFault(fault, options); !err.empty())
       return fail(err);
+  // The start-up handshake: every rank runs this loom-run on this artifact.
+  SmallString<256> ir(modelPath);
+  llvm::sys::path::append(ir, "train.mlir");
+  options.fingerprintFiles = {{"loom-run (its executable file)", "/proc/self/exe"},
+                              {"the artifact (train.mlir)", std::string(ir)}};
+  // The JIT's allocator measures each step's temporaries.
+  options.resetTemporaries = [] { Executor::beginMeasuringTemporaries(); };
+  options.peakTemporaries = [] { return Executor::measuredTemporaries(); };
+  // A pipeline's schedule must be one that finishes (loomc checked it; an
+  // edited artifact is checked again); its bubble with unit action times.
+  std::optional<PipelineSchedule> schedule;
   std::string error;
-  if (!runTraining(*module, modelPath, options, result, error))
+  if ((*module)->hasAttr(LoomDialect::kPipelineAttrName)) {
+    schedule = PipelineSchedule::of(*module, error);
+    if (!schedule)
+      return fail(error);
+  }
+  CompiledStep step;
+  if (!compileStep(*module, executor, step, error))
+    return fail(error);
+  bool ok;
+  if (step.manifest.pipelined()) {
+    auto lookup = [&](const std::string &name) -> program::PackedEntry {
+      auto it = step.entries.find(name);
+      return it == step.entries.end() ? nullptr : it->second;
+    };
+    ok = program::trainPipeline(step.manifest, lookup, options, result, error);
+  } else {
+    ok = program::train(step.manifest, step.entries["train_step"], options,
+                        result, error);
+  }
+  if (!ok)
     return fail(error);
   if (result.rank != 0)
     return 0;
@@ -387,17 +516,19 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
       "trained {0} steps in {1:f3} s ({2:f4} s/step, compile {3:f3} s{5}); "
       "parameters in {4}\n",
       steps, result.trainSeconds, result.trainSeconds / steps,
-      result.compileSeconds, options.paramsOut,
-      result.compileCached ? ", machine code from the cache" : "");
+      step.compileSeconds, options.paramsOut,
+      step.cached ? ", machine code from the cache" : "");
   // Each rank's peak: the caller's buffers plus the temporaries' high-water
-  // mark, the most any step held.
+  // mark, the most any step held. (A pipeline's stages are not measured.)
   auto mib = [](int64_t bytes) { return double(bytes) / (1 << 20); };
-  for (auto [rank, m] : llvm::enumerate(result.memory))
-    llvm::outs() << llvm::formatv(
-        "peak memory rank {0}: {1:f3} MiB = parameters {2:f3} + optimizer "
-        "state {3:f3} + inputs {4:f3} + results {5:f3} + temporaries {6:f3}\n",
-        rank, mib(m.peak()), mib(m.parameters), mib(m.optimizerState),
-        mib(m.inputs), mib(m.results), mib(m.temporaries));
+  if (!step.manifest.pipelined())
+    for (auto [rank, m] : llvm::enumerate(result.memory))
+      llvm::outs() << llvm::formatv(
+          "peak memory rank {0}: {1:f3} MiB = parameters {2:f3} + optimizer "
+          "state {3:f3} + inputs {4:f3} + results {5:f3} + temporaries "
+          "{6:f3}\n",
+          rank, mib(m.peak()), mib(m.parameters), mib(m.optimizerState),
+          mib(m.inputs), mib(m.results), mib(m.temporaries));
   if (result.dataBytesInFiles > 0) {
     int64_t most = *llvm::max_element(result.dataBytesRead);
     llvm::outs() << llvm::formatv(
@@ -408,22 +539,23 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
         mib(result.dataBytesInFiles));
   }
   if (profile) {
-    int ranks = std::max<int>(1, result.memory.size());
-    for (const TraceEvent &e : result.trace)
-      ranks = std::max(ranks, e.rank + 1);
-    printProfile(result.trace, ranks, llvm::outs());
-    if (result.simulatedBubble >= 0)
+    llvm::outs() << program::profileText(result.trace, result.ranks);
+    if (schedule) {
+      std::optional<double> simulated =
+          schedule->simulatedBubble(result.trace, error);
+      if (!simulated)
+        return fail(error);
       llvm::outs() << llvm::formatv(
           "  the schedule's bubble fraction in simulation: {0:f3} with each "
           "stage's measured action times, {1:f3} with unit times (F 1, B 2)\n",
-          result.simulatedBubble, result.unitBubble);
+          *simulated, schedule->unitBubble);
+    }
   }
   if (!traceOut.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(traceOut, ec);
-    if (ec)
-      return fail("cannot write " + traceOut + ": " + ec.message());
-    writeChromeTrace(result.trace, os);
+    std::string text = program::chromeTrace(result.trace);
+    if (!program::writeFileAtomically(traceOut, text.data(), text.size(),
+                                      error))
+      return fail(error);
     llvm::outs() << "wrote trace " << traceOut << "\n";
   }
   return 0;

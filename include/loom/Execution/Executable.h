@@ -16,7 +16,11 @@
 #define LOOM_EXECUTION_EXECUTABLE_H
 
 #include "loom/Execution/Executor.h"
+#include "loom/program.h"
 #include "mlir/IR/BuiltinOps.h"
+
+#include <map>
+#include <memory>
 
 #include <string>
 #include <vector>
@@ -42,6 +46,24 @@ ExecutableOptions defaultExecutableOptions();
 bool writeExecutable(ModuleOp module, llvm::StringRef dir,
                      const ExecutableOptions &options, std::string &error,
                      double *seconds = nullptr);
+
+/// A training step compiled into this process (loom-run's JIT): the
+/// manifest the runtime's training loop (loom/train.h) takes, its dense
+/// constants held in memory, and the compiled functions' packed entry
+/// points by name (@train_step, or a pipeline's stage programs).
+struct CompiledStep {
+  ::loom::program::Manifest manifest;
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::map<std::string, void (*)(void **)> entries;
+  double compileSeconds = 0;
+  /// Whether every function's machine code came from the compile cache.
+  bool cached = false;
+};
+
+/// Compiles `module`'s step (every stage program of a pipeline) with
+/// `options` and describes it as loomc --emit=executable does.
+bool compileStep(ModuleOp module, const ExecutorOptions &options,
+                 CompiledStep &out, std::string &error);
 
 /// loomc --target=cuda --emit=executable: `dir`/train, a GPU program, from
 /// `lowered` (`module`'s @train_step after the CUDA pipeline: host code in

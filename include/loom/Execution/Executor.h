@@ -83,31 +83,6 @@ std::optional<HostTensor> readInitialValue(Attribute value,
                                            llvm::StringRef baseDir,
                                            std::string &error);
 
-/// The memory one call of a function held, in bytes, by what it was for.
-/// Arguments and results are the caller's buffers (bound for the whole
-/// call); temporaries are the buffers the compiled code allocated, counted
-/// by the executor's allocator (the runtime's own scratch, e.g. inside
-/// BLAS or MPI, is not counted).
-struct MemoryUse {
-  /// Arguments bound to trainable loom.parameters.
-  int64_t parameters = 0;
-  /// Arguments bound to other loom.parameters (optimizer state, counters).
-  int64_t optimizerState = 0;
-  /// Data arguments (the batch).
-  int64_t inputs = 0;
-  /// Result buffers (the loss and the next parameters and state).
-  int64_t results = 0;
-  /// The high-water mark of temporaries: activations, gradients, buffers
-  /// of collectives.
-  int64_t temporaries = 0;
-
-  int64_t peak() const {
-    return parameters + optimizerState + inputs + results + temporaries;
-  }
-  /// Field-wise maximum (over steps).
-  void merge(const MemoryUse &other);
-};
-
 class Executor {
 public:
   ~Executor();
@@ -128,11 +103,10 @@ public:
                                            std::string &error) const;
 
   /// Runs the function. Arguments must match getArguments() exactly;
-  /// results are allocated here.
-  /// When `memory` is given, measures what the call held.
+  /// results are allocated here. (Training runs the packed entry through
+  /// the runtime's loop, loom/train.h, which measures memory.)
   bool run(llvm::ArrayRef<const HostTensor *> args,
-           llvm::SmallVectorImpl<HostTensor> &results, std::string &error,
-           MemoryUse *memory = nullptr);
+           llvm::SmallVectorImpl<HostTensor> &results, std::string &error);
 
   /// Whether the machine code came from ExecutorOptions::cacheDir.
   bool fromCache() const { return cached; }
@@ -140,6 +114,17 @@ public:
   /// With ExecutorOptions::objectFile: the object files written (the
   /// first at objectFile, the others beside it as <stem>.<i>.o).
   llvm::ArrayRef<std::string> getObjectFiles() const { return objectFiles; }
+
+  /// The compiled function's packed entry point
+  /// (`_mlir__mlir_ciface_<function>(void **)`) and its name.
+  void (*getPackedEntry() const)(void **) { return packedEntry; }
+  const std::string &getEntryName() const { return entry; }
+
+  /// The JIT's allocator counts what compiled code allocates: from
+  /// beginMeasuringTemporaries, measuredTemporaries is the most bytes its
+  /// allocations held at once (the step's temporaries).
+  static void beginMeasuringTemporaries();
+  static int64_t measuredTemporaries();
 
 private:
   Executor() = default;

@@ -9,7 +9,8 @@
 // The step is the packed entry point MLIR's ExecutionEngine calls
 // (`_mlir__mlir_ciface_<function>(void **)`): one pointer per argument and
 // then per result, each to a pointer to a memref descriptor; results are
-// written into buffers the caller allocated (destination passing).
+// written into buffers the caller allocated (destination passing). The
+// training loop that runs it is loom/train.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,10 @@ struct Manifest {
   std::vector<std::vector<std::string>> actions;
   std::vector<StageProgram> programs;
   bool pipelined() const { return !programs.empty(); }
+  /// Files that initial values name (Value::initFile) held in memory
+  /// instead of beside the program (loom-run's JIT: its dense constants);
+  /// not part of the text form.
+  std::map<std::string, std::string> inMemoryFiles;
 };
 
 /// The text form (one `key=value` list per line; names percent-encoded).
@@ -261,63 +267,6 @@ uint64_t fingerprintFile(const std::string &path);
 /// differs and the ranks that disagree. A collective: every rank calls it.
 bool agreeOnStart(loom_mesh_t mesh, const StartFingerprint &fingerprint,
                   std::string &error);
-
-class Device;
-
-/// Trains with a compiled step.
-struct TrainOptions {
-  /// Where the step runs and its tensors live (null: the host).
-  Device *device = nullptr;
-  int64_t steps = 1;
-  /// A directory of <input>.npy files (leading step axis), or "synthetic".
-  std::string data = "synthetic";
-  uint64_t seed = 0;
-  bool shuffle = false;
-  /// >= 0: trainable parameters that have a file value are drawn from
-  /// N(0, 0.02^2) with this seed instead (the same on every rank), so that
-  /// a benchmark's program need not carry its weights.
-  int64_t initRandomSeed = -1;
-  /// The program's directory (params.bin) and where the final parameters
-  /// and optimizer state go (empty: not written).
-  std::string dir, paramsOut, stateOut;
-  double timeoutSeconds = 60.0;
-  /// Called on rank 0 after each step, with a note when dynamic loss
-  /// scaling changed its scale (as loom-run prints it).
-  std::function<void(int64_t step, double loss, const std::string &note)>
-      onStep;
-  /// Called with the error on a rank that fails, before the runtime is
-  /// torn down: the message is out before this rank's exit lets the
-  /// launcher stop the others (which may be about to print theirs: the
-  /// start-up handshake fails on every rank).
-  std::function<void(const std::string &error)> onError;
-};
-
-using PackedEntry = void (*)(void **);
-
-struct TrainStats {
-  /// This process's rank (0 without a mesh).
-  int rank = 0;
-  /// Seconds in the steps (from the first step's start).
-  double trainSeconds = 0;
-  /// Each step's seconds from its data on the host to its loss on the
-  /// host (uploading the batch, the step, reading the loss back; not
-  /// drawing or reading the data).
-  std::vector<double> stepSeconds;
-};
-
-/// Runs `options.steps` steps of `entry`, described by `manifest`: one
-/// rank per device of its mesh (started from the launcher's environment).
-/// Returns false with `error`.
-bool train(const Manifest &manifest, PackedEntry entry,
-           const TrainOptions &options, TrainStats &stats, std::string &error);
-
-/// A pipelined manifest's training: each rank runs its schedule's actions
-/// with its stages' programs, found by function name through `lookup`
-/// (null: not in the program), as loom-run's pipeline trainer does.
-bool trainPipeline(const Manifest &manifest,
-                   const std::function<PackedEntry(const std::string &)> &lookup,
-                   const TrainOptions &options, TrainStats &stats,
-                   std::string &error);
 
 } // namespace loom::program
 

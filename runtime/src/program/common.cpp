@@ -227,7 +227,16 @@ bool gatherGlobal(loom_mesh_t mesh, const Tensor &local, const Value &v,
   return true;
 }
 
-bool initialValue(const Value &v, const std::string &dir,
+void note(const TrainOptions &o, const std::string &line) {
+  if (o.onNote) {
+    o.onNote(line);
+    return;
+  }
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+bool initialValue(const Manifest &m, const Value &v, const std::string &dir,
                   std::vector<std::pair<std::string, std::unique_ptr<InputFile>>>
                       &files,
                   Tensor &global, std::string &error) {
@@ -247,6 +256,17 @@ bool initialValue(const Value &v, const std::string &dir,
   if (v.initFile.empty()) {
     error = "parameter '" + v.parameter + "' has no initial value";
     return false;
+  }
+  auto held = m.inMemoryFiles.find(v.initFile);
+  if (held != m.inMemoryFiles.end()) {
+    if (v.initOffset < 0 || uint64_t(v.initOffset) > held->second.size() ||
+        bytes > held->second.size() - uint64_t(v.initOffset)) {
+      error = "parameter '" + v.parameter + "': its initial value is out of "
+              "range of " + v.initFile;
+      return false;
+    }
+    std::memcpy(global.bytes.data(), held->second.data() + v.initOffset, bytes);
+    return true;
   }
   std::string path = dir + "/" + v.initFile;
   InputFile *file = nullptr;
@@ -297,8 +317,12 @@ bool openNpyData(const std::string &path, const Value &v,
                  std::string &error) {
   data.file = std::make_unique<InputFile>();
   if (!data.file->open(path, error)) {
-    error = "no data for input '" + v.name + "': " + error +
-            " (the data directory needs one .npy per input, shaped [entries, " +
+    struct stat st;
+    std::string why = ::stat(path.c_str(), &st) == 0 ? ": " + error
+                                                     : " does not exist";
+    error = "no data for input '" + v.name + "': " + path + why +
+            " (the data directory needs one .npy per input, with a leading "
+            "entry axis, shaped [entries, " +
             shapeText(perEntry) + "])";
     return false;
   }
@@ -313,7 +337,8 @@ bool openNpyData(const std::string &path, const Value &v,
                             info.shape.end());
   if (info.shape.empty() || info.shape[0] < 1 || rest != perEntry) {
     error = path + " has shape [" + shapeText(info.shape) + "] but input '" +
-            v.name + "' needs [entries x " + shapeText(perEntry) + "]";
+            v.name + "' needs [entries x " + shapeText(perEntry) +
+            "] (a leading entry axis of at least one, then the input's shape)";
     return false;
   }
   bool fileFloat = isFloat(data.fileType), wantFloat = isFloat(v.dtype);
@@ -344,6 +369,7 @@ const char *readNpyEntry(NpyData &data, int64_t e, std::string &error) {
   if (!data.file->read(data.dataOffset + uint64_t(e) * data.entryBytes,
                        data.entry.size(), data.entry.data(), error))
     return nullptr;
+  data.entryBytesRead += data.entryBytes;
   return data.entry.data();
 }
 
@@ -369,11 +395,11 @@ bool startMesh(const Manifest &m, double timeoutSeconds, Device *device,
     // the whole model alone and write the same files.
     loom_launch_info_t info;
     if (launchedRanks(info) > 1) {
-      error = "this program was compiled for one device but was started as "
+      error = "this step was compiled for one device but was started as "
               "rank " + std::to_string(info.rank) + " of " +
               std::to_string(info.world_size) + " (" +
               loom_launcher_name(info.launcher) +
-              "); run it without a launcher, or compile for a mesh "
+              "); run it without a launcher, or compile it for a mesh "
               "(loomc --mesh ...)";
       return false;
     }
@@ -556,13 +582,17 @@ bool agreeOnTrainingStart(const Manifest &m, const TrainOptions &o,
   for (const StageProgram &p : m.programs)
     collect(p.arguments);
   StartFingerprint fp;
-  fp.add("the program (its executable file)", fingerprintFile("/proc/self/exe"));
+  for (const auto &[what, path] : o.fingerprintFiles)
+    fp.add(what, fingerprintFile(path));
   std::string manifest = printManifest(m);
-  fp.add("the manifest (train.manifest)",
+  fp.add("the step's description (its manifest)",
          fingerprintBytes(manifest.data(), manifest.size()));
   uint64_t params = fingerprintBytes("", 0);
   for (const std::string &f : initFiles) {
-    uint64_t h = fingerprintFile(o.dir + "/" + f);
+    auto held = m.inMemoryFiles.find(f);
+    uint64_t h = held != m.inMemoryFiles.end()
+                     ? fingerprintBytes(held->second.data(), held->second.size())
+                     : fingerprintFile(o.dir + "/" + f);
     params = fingerprintBytes(&h, sizeof(h), params);
   }
   fp.add("the initial parameters (params.bin)", params);
@@ -570,14 +600,19 @@ bool agreeOnTrainingStart(const Manifest &m, const TrainOptions &o,
                       " seed=" + std::to_string(o.seed) +
                       " shuffle=" + std::to_string(o.shuffle) +
                       " synthetic=" + std::to_string(o.data == "synthetic") +
-                      " init-random=" + std::to_string(o.initRandomSeed) +
-                      " timeout=" + std::to_string(o.timeoutSeconds);
+                      " timeout=" + std::to_string(o.timeoutSeconds) +
+                      " every=" + std::to_string(o.checkpointEvery) +
+                      " keep=" + std::to_string(o.checkpointKeep) +
+                      " resume=" + std::to_string(!o.resume.empty()) +
+                      " init-random=" + std::to_string(o.initRandomSeed);
   fp.add("the flags (--steps, --seed, --shuffle, --data, --timeout, "
-         "--init-random)",
+         "--checkpoint-every, --checkpoint-keep, --resume, --init-random)",
          fingerprintBytes(flags.data(), flags.size()));
+  // The files the run reads, by input name.
   uint64_t data = fingerprintBytes("", 0);
   if (o.data != "synthetic")
     for (const std::string &name : inputs) {
+      data = fingerprintBytes(name.data(), name.size(), data);
       uint64_t h = fingerprintFile(o.data + "/" + name + ".npy");
       data = fingerprintBytes(&h, sizeof(h), data);
     }

@@ -11,6 +11,7 @@
 
 #include "loom/device.h"
 #include "loom/program.h"
+#include "loom/train.h"
 
 #include <memory>
 #include <string>
@@ -86,9 +87,10 @@ Tensor localShard(loom_mesh_t mesh, const Tensor &global, const Value &v);
 bool gatherGlobal(loom_mesh_t mesh, const Tensor &local, const Value &v,
                   Tensor &global, std::string &error);
 
-/// A parameter argument's initial value (the global tensor) from its splat
-/// or its bytes in a file under `dir` (opened once per file in `files`).
-bool initialValue(const Value &v, const std::string &dir,
+/// A parameter argument's initial value (the global tensor) from its splat,
+/// its bytes in one of the manifest's in-memory files, or its bytes in a
+/// file under `dir` (opened once per file in `files`).
+bool initialValue(const Manifest &m, const Value &v, const std::string &dir,
                   std::vector<std::pair<std::string, std::unique_ptr<InputFile>>>
                       &files,
                   Tensor &global, std::string &error);
@@ -107,6 +109,9 @@ struct NpyData {
   loom_dtype_t fileType = LOOM_DTYPE_F32;
   int64_t entries = 0, entryBytes = 0;
   std::vector<char> entry; // the last entry read
+  /// Bytes of this rank's blocks copied out of the entries read, and of
+  /// the whole entries read.
+  int64_t bytesRead = 0, entryBytesRead = 0;
 };
 bool openNpyData(const std::string &path, const Value &v,
                  const std::vector<int64_t> &perEntry, NpyData &data,
@@ -126,11 +131,25 @@ bool startMesh(const Manifest &m, double timeoutSeconds, Device *device,
                loom_runtime_t &runtime, loom_mesh_t &mesh,
                loom_mesh_t &deviceMesh, std::string &error);
 
-/// The start-up handshake of a rank program (agreeOnStart): the program's
-/// executable, its manifest, its initial parameters, the flags that must
-/// agree and the data files. A collective over `mesh` (null: nothing).
+/// The start-up handshake (agreeOnStart), the same for rank programs and
+/// loom-run: the caller's files (TrainOptions::fingerprintFiles: the
+/// program, loom-run's artifact), the manifest, the initial parameters'
+/// files, the flags that must agree and the inputs' data files. A
+/// collective over `mesh` (null: nothing).
 bool agreeOnTrainingStart(const Manifest &m, const TrainOptions &o,
                           loom_mesh_t mesh, std::string &error);
+
+/// LOOM_FAULT's kill, stop or exit: `rank` fails before `step` when the
+/// options name both (save faults happen while saving).
+void injectFault(const TrainOptions &options, int rank, int64_t step);
+
+/// Rank 0 learns every rank's `events` (a collective), in rank and time
+/// order; other ranks keep their own.
+bool gatherTrace(loom_mesh_t mesh, std::vector<TraceEvent> &events,
+                 std::string &error);
+
+/// Rank 0's line for the user (TrainOptions::onNote, else stdout).
+void note(const TrainOptions &o, const std::string &line);
 
 } // namespace loom::program::detail
 

@@ -13,6 +13,7 @@
 
 #include "loom/device.h"
 #include "loom/program.h"
+#include "loom/train.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -46,14 +47,24 @@ int fail(const std::string &message) {
 
 const char *kUsage =
     "usage: %s [--steps N] [--data DIR|synthetic] [--seed S] [--shuffle]\n"
-    "          [--params-out DIR|none] [--timeout SECONDS] [--profile]\n"
-    "          [--init-random SEED]\n"
+    "          [--params-out DIR|none] [--timeout SECONDS]\n"
+    "          [--checkpoint-dir DIR [--checkpoint-every K]\n"
+    "           [--checkpoint-keep K]] [--resume CHECKPOINT]\n"
+    "          [--trace FILE.json] [--profile] [--init-random SEED]\n"
     "Trains the step loomc compiled into this program (train.manifest and\n"
     "params.bin beside it); launch one process per device of its mesh\n"
     "(mpirun -np N, srun, torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/\n"
-    "MASTER_PORT, or loom-run -np N ARTIFACT).\n"
-    "  --profile           print the time of each step and, on a GPU, of\n"
-    "                      every kernel and GEMM (CUDA events)\n"
+    "MASTER_PORT, or loom-run -np N ARTIFACT). The flags are loom-run's:\n"
+    "  --checkpoint-dir    save checkpoints (parameters, optimizer state,\n"
+    "                      step, data position; one shard per rank) there,\n"
+    "                      every K steps and after the last\n"
+    "  --resume            continue from a checkpoint (or the latest\n"
+    "                      complete one under a directory); --steps is the\n"
+    "                      total to reach. Any mesh's checkpoint loads.\n"
+    "  --trace             a Chrome trace of every rank's steps and\n"
+    "                      collectives (pipeline actions)\n"
+    "  --profile           each step's time, its time in collectives and,\n"
+    "                      on a GPU, the time of every kernel and GEMM\n"
     "  --init-random SEED  trainable parameters drawn from N(0, 0.02^2) with\n"
     "                      SEED instead of read from params.bin (benchmarks)\n"
     "GPU programs (loomc --target=cuda) also read LOOM_GPU_SYNC=1 (check for\n"
@@ -92,6 +103,7 @@ bool parseNumber(const std::string &flag, const std::string &text,
 /// loom-run's training flags this program takes; the others name what to
 /// use instead.
 bool profile = false;
+std::string traceOut;
 
 bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
                 std::string &error) {
@@ -116,14 +128,11 @@ bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
     }
     bool known = flag == "--steps" || flag == "--data" || flag == "--seed" ||
                  flag == "--params-out" || flag == "--timeout" ||
-                 flag == "--init-random";
+                 flag == "--init-random" || flag == "--checkpoint-dir" ||
+                 flag == "--checkpoint-every" || flag == "--checkpoint-keep" ||
+                 flag == "--resume" || flag == "--trace";
     if (!known) {
-      error = "unknown flag '" + arg + "'";
-      if (flag.rfind("--checkpoint", 0) == 0 || flag == "--resume" ||
-          flag == "--trace")
-        error += ": executables do not checkpoint or trace yet; run the "
-                 "artifact with loom-run";
-      error += " (--help lists the flags)";
+      error = "unknown flag '" + arg + "' (--help lists the flags)";
       return false;
     }
     if (inline_)
@@ -139,6 +148,12 @@ bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
       o.data = value;
     else if (flag == "--params-out")
       o.paramsOut = value;
+    else if (flag == "--checkpoint-dir")
+      o.checkpointDir = value;
+    else if (flag == "--resume")
+      o.resume = value;
+    else if (flag == "--trace")
+      traceOut = value;
     else if (!parseNumber(flag, value, number, error))
       return false;
     else if (flag == "--steps")
@@ -147,9 +162,18 @@ bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
       o.seed = static_cast<uint64_t>(number);
     else if (flag == "--init-random")
       o.initRandomSeed = static_cast<int64_t>(number);
+    else if (flag == "--checkpoint-every")
+      o.checkpointEvery = static_cast<int64_t>(number);
+    else if (flag == "--checkpoint-keep")
+      o.checkpointKeep = static_cast<int64_t>(number);
     else
       o.timeoutSeconds = number;
   }
+  if (o.checkpointEvery > 0 && o.checkpointDir.empty()) {
+    error = "--checkpoint-every needs --checkpoint-dir";
+    return false;
+  }
+  o.trace = profile || !traceOut.empty();
   if (o.steps < 1) {
     error = "--steps must be at least 1";
     return false;
@@ -161,10 +185,14 @@ bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
   return true;
 }
 
-/// --profile: the steps' times (rank 0, from the batch on the host to the
-/// loss on the host) and, on a GPU, the time of every kernel and GEMM.
-void printProfile(const std::vector<double> &steps,
+/// --profile: as loom-run's (every rank's steps and collectives), the
+/// steps' times (rank 0, from the batch on the host to the loss on the
+/// host) and, on a GPU, the time of every kernel and GEMM.
+void printProfile(const loom::program::TrainResult &result,
                   loom::program::Device *device) {
+  int ranks = result.ranks;
+  std::printf("%s", loom::program::profileText(result.trace, ranks).c_str());
+  const std::vector<double> &steps = result.stepSeconds;
   std::vector<double> sorted = steps;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
@@ -275,7 +303,14 @@ int main(int argc, char **argv) {
     fail(message);
     reported = true;
   };
-  loom::program::TrainStats stats;
+  // Fault injection for the failure tests (docs/distributed.md).
+  if (const char *fault = std::getenv("LOOM_FAULT"))
+    if (std::string err = loom::program::parseFault(fault, options);
+        !err.empty())
+      return fail(err);
+  options.fingerprintFiles = {
+      {"the program (its executable file)", "/proc/self/exe"}};
+  loom::program::TrainResult stats;
   bool ok;
   if (manifest.pipelined()) {
     auto lookup = [](const std::string &function) {
@@ -283,7 +318,8 @@ int main(int argc, char **argv) {
       return reinterpret_cast<loom::program::PackedEntry>(
           dlsym(RTLD_DEFAULT, symbol.c_str()));
     };
-    ok = loom::program::trainPipeline(manifest, lookup, options, stats, error);
+    ok = loom::program::trainPipeline(manifest, lookup, options, stats,
+                                      error);
   } else {
     ok = loom::program::train(manifest, &_mlir__mlir_ciface_train_step,
                               options, stats, error);
@@ -300,7 +336,14 @@ int main(int argc, char **argv) {
                 options.paramsOut.empty() ? "none (--params-out none)"
                                           : options.paramsOut.c_str());
     if (profile)
-      printProfile(stats.stepSeconds, device.get());
+      printProfile(stats, device.get());
+    if (!traceOut.empty()) {
+      std::string text = loom::program::chromeTrace(stats.trace);
+      if (!loom::program::writeFileAtomically(traceOut, text.data(),
+                                              text.size(), error))
+        return fail(error);
+      std::printf("wrote trace %s\n", traceOut.c_str());
+    }
   }
   return 0;
 }

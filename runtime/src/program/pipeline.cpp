@@ -1,21 +1,25 @@
-//===- pipeline.cpp - A pipelined rank program's schedule ------------------===//
+//===- pipeline.cpp - The training loop of a pipelined step ----------------===//
 //
-// What loom-run's pipeline trainer (lib/Execution/PipelineTraining.cpp)
-// does with JIT-compiled stage programs, for stage programs compiled ahead
-// of time, with the same numbers: each process finds its pipeline rank (its
-// coordinate on the mesh's pp axis) and its stages, and per step runs its
-// schedule's actions. Receives are posted when the step starts and waited
+// Loom's training loop (loom/train.h) for a pipelined step (loom-split-
+// stages, loom-schedule-pipeline), for rank programs and loom-run's JIT
+// alike: each process finds its pipeline rank (its coordinate on the
+// mesh's pp axis) and its stages, and per step runs its schedule's
+// actions. Receives are posted when the step starts and waited
 // for by RECV actions; sends are posted by SEND actions and completed when
 // the step ends. Stashes hold what a stage's backward reads per
 // micro-batch; weight gradients are summed over micro-batches in
 // micro-batch order and handed to the stage's update program once per
 // step. Synthetic data is drawn per (seed, step, micro-batch, input) and
-// files are read per micro-batch, as loom-run does.
+// files are read per micro-batch. Checkpoints are saved and resumed as for
+// an unpipelined step (each stage's first rank writes its stage's
+// tensors); the trace records every action's span.
 //
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
 
+#include "../train/mesh.h"
+#include "loom/checkpoint.h"
 #include "loom/kernels.h"
 
 #include <cerrno>
@@ -27,6 +31,7 @@
 #include <set>
 #include <sys/stat.h>
 #include <tuple>
+#include <unistd.h>
 
 using namespace loom::program;
 using namespace loom::program::detail;
@@ -131,25 +136,20 @@ class PipelineTrainer {
 public:
   PipelineTrainer(const Manifest &m,
                   const std::function<PackedEntry(const std::string &)> &lookup,
-                  const TrainOptions &o, std::string &error)
-      : m(m), lookup(lookup), o(o), error(error) {}
+                  const TrainOptions &o, TrainResult &result,
+                  std::string &error)
+      : m(m), lookup(lookup), o(o), result(result), error(error) {}
   ~PipelineTrainer() {
     loom_rt_set_mesh(nullptr);
     loom_mesh_destroy(mesh);
     loom_runtime_destroy(runtime);
   }
 
-  bool run(TrainStats &stats) {
-    bool ok = setUp();
-    stats.rank = rank;
-    ok = ok && findPrograms() && warmGroups() && bindParameters() &&
-         openData();
-    auto begin = std::chrono::steady_clock::now();
-    ok = ok && runSteps();
-    stats.trainSeconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - begin)
-                             .count();
-    return ok && save(o.paramsOut, true) && save(o.stateOut, false);
+  bool run() {
+    return setUp() && findPrograms() && warmGroups() && bindParameters() &&
+           resume() && openData() && runSteps() &&
+           (!o.trace || gatherTrace(mesh, result.trace, error)) &&
+           save(o.paramsOut, true) && save(o.stateOut, false);
   }
 
 private:
@@ -160,8 +160,20 @@ private:
       Port::Kind kind,
       const std::function<bool(Program &, size_t, const Value &)> &fn);
   bool bindParameters();
+  std::vector<CheckpointEntry> checkpointEntries();
+  bool resume();
+  bool saveCheckpoint(int64_t stepsDone);
   bool openData();
   bool runSteps();
+  /// With TrainOptions::trace: starts the trace (ranks agree on its time 0
+  /// at a barrier), records spans, and moves the runtime's collectives of
+  /// a step into the result.
+  bool startTrace();
+  void traceSpan(const Action &a, int64_t step, double start);
+  void traceCollectives(int64_t step);
+  double now() const {
+    return o.trace ? loom_runtime_trace_now_us(runtime) : 0;
+  }
   bool postReceives();
   bool runProgram(Stage &stage, int kind, int micro, int64_t step);
   bool runAction(const Action &a, int64_t step);
@@ -199,6 +211,7 @@ private:
   const Manifest &m;
   const std::function<PackedEntry(const std::string &)> &lookup;
   const TrainOptions &o;
+  TrainResult &result;
   std::string &error;
   loom_runtime_t runtime = nullptr;
   loom_mesh_t mesh = nullptr;
@@ -228,6 +241,10 @@ private:
   std::map<std::string, Tensor> updates;
   float lossSum = 0;
   bool haveLoss = false;
+  int64_t firstStep = 0;
+  int64_t traced = 0;
+  /// Microseconds from rank 0's trace time 0 to this rank's.
+  double clockShift = 0;
 };
 
 bool PipelineTrainer::setUp() {
@@ -241,6 +258,8 @@ bool PipelineTrainer::setUp() {
       !agreeOnTrainingStart(m, o, mesh, error))
     return false;
   rank = loom_runtime_rank(runtime);
+  result.rank = rank;
+  result.ranks = mesh::size(mesh);
   for (int32_t a = 0; a < loom_mesh_num_axes(mesh); ++a)
     if (std::string(loom_mesh_axis_name(mesh, a)) == "pp")
       ppAxis = a;
@@ -358,12 +377,65 @@ bool PipelineTrainer::bindParameters() {
   std::vector<std::pair<std::string, std::unique_ptr<InputFile>>> files;
   return forEachNamedArg(Port::Param, [&](Program &, size_t, const Value &v) {
     Tensor global;
-    if (!initialValue(v, o.dir, files, global, error))
+    if (o.initRandomSeed >= 0 && v.trainable && v.splat.empty()) {
+      if (!randomValue(v, uint64_t(o.initRandomSeed), global, error))
+        return false;
+    } else if (!initialValue(m, v, o.dir, files, global, error)) {
       return false;
+    }
     store[v.parameter] = localShard(mesh, global, v);
     storeValue[v.parameter] = &v;
     return true;
   });
+}
+
+std::vector<CheckpointEntry> PipelineTrainer::checkpointEntries() {
+  std::vector<CheckpointEntry> entries;
+  for (auto &[name, value] : store) {
+    const Value &v = *storeValue[name];
+    entries.push_back({name, &value, &v.sharding, v.global, v.trainable});
+  }
+  return entries;
+}
+
+/// With TrainOptions::resume: this rank's stages' parameters from the
+/// checkpoint, as this rank holds them. A stage reads only its own tensors;
+/// a checkpoint tensor that no stage has is an error, as for an
+/// unpipelined step.
+bool PipelineTrainer::resume() {
+  if (o.resume.empty())
+    return true;
+  ResumeOptions ro;
+  ro.steps = o.steps;
+  ro.seed = o.seed;
+  ro.data = o.data;
+  ro.note = [&](const std::string &line) { note(o, line); };
+  ro.warn = [&](const std::string &line) {
+    std::fprintf(stderr, "loom: %s\n", line.c_str());
+  };
+  // Every stage's parameters are the model's tensors.
+  for (const StageProgram &p : m.programs)
+    for (const Value &v : p.arguments)
+      if (!v.parameter.empty())
+        ro.modelTensors.insert(v.parameter);
+  std::optional<CheckpointState> state =
+      resumeFromCheckpoint(o.resume, checkpointEntries(), mesh, ro, error);
+  if (!state)
+    return false;
+  firstStep = state->step;
+  result.firstStep = firstStep;
+  return true;
+}
+
+bool PipelineTrainer::saveCheckpoint(int64_t stepsDone) {
+  CheckpointState state{stepsDone, o.seed, o.data, m.microBatches};
+  CheckpointSaveOptions save;
+  save.keep = o.checkpointKeep;
+  save.pipelineAxis = ppAxis;
+  save.dieBeforeManifest = o.faultMode == "save" && o.faultRank == rank &&
+                           o.faultStep == stepsDone;
+  return loom::program::saveCheckpoint(o.checkpointDir, state,
+                                       checkpointEntries(), mesh, save, error);
 }
 
 bool PipelineTrainer::allGather(std::vector<int64_t> values,
@@ -384,6 +456,8 @@ bool PipelineTrainer::openData() {
                                             const Value &v) {
     Data d;
     d.value = &v;
+    if (!result.samplesPerStep && !v.global.empty() && v.name != "labels")
+      result.samplesPerStep = v.global[0] * m.microBatches;
     if (o.data != "synthetic") {
       if (!openNpyData(o.data + "/" + v.name + ".npy", v, v.global, d.npy,
                        error))
@@ -481,6 +555,7 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int micro,
                   block.bytes.data(), v.shape,
                   std::vector<int64_t>(v.shape.size(), 0), v.shape,
                   loom_dtype_size(d.npy.fileType));
+        d.npy.bytesRead += int64_t(block.bytes.size());
         if (d.npy.fileType != v.dtype) {
           Tensor converted(v.dtype, v.shape);
           for (int64_t x = 0; x < block.numElements(); ++x)
@@ -677,8 +752,75 @@ bool PipelineTrainer::runAction(const Action &a, int64_t step) {
   return true;
 }
 
+bool PipelineTrainer::startTrace() {
+  if (!o.trace)
+    return true;
+  std::vector<int64_t> all;
+  if (!mesh::allGather(mesh, {0}, all, error))
+    return false;
+  loom_runtime_trace_start(runtime);
+  // Ranks leave the barrier up to a scheduler's time slice apart. On one
+  // host the monotonic clock is shared: express every rank's times from
+  // rank 0's time 0 (across hosts the barrier's alignment stays).
+  double zero = std::chrono::duration<double, std::micro>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count() -
+                loom_runtime_trace_now_us(runtime);
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  int64_t hash = int64_t(fnv1a(host) >> 1);
+  if (!mesh::allGather(mesh, {hash, int64_t(zero * 1e3)}, all, error))
+    return false;
+  bool oneHost = true;
+  for (size_t r = 0; r < all.size(); r += 2)
+    oneHost &= all[r] == all[0];
+  if (oneHost)
+    clockShift = double(all[2 * size_t(rank) + 1] - all[1]) * 1e-3;
+  return true;
+}
+
+void PipelineTrainer::traceSpan(const Action &a, int64_t step, double start) {
+  static const std::map<Act, const char *> names = {
+      {Act::F, "F"},       {Act::B, "B"},        {Act::I, "I"},
+      {Act::W, "W"},       {Act::U, "U"},        {Act::RecvF, "wait"},
+      {Act::RecvB, "wait"}};
+  auto it = names.find(a.kind);
+  if (!o.trace || it == names.end())
+    return;
+  TraceEvent e;
+  e.rank = rank;
+  e.step = step;
+  e.op = it->second;
+  e.start = start + clockShift;
+  e.duration = now() - start;
+  e.stage = a.stage;
+  e.micro = a.micro;
+  result.trace.push_back(e);
+}
+
+void PipelineTrainer::traceCollectives(int64_t step) {
+  for (int64_t e = loom_runtime_trace_count(runtime); traced < e; ++traced) {
+    loom_trace_event_t ev;
+    loom_runtime_trace_event(runtime, traced, &ev);
+    TraceEvent c;
+    c.rank = rank;
+    c.step = step;
+    c.op = ev.op;
+    c.mask = ev.axes;
+    c.bytes = ev.bytes;
+    c.start = ev.start_us + clockShift;
+    c.duration = ev.duration_us;
+    result.trace.push_back(c);
+  }
+}
+
 bool PipelineTrainer::runSteps() {
-  for (int64_t step = 0; step < o.steps; ++step) {
+  auto begin = std::chrono::steady_clock::now();
+  if (!startTrace())
+    return false;
+  for (int64_t step = firstStep; step < o.steps; ++step) {
+    injectFault(o, rank, step);
+    auto t0 = std::chrono::steady_clock::now();
     inbox.clear();
     outbox.clear();
     stash.clear();
@@ -688,9 +830,13 @@ bool PipelineTrainer::runSteps() {
     haveLoss = false;
     if (!postReceives())
       return false;
-    for (const Action &a : actions)
+    double stepStart = now();
+    for (const Action &a : actions) {
+      double start = now();
       if (!runAction(a, step))
         return false;
+      traceSpan(a, step, start);
+    }
     for (loom_request_t r : sends)
       if (!check(loom_request_wait(r)))
         return false;
@@ -712,6 +858,19 @@ bool PipelineTrainer::runSteps() {
         std::memcpy(&loss, &all[r + 1], sizeof(loss));
         break;
       }
+    result.stepSeconds.push_back(std::chrono::duration<double>(
+                                     std::chrono::steady_clock::now() - t0)
+                                     .count());
+    if (o.trace) {
+      TraceEvent e;
+      e.rank = rank;
+      e.step = step;
+      e.start = stepStart + clockShift;
+      e.duration = now() - stepStart;
+      result.trace.push_back(e);
+      traceCollectives(step);
+    }
+    result.losses.push_back(loss);
     if (o.onStep && rank == 0)
       o.onStep(step, loss, "");
     if (!std::isfinite(loss)) {
@@ -721,7 +880,17 @@ bool PipelineTrainer::runSteps() {
               std::to_string(step) + "; stopping";
       return false;
     }
+    if (!o.checkpointDir.empty() &&
+        ((o.checkpointEvery > 0 && (step + 1) % o.checkpointEvery == 0) ||
+         step + 1 == o.steps) &&
+        !saveCheckpoint(step + 1))
+      return false;
   }
+  result.trainSeconds = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - begin)
+                            .count();
+  if (o.trace)
+    loom_runtime_trace_stop(runtime);
   return true;
 }
 
@@ -754,8 +923,9 @@ bool PipelineTrainer::save(const std::string &dir, bool trainable) {
   // Rank 0 marks the directory complete when every stage has written.
   return allGather({0}, all) &&
          (rank != 0 ||
-          finishOutputDir(dir, {}, "a pipelined rank program after " +
-                                       std::to_string(o.steps) + " steps",
+          finishOutputDir(dir, {}, o.writer + " after " +
+                                       std::to_string(o.steps) +
+                                       " pipelined steps",
                           error));
 }
 
@@ -764,9 +934,9 @@ bool PipelineTrainer::save(const std::string &dir, bool trainable) {
 bool loom::program::trainPipeline(
     const Manifest &manifest,
     const std::function<PackedEntry(const std::string &)> &lookup,
-    const TrainOptions &options, TrainStats &stats, std::string &error) {
-  PipelineTrainer trainer(manifest, lookup, options, error);
-  bool ok = trainer.run(stats);
+    const TrainOptions &options, TrainResult &result, std::string &error) {
+  PipelineTrainer trainer(manifest, lookup, options, result, error);
+  bool ok = trainer.run();
   if (!ok && options.onError)
     options.onError(error); // before ~PipelineTrainer tears the runtime down
   return ok;

@@ -4,6 +4,7 @@ checkpoints.
 
     check_checkpoint.py WORK [--model mlp|block] [--optimizer adamw|sgd]
     check_checkpoint.py WORK --pipeline
+    check_checkpoint.py WORK ... --executable
 
 Exports the model from PyTorch (as spmd_vs_single.py), compiles it for one
 device, for dp=4 ZeRO-3 and for dp=2,tp=2 (Megatron), and checks:
@@ -27,6 +28,11 @@ artifacts are one device, dp=4 ZeRO-3 and pp=2 (1F1B): a pipeline stopped
 after 3 steps and resumed to 6 is bit-identical to 6 uninterrupted steps;
 zero3's checkpoint resumes on the pipeline and the pipeline's on one
 device, equal to the uninterrupted runs (1e-6).
+
+With --executable every run is the rank program loomc compiled (loom-run
+--executable: mpirun -np N ARTIFACT/train with the same flags) instead of
+loom-run's JIT: the same training loop, so the same checks hold, and
+checkpoints move between the two (the references are the JIT's).
 
 Prints one line per check and exits 1 on the first failure.
 """
@@ -135,6 +141,7 @@ def main():
     p.add_argument("--model", default="mlp", choices=["mlp", "block"])
     p.add_argument("--optimizer", default="adamw")
     p.add_argument("--pipeline", action="store_true")
+    p.add_argument("--executable", action="store_true")
     a = p.parse_args()
     micro = 4 if a.pipeline else 1
     shutil.rmtree(a.work, ignore_errors=True)
@@ -177,12 +184,14 @@ def main():
         arts[name] = (out, ["-np", str(ranks)] if ranks > 1 else [])
     # The single-device step unrolls its micro-batches: -O0 keeps LLVM fast
     # (spmd_vs_single.py); every run uses the same level.
-    opt = ["-O", "0"] if a.pipeline else []
+    opt = ["-O", "0"] if a.pipeline and not a.executable else []
+    executable = False
 
     def train(name, *extra, env=None, expect_ok=True, steps=STEPS, tag=""):
         out, np_ = arts[name]
         pout = os.path.join(a.work, f"params-{name}{tag}")
-        return run(["loom-run", *np_, *opt, out, "--steps", str(steps), "--data", data,
+        how = ["--executable"] if executable else opt
+        return run(["loom-run", *how, *np_, out, "--steps", str(steps), "--data", data,
                     "--params-out", pout, *extra], env=env, expect_ok=expect_ok), pout
 
     # Uninterrupted runs (the references), saving every 3 steps.
@@ -203,6 +212,29 @@ def main():
             if k not in ck or not np.array_equal(ck[k], v):
                 fail(f"{name}: the checkpoint's {k} (numpy reader) differs from params-final")
     print(f"numpy reader: step {STEPS} equals params-final for every artifact")
+
+    if a.executable:
+        # The rank programs, against the JIT's references: the same losses
+        # and parameters, the same checkpoints (bit for bit: the same
+        # machine code).
+        executable = True
+        for name in arts:
+            ck = os.path.join(a.work, f"ckpt-{name}-exe")
+            r, pout = train(name, "--checkpoint-dir", ck, "--checkpoint-every",
+                            str(EVERY), tag="-exe")
+            if losses(r.stdout) != ref[name][0]:
+                fail(f"{name}: the rank program's losses {losses(r.stdout)} differ from "
+                     f"loom-run's {ref[name][0]}")
+            got = params(pout)
+            for k, v in ref[name][1].items():
+                if not np.array_equal(got[k], v):
+                    fail(f"{name}: the rank program's {k} differs from loom-run's")
+            mine, theirs = checkpoint.load(ck), checkpoint.load(ref[name][2])
+            if sorted(mine) != sorted(theirs) or any(
+                    not np.array_equal(mine[k], theirs[k]) for k in mine):
+                fail(f"{name}: the rank program's checkpoint differs from loom-run's")
+        print(f"rank programs: {', '.join(arts)} train, save and checkpoint bit-identically "
+              f"to loom-run")
 
     if a.pipeline:
         return check_pipeline(a, train, ref)

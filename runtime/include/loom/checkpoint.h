@@ -1,4 +1,4 @@
-//===- Checkpoint.h - Sharded training checkpoints --------------*- C++ -*-===//
+//===- checkpoint.h - Sharded training checkpoints --------------*- C++ -*-===//
 //
 // A checkpoint is a directory ROOT/step-<8 digits>/ holding one shard file
 // per rank that wrote (rank-<5 digits>.bin: the raw little-endian blocks of
@@ -7,37 +7,39 @@
 // sharding and pieces (file, block offset and shape, byte range, CRC-32).
 // A save killed before its manifest leaves an incomplete directory that
 // readers skip; earlier checkpoints are never touched. Loading assembles
-// each tensor's global value from its pieces, so a checkpoint resumes
-// under any mesh, strategy or pipeline (docs/checkpoints.md; a numpy
-// reader is python/loom/checkpoint.py).
+// each tensor's block from the pieces that overlap it, so a checkpoint
+// resumes under any mesh, strategy or pipeline (docs/checkpoints.md; a
+// numpy reader is python/loom/checkpoint.py). Part of the runtime's
+// training loop (loom/train.h): rank programs and loom-run write and read
+// the same checkpoints.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_EXECUTION_CHECKPOINT_H
-#define LOOM_EXECUTION_CHECKPOINT_H
+#ifndef LOOM_CHECKPOINT_H
+#define LOOM_CHECKPOINT_H
 
-#include "loom/Dialect/Loom/IR/LoomAttrs.h"
-#include "loom/Execution/HostTensor.h"
-#include "llvm/ADT/StringRef.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include <memory>
+#include "loom/program.h"
+#include "loom/runtime.h"
+
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-namespace mlir::loom {
-
-class DistributedContext;
+namespace loom::program {
 
 /// One tensor as this rank holds it (saving reads it, resuming replaces
 /// it).
 struct CheckpointEntry {
   std::string name;
-  HostTensor *local = nullptr;
+  Tensor *local = nullptr;
   /// How it is split over the mesh (null: whole on every rank).
-  ShardingAttr sharding;
+  const Sharding *sharding = nullptr;
+  /// The whole tensor's shape.
+  std::vector<int64_t> global;
   bool trainable = false;
 };
 
@@ -64,10 +66,10 @@ struct CheckpointSaveOptions {
 /// Saves `entries` as ROOT/step-<state.step>; a collective over `mesh`
 /// (every rank calls it; null: one process). Returns when the manifest is
 /// on disk.
-bool saveCheckpoint(llvm::StringRef root, const CheckpointState &state,
-                    llvm::ArrayRef<CheckpointEntry> entries,
-                    const DistributedContext *mesh,
-                    const CheckpointSaveOptions &options, std::string &error);
+bool saveCheckpoint(const std::string &root, const CheckpointState &state,
+                    const std::vector<CheckpointEntry> &entries,
+                    loom_mesh_t mesh, const CheckpointSaveOptions &options,
+                    std::string &error);
 
 /// What a run resuming from a checkpoint expects of it.
 struct ResumeOptions {
@@ -76,10 +78,12 @@ struct ResumeOptions {
   /// The run's data seed and source: rank 0 warns when they differ.
   uint64_t seed = 0;
   std::string data;
-  /// The names of every tensor of the model (a pipeline stage's entries are
-  /// only its own); empty: the entries are. The checkpoint may hold no
+  /// The names of every tensor of the model (a pipeline stage's entries
+  /// are only its own); empty: the entries are. The checkpoint may hold no
   /// others.
   std::set<std::string> modelTensors;
+  /// Rank 0's lines for the user (where the run resumes; a warning).
+  std::function<void(const std::string &)> note, warn;
 };
 
 /// Replaces every entry's tensor with its block from the checkpoint at (or
@@ -87,10 +91,10 @@ struct ResumeOptions {
 /// ranks of `mesh` (null: one process) agree that all could, and rank 0
 /// says where the run resumes. Returns the checkpoint's state.
 std::optional<CheckpointState>
-resumeFromCheckpoint(llvm::StringRef path, MLIRContext *ctx,
-                     llvm::ArrayRef<CheckpointEntry> entries,
-                     const DistributedContext *mesh,
-                     const ResumeOptions &options, std::string &error);
+resumeFromCheckpoint(const std::string &path,
+                     const std::vector<CheckpointEntry> &entries,
+                     loom_mesh_t mesh, const ResumeOptions &options,
+                     std::string &error);
 
 /// A complete checkpoint opened for reading.
 class Checkpoint {
@@ -102,27 +106,28 @@ public:
     uint32_t crc = 0;
   };
   struct Tensor {
-    RankedTensorType type;
+    loom_dtype_t dtype = LOOM_DTYPE_F32;
+    std::vector<int64_t> shape;
     bool trainable = false;
     std::vector<Piece> pieces;
   };
 
   /// `path` is a checkpoint (a directory with manifest.json) or a root of
   /// them (the latest complete one is opened).
-  static std::optional<Checkpoint> open(llvm::StringRef path, MLIRContext *ctx,
+  static std::optional<Checkpoint> open(const std::string &path,
                                         std::string &error);
 
-  /// Reading tensor `name`, which the model holds as `type`: an error
-  /// names a missing tensor, a different shape or dtype, a missing,
-  /// truncated or corrupt shard.
-  /// The block of `name` (global type `type`) at `offset` (empty: 0s) of
-  /// type `block`: only the pieces that overlap it are read (and their
-  /// CRC-32 checked), so a rank loads its shard without the whole tensor.
-  std::optional<HostTensor> readBlock(llvm::StringRef name,
-                                      RankedTensorType type,
-                                      llvm::ArrayRef<int64_t> offset,
-                                      RankedTensorType block,
-                                      std::string &error) const;
+  /// The block of `name` (whose whole tensor the model holds as `dtype`
+  /// and `shape`) at `offset` (empty: 0s) of shape `block`: only the
+  /// pieces that overlap it are read (and their CRC-32 checked), so a rank
+  /// loads its shard without the whole tensor. An error names a missing
+  /// tensor, a different shape or dtype, a missing, truncated or corrupt
+  /// shard.
+  std::optional<program::Tensor>
+  readBlock(const std::string &name, loom_dtype_t dtype,
+            const std::vector<int64_t> &shape,
+            const std::vector<int64_t> &offset,
+            const std::vector<int64_t> &block, std::string &error) const;
 
   /// Resuming a run of `steps` steps in total whose model has the tensors
   /// `model`: fails when the checkpoint is not before `steps` or holds
@@ -135,16 +140,25 @@ public:
   const std::map<std::string, Tensor> &getTensors() const { return tensors; }
 
 private:
-  /// The shard file `file`, mapped once; null (with `error`) if missing.
-  const llvm::MemoryBuffer *shardFile(const std::string &file,
-                                      std::string &error) const;
+  /// The shard file `file`, opened once (read with pread, never mapped: a
+  /// shard truncated under a reader is an error, not SIGBUS); null (with
+  /// `error`) if missing.
+  const InputFile *shardFile(const std::string &file,
+                             std::string &error) const;
 
   std::string dir;
   CheckpointState state;
   std::map<std::string, Tensor> tensors;
-  mutable std::map<std::string, std::unique_ptr<llvm::MemoryBuffer>> files;
+  mutable std::map<std::string, std::unique_ptr<InputFile>> files;
 };
 
-} // namespace mlir::loom
+/// "tensor<64x32xf32>": a dtype and shape as MLIR prints them (messages).
+std::string tensorTypeText(loom_dtype_t dtype,
+                           const std::vector<int64_t> &shape);
 
-#endif // LOOM_EXECUTION_CHECKPOINT_H
+/// CRC-32 (IEEE, zlib's) of `size` bytes.
+uint32_t crc32(const void *data, size_t size);
+
+} // namespace loom::program
+
+#endif // LOOM_CHECKPOINT_H
