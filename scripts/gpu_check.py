@@ -379,6 +379,28 @@ def run(dest):
             continue
         compare(name + (f" ({procs} processes on one GPU, staged Gloo)" if procs > 1 else ""),
                 table, os.path.join(dest, "expected", name), results)
+    # Checkpoints on the GPU: saved every step, resumed from step 1 to 3,
+    # bitwise the uninterrupted run (parameters come back from the device).
+    if not late("mlp checkpoint"):
+        prog = os.path.join(dest, "programs", "mlp")
+        ck = os.path.join(logs, "mlp-ck")
+        shutil.rmtree(ck, ignore_errors=True)
+        s1, out1, p1 = run_program(prog, logs, "mlp-ck-full", env,
+                                   extra=("--checkpoint-dir", ck, "--checkpoint-every", "1"),
+                                   timeout=90)
+        s2, out2, p2 = run_program(prog, logs, "mlp-ck-resumed", env,
+                                   extra=("--resume", os.path.join(ck, "step-00000001")),
+                                   timeout=90)
+        a, b = read_npy_dir(p1), read_npy_dir(p2)
+        same = bool(a) and sorted(a) == sorted(b) and all(a[f][0] == b[f][0] for f in a)
+        l1, l2 = losses(out1), losses(out2)
+        ok = s1 == 0 and s2 == 0 and same and l1[1:] == l2
+        table.add("mlp checkpoint", ok,
+                  f"saved every step on the GPU, resumed from step 1: losses {l2} "
+                  f"{'==' if l1[1:] == l2 else '!='} {l1[1:]}, parameters "
+                  f"{'bitwise equal' if same else 'DIFFER'}"
+                  + ("" if s1 == 0 and s2 == 0 else f"; status {s1}, {s2}: {(out1 + out2)[-400:]}"))
+
     # The GPT step against PyTorch eager, same GPU, same call.
     L, H, A, S, B = (int(x) for x in info["gpt"].split("x"))
     for dtype in ("f32", "bf16"):
