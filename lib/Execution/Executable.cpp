@@ -207,6 +207,26 @@ bool describeProgram(func::FuncOp fn, ArrayRef<ValueInfo> argInfos,
   return true;
 }
 
+/// An unpipelined step's micro-batches and mesh (its axes into `manifest`);
+/// null when the step is not partitioned.
+MeshOp describeStepMesh(ModuleOp module, func::FuncOp step,
+                        program::Manifest &manifest) {
+  MeshOp mesh;
+  if (auto ref = step->getAttrOfType<FlatSymbolRefAttr>(
+          LoomDialect::kPartitionedAttrName))
+    mesh = module.lookupSymbol<MeshOp>(ref);
+  if (auto micro =
+          step->getAttrOfType<IntegerAttr>(LoomDialect::kMicroBatchesAttrName))
+    manifest.microBatches = micro.getInt();
+  if (mesh)
+    for (Attribute a : mesh.getAxes()) {
+      auto axis = cast<MeshAxisAttr>(a);
+      manifest.axisNames.push_back(axis.getName().str());
+      manifest.axisSizes.push_back(axis.getSize());
+    }
+  return mesh;
+}
+
 /// A pipelined step's schedule, mesh and every stage's programs, each
 /// compiled by `compile(name)` (null: failed, with `error`).
 bool describePipeline(
@@ -298,22 +318,10 @@ bool describeStep(
             "loom-opt --loom-build-train-step)";
     return false;
   }
-  MeshOp mesh;
-  if (auto ref = step->getAttrOfType<FlatSymbolRefAttr>(
-          LoomDialect::kPartitionedAttrName))
-    mesh = module.lookupSymbol<MeshOp>(ref);
+  MeshOp mesh = describeStepMesh(module, step, manifest);
   std::unique_ptr<Executor> exec = compile("train_step");
   if (!exec)
     return false;
-  if (auto micro =
-          step->getAttrOfType<IntegerAttr>(LoomDialect::kMicroBatchesAttrName))
-    manifest.microBatches = micro.getInt();
-  if (mesh)
-    for (Attribute a : mesh.getAxes()) {
-      auto axis = cast<MeshAxisAttr>(a);
-      manifest.axisNames.push_back(axis.getName().str());
-      manifest.axisSizes.push_back(axis.getSize());
-    }
   if (!describeProgram(step, exec->getArguments(), exec->getResults(), mesh,
                        manifest.arguments, manifest.results, constants, error))
     return false;
@@ -409,19 +417,7 @@ bool mlir::loom::writeCudaExecutable(ModuleOp module, ModuleOp lowered,
   }
   program::Manifest manifest;
   manifest.device = "cuda";
-  MeshOp mesh;
-  if (auto ref = step->getAttrOfType<FlatSymbolRefAttr>(
-          LoomDialect::kPartitionedAttrName))
-    mesh = module.lookupSymbol<MeshOp>(ref);
-  if (auto micro =
-          step->getAttrOfType<IntegerAttr>(LoomDialect::kMicroBatchesAttrName))
-    manifest.microBatches = micro.getInt();
-  if (mesh)
-    for (Attribute a : mesh.getAxes()) {
-      auto axis = cast<MeshAxisAttr>(a);
-      manifest.axisNames.push_back(axis.getName().str());
-      manifest.axisSizes.push_back(axis.getSize());
-    }
+  MeshOp mesh = describeStepMesh(module, step, manifest);
   SmallVector<ValueInfo> argInfos, resultInfos;
   std::string constants;
   if (!describeFunction(module, "train_step", argInfos, resultInfos, error) ||

@@ -372,6 +372,62 @@ struct PipelineSchedule {
   }
 };
 
+/// Rank 0's summary of a run: time, memory, data read, the profile (and
+/// a pipeline's bubble in simulation) and the trace file.
+int report(const ::loom::program::TrainResult &result, const CompiledStep &step,
+           const ::loom::program::TrainOptions &options,
+           const PipelineSchedule *schedule) {
+  namespace program = ::loom::program;
+  std::string error;
+  llvm::outs() << llvm::formatv(
+      "trained {0} steps in {1:f3} s ({2:f4} s/step, compile {3:f3} s{5}); "
+      "parameters in {4}\n",
+      steps, result.trainSeconds, result.trainSeconds / steps,
+      step.compileSeconds, options.paramsOut,
+      step.cached ? ", machine code from the cache" : "");
+  // Each rank's peak: the caller's buffers plus the temporaries' high-water
+  // mark, the most any step held. (A pipeline's stages are not measured.)
+  auto mib = [](int64_t bytes) { return double(bytes) / (1 << 20); };
+  if (!step.manifest.pipelined())
+    for (auto [rank, m] : llvm::enumerate(result.memory))
+      llvm::outs() << llvm::formatv(
+          "peak memory rank {0}: {1:f3} MiB = parameters {2:f3} + optimizer "
+          "state {3:f3} + inputs {4:f3} + results {5:f3} + temporaries "
+          "{6:f3}\n",
+          rank, mib(m.peak()), mib(m.parameters), mib(m.optimizerState),
+          mib(m.inputs), mib(m.results), mib(m.temporaries));
+  if (result.dataBytesInFiles > 0) {
+    int64_t most = *llvm::max_element(result.dataBytesRead);
+    llvm::outs() << llvm::formatv(
+        "data read: at most {0} B ({1:f1} MiB) per rank (its blocks) of the "
+        "{2} B ({3:f1} MiB) the steps' entries hold (files mapped, not read "
+        "whole)\n",
+        most, mib(most), result.dataBytesInFiles,
+        mib(result.dataBytesInFiles));
+  }
+  if (profile) {
+    llvm::outs() << program::profileText(result.trace, result.ranks);
+    if (schedule) {
+      std::optional<double> simulated =
+          schedule->simulatedBubble(result.trace, error);
+      if (!simulated)
+        return fail(error);
+      llvm::outs() << llvm::formatv(
+          "  the schedule's bubble fraction in simulation: {0:f3} with each "
+          "stage's measured action times, {1:f3} with unit times (F 1, B 2)\n",
+          *simulated, schedule->unitBubble);
+    }
+  }
+  if (!traceOut.empty()) {
+    std::string text = program::chromeTrace(result.trace);
+    if (!program::writeFileAtomically(traceOut, text.data(), text.size(),
+                                      error))
+      return fail(error);
+    llvm::outs() << "wrote trace " << traceOut << "\n";
+  }
+  return 0;
+}
+
 int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   SmallString<256> irPath(modelPath);
   llvm::sys::path::append(irPath, "train.mlir");
@@ -512,53 +568,7 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     return fail(error);
   if (result.rank != 0)
     return 0;
-  llvm::outs() << llvm::formatv(
-      "trained {0} steps in {1:f3} s ({2:f4} s/step, compile {3:f3} s{5}); "
-      "parameters in {4}\n",
-      steps, result.trainSeconds, result.trainSeconds / steps,
-      step.compileSeconds, options.paramsOut,
-      step.cached ? ", machine code from the cache" : "");
-  // Each rank's peak: the caller's buffers plus the temporaries' high-water
-  // mark, the most any step held. (A pipeline's stages are not measured.)
-  auto mib = [](int64_t bytes) { return double(bytes) / (1 << 20); };
-  if (!step.manifest.pipelined())
-    for (auto [rank, m] : llvm::enumerate(result.memory))
-      llvm::outs() << llvm::formatv(
-          "peak memory rank {0}: {1:f3} MiB = parameters {2:f3} + optimizer "
-          "state {3:f3} + inputs {4:f3} + results {5:f3} + temporaries "
-          "{6:f3}\n",
-          rank, mib(m.peak()), mib(m.parameters), mib(m.optimizerState),
-          mib(m.inputs), mib(m.results), mib(m.temporaries));
-  if (result.dataBytesInFiles > 0) {
-    int64_t most = *llvm::max_element(result.dataBytesRead);
-    llvm::outs() << llvm::formatv(
-        "data read: at most {0} B ({1:f1} MiB) per rank (its blocks) of the "
-        "{2} B ({3:f1} MiB) the steps' entries hold (files mapped, not read "
-        "whole)\n",
-        most, mib(most), result.dataBytesInFiles,
-        mib(result.dataBytesInFiles));
-  }
-  if (profile) {
-    llvm::outs() << program::profileText(result.trace, result.ranks);
-    if (schedule) {
-      std::optional<double> simulated =
-          schedule->simulatedBubble(result.trace, error);
-      if (!simulated)
-        return fail(error);
-      llvm::outs() << llvm::formatv(
-          "  the schedule's bubble fraction in simulation: {0:f3} with each "
-          "stage's measured action times, {1:f3} with unit times (F 1, B 2)\n",
-          *simulated, schedule->unitBubble);
-    }
-  }
-  if (!traceOut.empty()) {
-    std::string text = program::chromeTrace(result.trace);
-    if (!program::writeFileAtomically(traceOut, text.data(), text.size(),
-                                      error))
-      return fail(error);
-    llvm::outs() << "wrote trace " << traceOut << "\n";
-  }
-  return 0;
+  return report(result, step, options, schedule ? &*schedule : nullptr);
 }
 
 /// Inputs given as files: by name (--input), and by graph-input index

@@ -133,11 +133,7 @@ bool Gpu::init(int ordinal, const Options &options, std::string &error) {
   char name[256] = {0};
   drv->cuDeviceGetName(name, sizeof(name) - 1, dev);
   description = "cuda:" + std::to_string(deviceOrdinal) + " (" + name + ")";
-  int major = 0, minor = 0, pools = 0;
-  drv->cuDeviceGetAttribute(
-      &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  drv->cuDeviceGetAttribute(
-      &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  int pools = 0;
   drv->cuDeviceGetAttribute(
       &pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev);
   if (!pools) {
@@ -168,8 +164,6 @@ bool Gpu::init(int ordinal, const Options &options, std::string &error) {
   device.zero = deviceZero;
   device.query = deviceQuery;
   device.open_library = deviceOpenLibrary;
-  (void)major;
-  (void)minor;
   return true;
 }
 

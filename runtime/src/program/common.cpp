@@ -162,10 +162,25 @@ bool DeviceBuffer::download(Tensor &t, std::string &error) const {
 bool DeviceBuffer::scalar(double &out, std::string &error) const {
   char bytes[8] = {0};
   size_t width = loom_dtype_size(type);
-  if (!size || !device->download(bytes, ptr, width, error))
+  if (!size) {
+    error = "reading a scalar of an empty buffer";
+    return false;
+  }
+  if (!device->download(bytes, ptr, width, error))
     return false;
   out = elementAsDouble(bytes, type);
   return true;
+}
+
+/// Calls `entry` with one memref descriptor per argument and result.
+static void callPacked(PackedEntry entry,
+                       std::vector<std::vector<int64_t>> &descriptors) {
+  std::vector<void *> pointers, packed;
+  for (auto &d : descriptors)
+    pointers.push_back(d.data());
+  for (void *&p : pointers)
+    packed.push_back(&p);
+  entry(packed.data());
 }
 
 void invoke(PackedEntry entry, const std::vector<const DeviceBuffer *> &args,
@@ -175,12 +190,7 @@ void invoke(PackedEntry entry, const std::vector<const DeviceBuffer *> &args,
     descriptors.push_back(descriptorFor(b->data(), b->shape()));
   for (DeviceBuffer *b : results)
     descriptors.push_back(descriptorFor(b->data(), b->shape()));
-  std::vector<void *> pointers, packed;
-  for (auto &d : descriptors)
-    pointers.push_back(d.data());
-  for (void *&p : pointers)
-    packed.push_back(&p);
-  entry(packed.data());
+  callPacked(entry, descriptors);
 }
 
 void invoke(PackedEntry entry, std::vector<Tensor *> args,
@@ -190,12 +200,7 @@ void invoke(PackedEntry entry, std::vector<Tensor *> args,
     descriptors.push_back(descriptorFor(*t));
   for (Tensor &t : results)
     descriptors.push_back(descriptorFor(t));
-  std::vector<void *> pointers, packed;
-  for (auto &d : descriptors)
-    pointers.push_back(d.data());
-  for (void *&p : pointers)
-    packed.push_back(&p);
-  entry(packed.data());
+  callPacked(entry, descriptors);
 }
 
 Tensor localShard(loom_mesh_t mesh, const Tensor &global, const Value &v) {
@@ -287,6 +292,29 @@ bool initialValue(const Manifest &m, const Value &v, const std::string &dir,
     return false;
   }
   return file->read(uint64_t(v.initOffset), bytes, global.bytes.data(), error);
+}
+
+Tensor drawSynthetic(const Value &v, std::mt19937_64 &gen) {
+  Tensor global(v.dtype, v.global);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int64_t> ints(
+      0, std::max<int64_t>(v.indexBound, 1) - 1);
+  bool f = isFloat(v.dtype);
+  for (int64_t i = 0; i < global.numElements(); ++i)
+    setFromDouble(global, i, f ? real(gen) : double(ints(gen)));
+  return global;
+}
+
+ResumeOptions resumeOptions(const TrainOptions &o) {
+  ResumeOptions ro;
+  ro.steps = o.steps;
+  ro.seed = o.seed;
+  ro.data = o.data;
+  ro.note = [&o](const std::string &line) { note(o, line); };
+  ro.warn = [](const std::string &line) {
+    std::fprintf(stderr, "loom: %s\n", line.c_str());
+  };
+  return ro;
 }
 
 bool randomValue(const Value &v, uint64_t seed, Tensor &global,

@@ -13,7 +13,10 @@
 #include "loom/program.h"
 #include "loom/train.h"
 
+#include "loom/checkpoint.h"
+
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -100,6 +103,14 @@ bool initialValue(const Manifest &m, const Value &v, const std::string &dir,
 /// the same on every rank and with any standard library.
 bool randomValue(const Value &v, uint64_t seed, Tensor &global,
                  std::string &error);
+
+/// Synthetic data for `v`: its whole (global) tensor drawn from `gen`,
+/// floats uniform in [-1, 1), integers uniform in [0, loom.index_bound).
+Tensor drawSynthetic(const Value &v, std::mt19937_64 &gen);
+
+/// What resuming a checkpoint expects for these options (rank 0's notes
+/// through `note`, warnings on stderr).
+ResumeOptions resumeOptions(const TrainOptions &o);
 
 /// One data argument's .npy file, opened and checked: entries of
 /// `perEntry` shape in an element type convertible to `v`'s.

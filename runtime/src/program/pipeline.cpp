@@ -405,14 +405,7 @@ std::vector<CheckpointEntry> PipelineTrainer::checkpointEntries() {
 bool PipelineTrainer::resume() {
   if (o.resume.empty())
     return true;
-  ResumeOptions ro;
-  ro.steps = o.steps;
-  ro.seed = o.seed;
-  ro.data = o.data;
-  ro.note = [&](const std::string &line) { note(o, line); };
-  ro.warn = [&](const std::string &line) {
-    std::fprintf(stderr, "loom: %s\n", line.c_str());
-  };
+  ResumeOptions ro = resumeOptions(o);
   // Every stage's parameters are the model's tensors.
   for (const StageProgram &p : m.programs)
     for (const Value &v : p.arguments)
@@ -580,14 +573,7 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int micro,
         std::seed_seq seq{uint64_t(o.seed), uint64_t(step), uint64_t(micro),
                           name, name >> 32};
         std::mt19937_64 gen(seq);
-        Tensor global(v.dtype, v.global);
-        std::uniform_real_distribution<double> real(-1.0, 1.0);
-        std::uniform_int_distribution<int64_t> ints(
-            0, std::max<int64_t>(v.indexBound, 1) - 1);
-        bool f = isFloat(v.dtype);
-        for (int64_t x = 0; x < global.numElements(); ++x)
-          setFromDouble(global, x, f ? real(gen) : double(ints(gen)));
-        owned[i] = localShard(mesh, global, v);
+        owned[i] = localShard(mesh, drawSynthetic(v, gen), v);
       }
       arg = &owned[i];
       break;

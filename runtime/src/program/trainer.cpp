@@ -99,7 +99,6 @@ private:
   /// the step).
   std::vector<Tensor> stepData(int64_t s, std::mt19937_64 &gen);
   std::string dataError;
-  void drawSynthetic(std::mt19937_64 &gen, const Value &v, Tensor *out);
   bool runSteps();
   bool runStep(std::vector<Tensor> &values, double &loss, MemoryUse &memory);
   bool afterStep(int64_t s, double loss, double before, double after);
@@ -215,16 +214,8 @@ bool Trainer::resume() {
   std::map<size_t, Tensor> values;
   if (!downloadParameters(values))
     return false;
-  ResumeOptions ro;
-  ro.steps = o.steps;
-  ro.seed = o.seed;
-  ro.data = o.data;
-  ro.note = [&](const std::string &line) { note(o, line); };
-  ro.warn = [&](const std::string &line) {
-    std::fprintf(stderr, "loom: %s\n", line.c_str());
-  };
   std::optional<CheckpointState> state = resumeFromCheckpoint(
-      o.resume, checkpointEntries(values), mesh, ro, error);
+      o.resume, checkpointEntries(values), mesh, resumeOptions(o), error);
   if (!state || !uploadParameters(values))
     return false;
   firstStep = state->step;
@@ -350,27 +341,14 @@ bool Trainer::openFile(DataSource &source, const Value &v) {
   return true;
 }
 
-/// Synthetic data: the whole (global) tensor drawn by every rank, in
-/// argument order, floats uniform in [-1, 1), integers in [0, bound).
-void Trainer::drawSynthetic(std::mt19937_64 &gen, const Value &v,
-                            Tensor *out) {
-  Tensor global(v.dtype, v.global);
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int64_t> ints(
-      0, std::max<int64_t>(v.indexBound, 1) - 1);
-  bool f = isFloat(v.dtype);
-  for (int64_t i = 0; i < global.numElements(); ++i)
-    setFromDouble(global, i, f ? real(gen) : double(ints(gen)));
-  if (out)
-    *out = localShard(mesh, global, v);
-}
-
 std::vector<Tensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
   std::vector<Tensor> values(m.arguments.size());
   for (DataSource &source : data) {
     const Value &v = m.arguments[source.arg];
     if (!source.file) {
-      drawSynthetic(gen, v, &values[source.arg]);
+      // Every rank draws the whole batch, in argument order, and keeps its
+      // block.
+      values[source.arg] = localShard(mesh, drawSynthetic(v, gen), v);
       continue;
     }
     Tensor step(v.dtype, v.shape), block(source.npy.fileType, source.block),
@@ -485,7 +463,7 @@ bool Trainer::runSteps() {
   for (int64_t s = 0; s < firstStep; ++s)
     for (DataSource &source : data)
       if (!source.file)
-        drawSynthetic(gen, m.arguments[source.arg], nullptr);
+        drawSynthetic(m.arguments[source.arg], gen);
   // The next step's data is prepared on a thread while this step runs.
   std::future<std::vector<Tensor>> next;
   if (firstStep < o.steps)
