@@ -31,6 +31,8 @@ static void addKernelLoops(OpPassManager &pm, int blockSize,
   LoomGpuDeviceBuffersOptions buffers;
   buffers.allocations = deviceAllocations;
   pm.addPass(createLoomGpuDeviceBuffers(buffers));
+  // Parallel dimensions outermost: they become the kernel's threads.
+  pm.addPass(createLoomGpuOuterParallelDims());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLoomGpuSerialKernels());

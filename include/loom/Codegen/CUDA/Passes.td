@@ -31,6 +31,31 @@ def LoomGpuDeviceBuffers : Pass<"loom-gpu-device-buffers", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::linalg::LinalgDialect"];
 }
 
+def LoomGpuOuterParallelDims : Pass<"loom-gpu-outer-parallel-dims", "mlir::ModuleOp"> {
+  let summary = "Order every linalg op's loops parallel dimensions first";
+  let description = [{
+    `convert-linalg-to-parallel-loops` nests loops in the order of an op's
+    iterators, and only the outermost parallel loops become a kernel's
+    threads. An op whose reduction dimensions come first (a column sum:
+    `reduction, reduction, parallel`, the gradients of layer-norm scales and
+    biases) would become serial loops around a parallel one: one block
+    whose threads walk every row. This interchanges each `linalg.generic`'s
+    loops so that its parallel dimensions come first, in their order, and
+    its reductions after them, in theirs: each output element is still
+    summed in the same order (results are bit for bit the same), and every
+    parallel dimension is a thread dimension.
+
+    Example:
+
+    ```mlir
+    linalg.generic {iterator_types = ["reduction", "reduction", "parallel"]}
+    // becomes
+    linalg.generic {iterator_types = ["parallel", "reduction", "reduction"]}
+    ```
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def LoomGpuSerialKernels : Pass<"loom-gpu-serial-kernels", "mlir::ModuleOp"> {
   let summary = "Serial host code on buffers as one-iteration parallel loops";
   let description = [{
