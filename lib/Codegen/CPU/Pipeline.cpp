@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -73,6 +74,8 @@ void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
 }
 
 void mlir::loom::buildLoomCpuLoweringTail(OpPassManager &pm) {
+  // scf.forall (a scatter-add's independent lines) -> serial loops.
+  pm.addPass(createForallToForLoopPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

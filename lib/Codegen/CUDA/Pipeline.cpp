@@ -31,8 +31,10 @@ static void addKernelLoops(OpPassManager &pm, int blockSize,
   LoomGpuDeviceBuffersOptions buffers;
   buffers.allocations = deviceAllocations;
   pm.addPass(createLoomGpuDeviceBuffers(buffers));
-  // Parallel dimensions outermost: they become the kernel's threads.
+  // Parallel dimensions outermost: they become the kernel's threads (and
+  // scf.forall's: a scatter-add's independent lines).
   pm.addPass(createLoomGpuOuterParallelDims());
+  pm.addPass(createForallToParallelLoopPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLoomGpuSerialKernels());

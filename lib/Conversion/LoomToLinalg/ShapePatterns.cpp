@@ -164,9 +164,14 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
   }
 };
 
-/// Scatter-add accumulates into a zero tensor with a loop nest over the
-/// updates (tensor.extract/insert on an iter_arg, which bufferizes in place):
-/// repeated indices must add up, which no parallel linalg op expresses.
+/// Scatter-add accumulates into a zero tensor: out[..., idx[j], ...] +=
+/// updates[..., j, ...]. Repeated indices must add up, which no parallel
+/// linalg op expresses, so the index dimensions are a serial loop nest
+/// (tensor.extract/insert on an iter_arg, which bufferizes in place). The
+/// other dimensions never collide: they are an scf.forall, each iteration
+/// owning the line of `out` along the axis (an embedding's gradient: one
+/// iteration per hidden element, tokens summed in order inside it). Every
+/// element is still summed in the update order, as one serial nest would.
 struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -177,49 +182,122 @@ struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
     ArrayRef<int64_t> upd = shapeOf(op.getUpdates());
     int64_t axis = op.getAxis();
     int64_t idxRank = shapeOf(op.getIndices()).size();
+    Type element =
+        cast<RankedTensorType>(adaptor.getUpdates().getType()).getElementType();
     Scalar s{rewriter, loc, op.getType().getElementType()};
     Value init = filledTensor(rewriter, loc, out, s.constant(0));
     Value updates = adaptor.getUpdates(), indices = adaptor.getIndices();
 
-    SmallVector<Value> ivs;
-    std::function<Value(OpBuilder &, Location, Value, size_t)> nest =
-        [&](OpBuilder &b, Location l, Value acc, size_t d) -> Value {
-      if (d == upd.size()) {
-        SmallVector<Value> idxCoords(ivs.begin() + axis,
-                                     ivs.begin() + axis + idxRank);
-        Value i = tensor::ExtractOp::create(b, l, indices, idxCoords);
-        i = arith::IndexCastOp::create(b, l, b.getIndexType(), i);
-        Value zero = arith::ConstantIndexOp::create(b, l, 0);
-        Value n = arith::ConstantIndexOp::create(b, l, out[axis]);
-        Value neg =
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
-        i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, n),
-                                    i);
-        i = arith::MaxSIOp::create(b, l, i, zero);
-        i = arith::MinSIOp::create(
-            b, l, i, arith::ConstantIndexOp::create(b, l, out[axis] - 1));
-        SmallVector<Value> coords(ivs.begin(), ivs.begin() + axis);
-        coords.push_back(i);
-        coords.append(ivs.begin() + axis + idxRank, ivs.end());
-        Value u = tensor::ExtractOp::create(b, l, updates, ivs);
-        Value old = tensor::ExtractOp::create(b, l, acc, coords);
-        Scalar sb{b, l, op.getType().getElementType()};
-        return tensor::InsertOp::create(b, l, sb.add(old, u), acc, coords);
-      }
-      Value lb = arith::ConstantIndexOp::create(b, l, 0);
-      Value ub = arith::ConstantIndexOp::create(b, l, upd[d]);
-      Value step = arith::ConstantIndexOp::create(b, l, 1);
-      auto loop = scf::ForOp::create(
-          b, l, lb, ub, step, ValueRange{acc},
-          [&](OpBuilder &nb, Location nl, Value iv, ValueRange iter) {
-            ivs.push_back(iv);
-            Value next = nest(nb, nl, iter[0], d + 1);
-            ivs.pop_back();
-            scf::YieldOp::create(nb, nl, next);
-          });
-      return loop.getResult(0);
+    // The update dimensions that are not index dimensions, and the output
+    // dimension each one is.
+    SmallVector<int64_t> freeDims;
+    for (int64_t d = 0; d < int64_t(upd.size()); ++d)
+      if (d < axis || d >= axis + idxRank)
+        freeDims.push_back(d);
+    auto outDimOf = [&](int64_t d) { return d < axis ? d : d - idxRank + 1; };
+
+    // The serial nest over the index dimensions, accumulating into `line`
+    // (the output's line along the axis, 1-D) at the free coordinates
+    // `freeIvs` (update dimension -> value).
+    auto serialNest = [&](OpBuilder &b, Location l, Value line,
+                          DenseMap<int64_t, Value> freeIvs) {
+      SmallVector<Value> idxIvs;
+      std::function<Value(OpBuilder &, Location, Value, int64_t)> nest =
+          [&](OpBuilder &nb, Location nl, Value acc, int64_t d) -> Value {
+        if (d == idxRank) {
+          Value i = tensor::ExtractOp::create(nb, nl, indices, idxIvs);
+          i = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), i);
+          Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
+          Value n = arith::ConstantIndexOp::create(nb, nl, out[axis]);
+          Value neg = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt,
+                                            i, zero);
+          i = arith::SelectOp::create(nb, nl, neg,
+                                      arith::AddIOp::create(nb, nl, i, n), i);
+          i = arith::MaxSIOp::create(nb, nl, i, zero);
+          i = arith::MinSIOp::create(
+              nb, nl, i, arith::ConstantIndexOp::create(nb, nl, out[axis] - 1));
+          SmallVector<Value> u;
+          for (int64_t x = 0; x < int64_t(upd.size()); ++x)
+            u.push_back(x >= axis && x < axis + idxRank ? idxIvs[x - axis]
+                                                        : freeIvs.lookup(x));
+          Value update = tensor::ExtractOp::create(nb, nl, updates, u);
+          Value old = tensor::ExtractOp::create(nb, nl, acc, ValueRange{i});
+          Scalar sb{nb, nl, op.getType().getElementType()};
+          return tensor::InsertOp::create(nb, nl, sb.add(old, update), acc,
+                                          ValueRange{i});
+        }
+        Value lb = arith::ConstantIndexOp::create(nb, nl, 0);
+        Value ub = arith::ConstantIndexOp::create(nb, nl, upd[axis + d]);
+        Value step = arith::ConstantIndexOp::create(nb, nl, 1);
+        auto loop = scf::ForOp::create(
+            nb, nl, lb, ub, step, ValueRange{acc},
+            [&](OpBuilder &lb2, Location ll, Value iv, ValueRange iter) {
+              idxIvs.push_back(iv);
+              Value next = nest(lb2, ll, iter[0], d + 1);
+              idxIvs.pop_back();
+              scf::YieldOp::create(lb2, ll, next);
+            });
+        return loop.getResult(0);
+      };
+      return nest(b, l, line, 0);
     };
-    rewriter.replaceOp(op, nest(rewriter, loc, init, 0));
+
+    // The line of `out` at the free coordinates: offsets, sizes, strides.
+    auto lineOf = [&](OpBuilder &b, DenseMap<int64_t, Value> freeIvs,
+                      SmallVector<OpFoldResult> &offsets,
+                      SmallVector<OpFoldResult> &sizes,
+                      SmallVector<OpFoldResult> &strides) {
+      offsets.assign(out.size(), b.getIndexAttr(0));
+      sizes.assign(out.size(), b.getIndexAttr(1));
+      strides.assign(out.size(), b.getIndexAttr(1));
+      sizes[axis] = b.getIndexAttr(out[axis]);
+      for (auto [d, v] : freeIvs)
+        offsets[outDimOf(d)] = v;
+    };
+    auto lineType = RankedTensorType::get({out[axis]}, element);
+
+    if (freeDims.empty()) {
+      // Only index dimensions: one serial nest over the whole output (a
+      // 1-D output is its own line).
+      Value line = init;
+      if (out.size() != 1) {
+        SmallVector<OpFoldResult> offsets, sizes, strides;
+        lineOf(rewriter, DenseMap<int64_t, Value>(), offsets, sizes, strides);
+        line = tensor::ExtractSliceOp::create(rewriter, loc, lineType, init,
+                                              offsets, sizes, strides);
+        Value done =
+            serialNest(rewriter, loc, line, DenseMap<int64_t, Value>());
+        rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
+            op, done, init, offsets, sizes, strides);
+        return success();
+      }
+      rewriter.replaceOp(
+          op, serialNest(rewriter, loc, line, DenseMap<int64_t, Value>()));
+      return success();
+    }
+    SmallVector<OpFoldResult> ubs;
+    for (int64_t d : freeDims)
+      ubs.push_back(rewriter.getIndexAttr(upd[d]));
+    auto forall = scf::ForallOp::create(rewriter, loc, ubs, ValueRange{init},
+                                        std::nullopt);
+    Block *body = forall.getBody();
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(body);
+    OpBuilder &b = rewriter;
+    DenseMap<int64_t, Value> freeIvs;
+    for (auto [k, d] : llvm::enumerate(freeDims))
+      freeIvs[d] = body->getArgument(k);
+    Value shared = body->getArgument(freeDims.size());
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    lineOf(b, freeIvs, offsets, sizes, strides);
+    Value line = tensor::ExtractSliceOp::create(b, loc, lineType, shared,
+                                                offsets, sizes, strides);
+    Value done = serialNest(b, loc, line, freeIvs);
+    rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(rewriter, loc, done, shared, offsets,
+                                          sizes, strides);
+    rewriter.setInsertionPointAfter(forall);
+    rewriter.replaceOp(op, forall.getResult(0));
     return success();
   }
 };

@@ -168,21 +168,38 @@ func.func @gather(%t: tensor<10x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
 
 // -----
 
-// Scatter-add: zeros, then a loop nest over the updates that adds each one at
-// its (wrapped, clamped) index; repeated indices accumulate.
+// Scatter-add: zeros, then per line along the axis (the dimensions that are
+// not indexed never collide: an scf.forall), a serial loop over the
+// updates that adds each one at its (wrapped, clamped) index; repeated
+// indices accumulate.
 // CHECK-LABEL: func.func @scatter_add
 // CHECK: linalg.fill
-// CHECK: scf.for
-// CHECK: scf.for
+// CHECK: scf.forall (%[[J:.*]]) in (4) shared_outs(%[[ACC:.*]] = %{{.*}})
+// CHECK: %[[LINE:.*]] = tensor.extract_slice %[[ACC]][0, %[[J]]] [10, 1] [1, 1] : tensor<10x4xf32> to tensor<10xf32>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[LINE]])
 // CHECK: tensor.extract %arg1
 // CHECK: arith.index_cast
 // CHECK: arith.minsi
 // CHECK: tensor.extract %arg0
 // CHECK: arith.addf
 // CHECK: tensor.insert
+// CHECK: scf.forall.in_parallel
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[ACC]][0, %[[J]]] [10, 1] [1, 1]
 func.func @scatter_add(%u: tensor<3x4xf32>, %i: tensor<3xi64>) -> tensor<10x4xf32> {
   %0 = loom.scatter_add %u[%i] axis = 0 : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<10x4xf32>
   return %0 : tensor<10x4xf32>
+}
+
+// -----
+
+// Indices over every update dimension: one serial loop nest.
+// CHECK-LABEL: func.func @scatter_add_1d
+// CHECK-NOT: scf.forall
+// CHECK: scf.for
+// CHECK: tensor.insert
+func.func @scatter_add_1d(%u: tensor<3xf32>, %i: tensor<3xi64>) -> tensor<10xf32> {
+  %0 = loom.scatter_add %u[%i] axis = 0 : (tensor<3xf32>, tensor<3xi64>) -> tensor<10xf32>
+  return %0 : tensor<10xf32>
 }
 
 // -----
