@@ -207,6 +207,15 @@ bool describeProgram(func::FuncOp fn, ArrayRef<ValueInfo> argInfos,
   return true;
 }
 
+/// `mesh`'s axis names and sizes into `manifest`.
+void addMeshAxes(MeshOp mesh, program::Manifest &manifest) {
+  for (Attribute a : mesh.getAxes()) {
+    auto axis = cast<MeshAxisAttr>(a);
+    manifest.axisNames.push_back(axis.getName().str());
+    manifest.axisSizes.push_back(axis.getSize());
+  }
+}
+
 /// An unpipelined step's micro-batches and mesh (its axes into `manifest`);
 /// null when the step is not partitioned.
 MeshOp describeStepMesh(ModuleOp module, func::FuncOp step,
@@ -219,11 +228,7 @@ MeshOp describeStepMesh(ModuleOp module, func::FuncOp step,
           step->getAttrOfType<IntegerAttr>(LoomDialect::kMicroBatchesAttrName))
     manifest.microBatches = micro.getInt();
   if (mesh)
-    for (Attribute a : mesh.getAxes()) {
-      auto axis = cast<MeshAxisAttr>(a);
-      manifest.axisNames.push_back(axis.getName().str());
-      manifest.axisSizes.push_back(axis.getSize());
-    }
+    addMeshAxes(mesh, manifest);
   return mesh;
 }
 
@@ -267,11 +272,7 @@ bool describePipeline(
             "(loomc partitions them for the mesh with the pp axis)";
     return false;
   }
-  for (Attribute a : mesh.getAxes()) {
-    auto axis = cast<MeshAxisAttr>(a);
-    manifest.axisNames.push_back(axis.getName().str());
-    manifest.axisSizes.push_back(axis.getSize());
-  }
+  addMeshAxes(mesh, manifest);
   const char *kinds[] = {"forward", "backward_input", "backward_weight",
                          "update"};
   int stages = manifest.pipelineRanks * manifest.virtualStages;

@@ -300,7 +300,7 @@ void Gpu::collectEvents() {
     float ms = 0;
     require(drv->cuEventElapsedTime(&ms, p.start, p.stop),
             "reading an event");
-    KernelTime &t = times[p.name];
+    loom::program::DeviceTime &t = times[p.name];
     t.name = p.name;
     ++t.calls;
     t.milliseconds += ms;
@@ -310,12 +310,13 @@ void Gpu::collectEvents() {
   pending.clear();
 }
 
-std::vector<KernelTime> Gpu::profile() {
+std::vector<loom::program::DeviceTime> Gpu::profile() {
   collectEvents();
-  std::vector<KernelTime> out;
+  std::vector<loom::program::DeviceTime> out;
   for (auto &[name, t] : times)
     out.push_back(t);
-  std::sort(out.begin(), out.end(), [](const KernelTime &a, const KernelTime &b) {
+  std::sort(out.begin(), out.end(), [](const loom::program::DeviceTime &a,
+                                         const loom::program::DeviceTime &b) {
     return a.milliseconds > b.milliseconds;
   });
   return out;

@@ -19,6 +19,7 @@
 
 #include "api.h"
 
+#include "loom/device.h"
 #include "loom/runtime.h"
 
 #include <map>
@@ -35,13 +36,6 @@ struct Options {
   bool profile = false;
   /// f32 GEMMs on tensor cores in TF32 (LOOM_CUBLAS_TF32=1); off: f32 math.
   bool tf32 = false;
-};
-
-/// Time spent in one kernel or GEMM (profile mode).
-struct KernelTime {
-  std::string name;
-  int64_t calls = 0;
-  double milliseconds = 0;
 };
 
 class Gpu {
@@ -89,7 +83,7 @@ public:
   void endWork();
   /// Profile mode: the times so far, most expensive first (waits for the
   /// stream).
-  std::vector<KernelTime> profile();
+  std::vector<loom::program::DeviceTime> profile();
   /// The name of the last kernel or GEMM enqueued, for messages.
   const std::string &lastWork() const { return last; }
 
@@ -114,7 +108,7 @@ private:
   };
   std::vector<Pending> pending;
   std::vector<CUevent> spareEvents;
-  std::map<std::string, KernelTime> times;
+  std::map<std::string, loom::program::DeviceTime> times;
   CUevent takeEvent();
 };
 
