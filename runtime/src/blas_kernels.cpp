@@ -11,6 +11,8 @@
 #include <cblas.h>
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 // OpenBLAS extensions (declared in its cblas.h on Debian, repeated here so
 // that other CBLAS headers work too).
@@ -152,3 +154,68 @@ extern "C" void _mlir_ciface_loom_rt_batch_matmul_f64(loom_memref3_f64 *a,
   batchMatmul<double>(a, b, c, transA != 0, transB != 0, accumulate != 0);
 }
 
+
+namespace {
+
+float bf16ToFloat(uint16_t bits) {
+  uint32_t wide = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, sizeof f);
+  return f;
+}
+
+float f16ToFloat(uint16_t bits) {
+  _Float16 h;
+  std::memcpy(&h, &bits, sizeof h);
+  return static_cast<float>(h);
+}
+
+/// `d` widened (exactly) into `storage`, row-major with the same sizes.
+template <float (*Widen)(uint16_t)>
+loom_memref3_f32 widened(const loom_memref3_16 *d, std::vector<float> &storage) {
+  int64_t s0 = d->sizes[0], s1 = d->sizes[1], s2 = d->sizes[2];
+  storage.resize(size_t(s0 * s1 * s2));
+  float *out = storage.data();
+  for (int64_t i = 0; i < s0; ++i)
+    for (int64_t r = 0; r < s1; ++r) {
+      const uint16_t *row =
+          d->aligned + d->offset + i * d->strides[0] + r * d->strides[1];
+      for (int64_t c = 0; c < s2; ++c)
+        *out++ = Widen(row[c * d->strides[2]]);
+    }
+  loom_memref3_f32 m;
+  m.allocated = m.aligned = storage.data();
+  m.offset = 0;
+  for (int i = 0; i < 3; ++i)
+    m.sizes[i] = d->sizes[i];
+  m.strides[0] = s1 * s2;
+  m.strides[1] = s2;
+  m.strides[2] = 1;
+  return m;
+}
+
+template <float (*Widen)(uint16_t)>
+void mixedBatchMatmul(loom_memref3_16 *a, loom_memref3_16 *b,
+                      loom_memref3_f32 *c, bool transA, bool transB,
+                      bool accumulate) {
+  // Reused across calls: a step's products widen the same sizes each time.
+  thread_local std::vector<float> wideA, wideB;
+  loom_memref3_f32 wa = widened<Widen>(a, wideA), wb = widened<Widen>(b, wideB);
+  batchMatmul<float>(&wa, &wb, c, transA, transB, accumulate);
+}
+
+} // namespace
+
+extern "C" void _mlir_ciface_loom_rt_batch_matmul_bf16_f32(
+    loom_memref3_16 *a, loom_memref3_16 *b, loom_memref3_f32 *c,
+    int64_t transA, int64_t transB, int64_t accumulate) {
+  mixedBatchMatmul<bf16ToFloat>(a, b, c, transA != 0, transB != 0,
+                                accumulate != 0);
+}
+
+extern "C" void _mlir_ciface_loom_rt_batch_matmul_f16_f32(
+    loom_memref3_16 *a, loom_memref3_16 *b, loom_memref3_f32 *c,
+    int64_t transA, int64_t transB, int64_t accumulate) {
+  mixedBatchMatmul<f16ToFloat>(a, b, c, transA != 0, transB != 0,
+                               accumulate != 0);
+}

@@ -47,6 +47,15 @@ bool loom::gemm::mapBatchMatmul(const Memref3 &a, const Memref3 &b,
                                 const Memref3 &c, bool transA, bool transB,
                                 bool accumulate, int64_t elementBytes,
                                 ColumnMajorGemm &out, std::string &error) {
+  return mapBatchMatmul(a, b, c, transA, transB, accumulate, elementBytes,
+                        elementBytes, out, error);
+}
+
+bool loom::gemm::mapBatchMatmul(const Memref3 &a, const Memref3 &b,
+                                const Memref3 &c, bool transA, bool transB,
+                                bool accumulate, int64_t operandBytes,
+                                int64_t resultBytes, ColumnMajorGemm &out,
+                                std::string &error) {
   int64_t batch = c.sizes[0], m = c.sizes[1], n = c.sizes[2];
   int64_t k = transA ? a.sizes[1] : a.sizes[2];
   int64_t am = transA ? a.sizes[2] : a.sizes[1];
@@ -94,12 +103,12 @@ bool loom::gemm::mapBatchMatmul(const Memref3 &a, const Memref3 &b,
     return false;
   }
   out.transB = !aStoredTransposed;
-  auto base = [&](const Memref3 &d) {
-    return static_cast<char *>(d.aligned) + d.offset * elementBytes;
+  auto base = [&](const Memref3 &d, int64_t bytes) {
+    return static_cast<char *>(d.aligned) + d.offset * bytes;
   };
-  out.a = base(b);
-  out.b = base(a);
-  out.c = base(c);
+  out.a = base(b, operandBytes);
+  out.b = base(a, operandBytes);
+  out.c = base(c, resultBytes);
   out.strideA = b.sizes[0] == 1 ? 0 : b.strides[0];
   out.strideB = a.sizes[0] == 1 ? 0 : a.strides[0];
   out.strideC = c.strides[0];

@@ -20,6 +20,7 @@
 #include <cblas.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
@@ -179,6 +180,113 @@ TEST(GemmMapping, F64MatchesTheCpuKernelInEveryLayout) {
   uint32_t seed = 100;
   for (const Case &c : cases())
     check<double>(c, seed++);
+}
+
+/// 16-bit bits of `x` (exact for the test's values: multiples of 1/8).
+uint16_t toBf16(double x) {
+  float f = float(x);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return uint16_t(bits >> 16);
+}
+uint16_t toF16(double x) {
+  _Float16 h = _Float16(x);
+  uint16_t bits;
+  std::memcpy(&bits, &h, sizeof bits);
+  return bits;
+}
+float fromBf16(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+float fromF16(uint16_t b) {
+  _Float16 h;
+  std::memcpy(&h, &b, sizeof h);
+  return float(h);
+}
+
+/// A mapped GEMM of 16-bit operands into f32, column-major, by loops (what
+/// cuBLAS computes with Atype/Btype 16-bit, Ctype f32).
+void runColumnMajorMixed(const ColumnMajorGemm &g, float (*widen)(uint16_t)) {
+  for (int64_t i = 0; i < g.batch; ++i) {
+    auto a = reinterpret_cast<const uint16_t *>(g.a) + i * g.strideA;
+    auto b = reinterpret_cast<const uint16_t *>(g.b) + i * g.strideB;
+    float *c = reinterpret_cast<float *>(g.c) + i * g.strideC;
+    for (int64_t col = 0; col < g.n; ++col)
+      for (int64_t row = 0; row < g.m; ++row) {
+        float acc = g.accumulate ? c[row + col * g.ldc] : 0.0f;
+        for (int64_t x = 0; x < g.k; ++x)
+          acc += widen(g.transA ? a[x + row * g.lda] : a[row + x * g.lda]) *
+                 widen(g.transB ? b[col + x * g.ldb] : b[x + col * g.ldb]);
+        c[row + col * g.ldc] = acc;
+      }
+  }
+}
+
+/// bf16/f16 operands into an f32 result: the mapping (operands 2 bytes,
+/// result 4) run as cuBLAS would, the CPU entry point and the f32 product
+/// of the same values agree bit for bit.
+void checkMixed(const Case &c, uint32_t seed, bool bf16) {
+  std::mt19937 gen(seed);
+  Buffer a(c.broadcastA ? 1 : c.batch, c.transA ? c.k : c.m,
+           c.transA ? c.m : c.k, c.pad, c.offset, gen);
+  Buffer b(c.broadcastB ? 1 : c.batch, c.transB ? c.n : c.k,
+           c.transB ? c.k : c.n, c.pad, c.offset, gen);
+  Buffer out(c.batch, c.m, c.n, c.pad, c.offset, gen);
+  for (Buffer *x : {&a, &b})
+    if (c.zeroStride && x->sizes[0] == 1) {
+      x->sizes[0] = c.batch;
+      x->strides[0] = 0;
+    }
+  auto narrow = [&](const Buffer &x, std::vector<uint16_t> &storage) {
+    storage.clear();
+    for (double v : x.data)
+      storage.push_back(bf16 ? toBf16(v) : toF16(v));
+    std::vector<float> unused;
+    Memref3 m = x.memref(unused);
+    m.allocated = m.aligned = storage.data();
+    return m;
+  };
+  std::vector<uint16_t> a16, b16;
+  std::vector<float> af, bf, c1, c2, c3;
+  Memref3 ma16 = narrow(a, a16), mb16 = narrow(b, b16);
+  Memref3 mc1 = out.memref(c1), mc2 = out.memref(c2), mc3 = out.memref(c3);
+  Memref3 maf = a.memref(af), mbf = b.memref(bf);
+  ColumnMajorGemm g;
+  std::string error;
+  ASSERT_TRUE(loom::gemm::mapBatchMatmul(ma16, mb16, mc2, c.transA, c.transB,
+                                         c.accumulate, 2, 4, g, error))
+      << describe(c) << ": " << error;
+  runColumnMajorMixed(g, bf16 ? fromBf16 : fromF16);
+  auto fn = bf16 ? _mlir_ciface_loom_rt_batch_matmul_bf16_f32
+                 : _mlir_ciface_loom_rt_batch_matmul_f16_f32;
+  fn(reinterpret_cast<loom_memref3_16 *>(&ma16),
+     reinterpret_cast<loom_memref3_16 *>(&mb16),
+     reinterpret_cast<loom_memref3_f32 *>(&mc1), c.transA, c.transB,
+     c.accumulate);
+  _mlir_ciface_loom_rt_batch_matmul_f32(
+      reinterpret_cast<loom_memref3_f32 *>(&maf),
+      reinterpret_cast<loom_memref3_f32 *>(&mbf),
+      reinterpret_cast<loom_memref3_f32 *>(&mc3), c.transA, c.transB,
+      c.accumulate);
+  for (size_t i = 0; i < c1.size(); ++i) {
+    ASSERT_EQ(c1[i], c3[i]) << describe(c) << ": element " << i;
+    ASSERT_EQ(c2[i], c3[i]) << describe(c) << ": element " << i;
+  }
+}
+
+TEST(GemmMapping, Bf16IntoF32MatchesTheCpuKernelInEveryLayout) {
+  uint32_t seed = 300;
+  for (const Case &c : cases())
+    checkMixed(c, seed++, /*bf16=*/true);
+}
+
+TEST(GemmMapping, F16IntoF32MatchesTheCpuKernelInEveryLayout) {
+  uint32_t seed = 500;
+  for (const Case &c : cases())
+    checkMixed(c, seed++, /*bf16=*/false);
 }
 
 TEST(GemmMapping, RowMajorOperandsBecomeTheTransposedProduct) {

@@ -45,6 +45,13 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
     Type element = cType.getElementType();
     if (!element.isF32() && !element.isF64())
       return failure();
+    // 16-bit operands with an f32 result (how 16-bit dot_generals lower):
+    // tensor cores on the GPU, widened for sgemm on the CPU.
+    Type operand = cast<MemRefType>(op.getDpsInputs()[0].getType())
+                       .getElementType();
+    if (operand != element && !(element.isF32() && (operand.isBF16() ||
+                                                    operand.isF16())))
+      return failure();
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
     // dims: 0 = b, 1 = m, 2 = n, 3 = k
     bool transA, transB;
@@ -62,8 +69,8 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
       return failure();
     if (!isMap(maps[2], 1, 2))
       return failure();
-    for (Value v : op->getOperands())
-      if (cast<MemRefType>(v.getType()).getElementType() != element)
+    for (Value v : op.getDpsInputs())
+      if (cast<MemRefType>(v.getType()).getElementType() != operand)
         return failure();
 
     // A zero fill of C right before the product is folded into the call
@@ -82,11 +89,15 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
     int64_t dyn = ShapedType::kDynamic;
     auto anyLayout = StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn});
     auto argType = MemRefType::get({dyn, dyn, dyn}, element, anyLayout);
-    std::string name = prefix + (element.isF32() ? "_f32" : "_f64");
+    auto operandType = MemRefType::get({dyn, dyn, dyn}, operand, anyLayout);
+    std::string name = prefix + (operand.isBF16()  ? "_bf16_f32"
+                                 : operand.isF16() ? "_f16_f32"
+                                 : element.isF32() ? "_f32"
+                                                   : "_f64");
     auto module = op->getParentOfType<ModuleOp>();
     auto i64 = rewriter.getI64Type();
     auto fnType =
-        FunctionType::get(ctx, {argType, argType, argType, i64, i64, i64}, {});
+        FunctionType::get(ctx, {operandType, operandType, argType, i64, i64, i64}, {});
     if (!module.lookupSymbol<func::FuncOp>(name)) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
@@ -95,8 +106,9 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
       decl->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
     }
     SmallVector<Value> args;
-    for (Value v : op->getOperands())
-      args.push_back(memref::CastOp::create(rewriter, loc, argType, v));
+    for (Value v : op.getDpsInputs())
+      args.push_back(memref::CastOp::create(rewriter, loc, operandType, v));
+    args.push_back(memref::CastOp::create(rewriter, loc, argType, c));
     args.push_back(arith::ConstantOp::create(rewriter, loc,
                                              rewriter.getI64IntegerAttr(transA)));
     args.push_back(arith::ConstantOp::create(rewriter, loc,

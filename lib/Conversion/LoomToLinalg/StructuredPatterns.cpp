@@ -90,13 +90,13 @@ struct DotGeneralLowering : OpConversionPattern<DotGeneralOp> {
                   transB ? SmallVector<int64_t>{batch, n, k}
                          : SmallVector<int64_t>{batch, k, n});
 
-    // 16-bit floats multiply-accumulate in f32 and round once at the end.
-    // The operands are widened first (exactly: every 16-bit float is an
-    // f32, and so is the product of two), so that the f32 product is a
-    // plain f32 batch_matmul, which the CPU pipeline hands to BLAS.
+    // 16-bit floats multiply-accumulate in f32 and round once at the end:
+    // a batch_matmul of 16-bit operands into an f32 result (its body
+    // widens each operand, exactly: every 16-bit float is an f32, and so
+    // is the product of two). loom-lower-matmul-to-blas calls cuBLAS on
+    // tensor cores with it, or widens the operands for sgemm on the CPU;
+    // no widened copy of an operand is materialized in between.
     Type acc = accumulatorType(element);
-    lhs = convertTensor(rewriter, loc, lhs, element, acc);
-    rhs = convertTensor(rewriter, loc, rhs, element, acc);
     Scalar s{rewriter, loc, acc};
     Value init = filledTensor(rewriter, loc, {batch, m, n}, s.constant(0));
     AffineExpr db, dm, dn, dk;

@@ -63,6 +63,13 @@ bool mapBatchMatmul(const Memref3 &a, const Memref3 &b, const Memref3 &c,
                     int64_t elementBytes, ColumnMajorGemm &out,
                     std::string &error);
 
+/// The same with operands of `operandBytes`-byte and a result of
+/// `resultBytes`-byte elements (bf16 x bf16 -> f32: 2 and 4).
+bool mapBatchMatmul(const Memref3 &a, const Memref3 &b, const Memref3 &c,
+                    bool transA, bool transB, bool accumulate,
+                    int64_t operandBytes, int64_t resultBytes,
+                    ColumnMajorGemm &out, std::string &error);
+
 /// "4 x 128x64x32": batch x M x N x K in the caller's row-major terms, for
 /// messages and profiles.
 std::string describe(const ColumnMajorGemm &g);

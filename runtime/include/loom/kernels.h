@@ -46,6 +46,30 @@ void _mlir_ciface_loom_rt_batch_matmul_f64(loom_memref3_f64 *a,
                                            loom_memref3_f64 *c, int64_t transA,
                                            int64_t transB, int64_t accumulate);
 
+/* A rank-3 memref of 16-bit floats (f16 or bf16, as raw bits). */
+typedef struct loom_memref3_16 {
+  uint16_t *allocated;
+  uint16_t *aligned;
+  int64_t offset;
+  int64_t sizes[3];
+  int64_t strides[3];
+} loom_memref3_16;
+
+/* The same product with 16-bit operands (bf16 or f16) and an f32 result:
+ * every product of two 16-bit floats is exact in f32 and the sum is f32,
+ * as on tensor cores. The operands are widened to f32 (exactly) and handed
+ * to sgemm (OpenBLAS has no bf16 GEMM). */
+void _mlir_ciface_loom_rt_batch_matmul_bf16_f32(loom_memref3_16 *a,
+                                                loom_memref3_16 *b,
+                                                loom_memref3_f32 *c,
+                                                int64_t transA, int64_t transB,
+                                                int64_t accumulate);
+void _mlir_ciface_loom_rt_batch_matmul_f16_f32(loom_memref3_16 *a,
+                                               loom_memref3_16 *b,
+                                               loom_memref3_f32 *c,
+                                               int64_t transA, int64_t transB,
+                                               int64_t accumulate);
+
 /* An unranked memref: rank and a pointer to a ranked descriptor. */
 typedef struct loom_unranked_memref {
   int64_t rank;

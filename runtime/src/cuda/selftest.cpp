@@ -61,6 +61,12 @@ void _mlir_ciface_loom_rt_cublas_batch_matmul_f16(Memref3 *, Memref3 *,
 void _mlir_ciface_loom_rt_cublas_batch_matmul_bf16(Memref3 *, Memref3 *,
                                                    Memref3 *, int64_t, int64_t,
                                                    int64_t);
+void _mlir_ciface_loom_rt_cublas_batch_matmul_f16_f32(Memref3 *, Memref3 *,
+                                                      Memref3 *, int64_t,
+                                                      int64_t, int64_t);
+void _mlir_ciface_loom_rt_cublas_batch_matmul_bf16_f32(Memref3 *, Memref3 *,
+                                                       Memref3 *, int64_t,
+                                                       int64_t, int64_t);
 }
 
 namespace {
@@ -222,9 +228,9 @@ std::string caseText(Type t, const GemmCase &c) {
 
 /// Runs one case through the entry point; the largest error relative to
 /// what the type's rounding allows (<= 1 passes).
-bool runGemm(Gpu &gpu, Type type, const GemmCase &c, std::mt19937_64 &gen,
-             double &worst, std::string &error) {
-  int64_t w = widthOf(type);
+bool runGemm(Gpu &gpu, Type type, Type outType, const GemmCase &c,
+             std::mt19937_64 &gen, double &worst, std::string &error) {
+  int64_t w = widthOf(type), wOut = widthOf(outType);
   Operand a, b, out;
   a.sizes[0] = c.broadcastA ? 1 : c.batch;
   a.sizes[1] = c.transA ? c.k : c.m;
@@ -241,15 +247,16 @@ bool runGemm(Gpu &gpu, Type type, const GemmCase &c, std::mt19937_64 &gen,
     o->layout();
   }
   std::uniform_real_distribution<double> dist(-1, 1);
-  auto fill = [&](const Operand &o, std::vector<char> &host) {
-    host.assign(size_t(o.elements() * w), 0);
+  auto fill = [&](const Operand &o, Type t, std::vector<char> &host) {
+    int64_t width = widthOf(t);
+    host.assign(size_t(o.elements() * width), 0);
     for (int64_t i = 0; i < o.elements(); ++i)
-      store(type, host.data() + i * w, dist(gen));
+      store(t, host.data() + i * width, dist(gen));
   };
   std::vector<char> ha, hb, hc;
-  fill(a, ha);
-  fill(b, hb);
-  fill(out, hc);
+  fill(a, type, ha);
+  fill(b, type, hb);
+  fill(out, outType, hc);
   std::vector<char> poisoned = hc;
   if (!c.accumulate) // a GEMM with beta = 0 must not read C
     std::memset(poisoned.data(), 0xff, poisoned.size());
@@ -273,6 +280,13 @@ bool runGemm(Gpu &gpu, Type type, const GemmCase &c, std::mt19937_64 &gen,
     return d;
   };
   Memref3 ma = desc(da, a), mb = desc(db, b), mc = desc(dc, out);
+  if (outType != type && type == Type::BF16)
+    _mlir_ciface_loom_rt_cublas_batch_matmul_bf16_f32(&ma, &mb, &mc, c.transA,
+                                                      c.transB, c.accumulate);
+  else if (outType != type)
+    _mlir_ciface_loom_rt_cublas_batch_matmul_f16_f32(&ma, &mb, &mc, c.transA,
+                                                     c.transB, c.accumulate);
+  else
   switch (type) {
   case Type::F32:
     _mlir_ciface_loom_rt_cublas_batch_matmul_f32(&ma, &mb, &mc, c.transA,
@@ -302,10 +316,10 @@ bool runGemm(Gpu &gpu, Type type, const GemmCase &c, std::mt19937_64 &gen,
   // The rounding each type allows: its output's unit roundoff relative to
   // the value, plus the accumulation's (f32, or f64) times k relative to
   // the sum of the products' magnitudes.
-  double uOut = type == Type::F64   ? 0x1p-53
-                : type == Type::F32 ? 0x1p-24
-                : type == Type::F16 ? 0x1p-11
-                                    : 0x1p-8;
+  double uOut = outType == Type::F64   ? 0x1p-53
+                : outType == Type::F32 ? 0x1p-24
+                : outType == Type::F16 ? 0x1p-11
+                                       : 0x1p-8;
   double uAcc = type == Type::F64 ? 0x1p-53 : 0x1p-24;
   worst = 0;
   for (int64_t bi = 0; bi < c.batch; ++bi)
@@ -321,12 +335,12 @@ bool runGemm(Gpu &gpu, Type type, const GemmCase &c, std::mt19937_64 &gen,
           ref += av * bv;
           mag += std::fabs(av * bv);
         }
-        double before = load(type, hc.data() + w * out.at(bi, i, j));
+        double before = load(outType, hc.data() + wOut * out.at(bi, i, j));
         if (c.accumulate) {
           ref += before;
           mag += std::fabs(before);
         }
-        double got = load(type, result.data() + w * out.at(bi, i, j));
+        double got = load(outType, result.data() + wOut * out.at(bi, i, j));
         double allowed = 2 * uOut * std::fabs(ref) +
                          4 * double(c.k + 1) * uAcc * mag + 1e-300;
         double e = std::isfinite(got) ? std::fabs(got - ref) / allowed
@@ -339,7 +353,8 @@ bool runGemm(Gpu &gpu, Type type, const GemmCase &c, std::mt19937_64 &gen,
     bool inside = rel >= 0 && rel % out.strides[1] < out.sizes[2];
     const std::vector<char> &expect = c.accumulate ? hc : poisoned;
     if (!inside &&
-        std::memcmp(result.data() + i * w, expect.data() + i * w, w) != 0) {
+        std::memcmp(result.data() + i * wOut, expect.data() + i * wOut,
+                    wOut) != 0) {
       error = "element " + std::to_string(i) + " outside the result was "
               "written";
       return false;
@@ -365,19 +380,26 @@ void checkGemms(Gpu &gpu) {
       cases.push_back({2, 7, 5, 0, ta, tb, true});
       cases.push_back({1, 256, 192, 320, ta, tb, false});
     }
-  for (Type t : {Type::F32, Type::F64, Type::F16, Type::BF16}) {
+  // Each operand type with its own result type, then 16-bit operands
+  // into f32 (what 16-bit dot_generals lower to).
+  std::pair<Type, Type> kinds[] = {
+      {Type::F32, Type::F32},  {Type::F64, Type::F64},
+      {Type::F16, Type::F16},  {Type::BF16, Type::BF16},
+      {Type::F16, Type::F32},  {Type::BF16, Type::F32}};
+  for (auto [t, outType] : kinds) {
     int ok = 0;
     double worst = 0;
     std::string firstFailure;
     for (const GemmCase &c : cases) {
       double w = 0;
       std::string error;
-      bool run = runGemm(gpu, t, c, gen, w, error);
+      bool run = runGemm(gpu, t, outType, c, gen, w, error);
       worst = std::max(worst, run ? w : INFINITY);
       if (run && w <= 1)
         ++ok;
       else if (firstFailure.empty())
-        firstFailure = caseText(t, c) + ": " +
+        firstFailure = caseText(t, c) + (outType != t ? " into f32" : "") +
+                       ": " +
                        (run ? "error " + std::to_string(w) + "x the bound"
                             : error);
     }
@@ -386,7 +408,10 @@ void checkGemms(Gpu &gpu) {
                   "%d/%zu cases, worst error %.3g of the rounding bound%s%s",
                   ok, cases.size(), worst, firstFailure.empty() ? "" : "; ",
                   firstFailure.c_str());
-    report(ok == int(cases.size()), std::string("gemm ") + nameOf(t), detail);
+    std::string kind = nameOf(t);
+    if (outType != t)
+      kind += std::string("->") + nameOf(outType);
+    report(ok == int(cases.size()), "gemm " + kind, detail);
   }
 }
 

@@ -1,4 +1,4 @@
-// f32/f64 batch matmuls on buffers become BLAS calls with transpose flags;
+// f32/f64 batch matmuls (and 16-bit ones into f32) on buffers become BLAS calls with transpose flags;
 // a zero fill right before folds into beta = 0.
 // RUN: loom-opt %s --split-input-file --loom-lower-matmul-to-blas | FileCheck %s
 
@@ -40,5 +40,47 @@ func.func @transposed(%a: memref<2x4x3xf64>, %b: memref<2x5x4xf64>, %c: memref<2
 // CHECK-NOT: call
 func.func @integers(%a: memref<2x3x4xi32>, %b: memref<2x4x5xi32>, %c: memref<2x3x5xi32>) {
   linalg.batch_matmul ins(%a, %b : memref<2x3x4xi32>, memref<2x4x5xi32>) outs(%c : memref<2x3x5xi32>)
+  return
+}
+
+// -----
+
+// 16-bit operands with an f32 result (a 16-bit dot_general): one call of the
+// mixed entry point, with the operands as they are (no widened copies);
+// cuBLAS runs it on tensor cores, the CPU widens for sgemm.
+// CHECK: func.func private @loom_rt_batch_matmul_bf16_f32(memref<?x?x?xbf16, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xbf16, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, i64, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @bf16_into_f32
+// CHECK: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : i64
+// CHECK: call @loom_rt_batch_matmul_bf16_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[ZERO]], %[[ONE]], %[[ZERO]])
+func.func @bf16_into_f32(%a: memref<2x3x4xbf16>, %b: memref<2x5x4xbf16>, %c: memref<2x3x5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<2x3x5xf32>)
+  linalg.batch_matmul indexing_maps = [
+      affine_map<(b, m, n, k) -> (b, m, k)>,
+      affine_map<(b, m, n, k) -> (b, n, k)>,
+      affine_map<(b, m, n, k) -> (b, m, n)>]
+    ins(%a, %b : memref<2x3x4xbf16>, memref<2x5x4xbf16>) outs(%c : memref<2x3x5xf32>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @f16_into_f32
+// CHECK: call @loom_rt_batch_matmul_f16_f32(
+func.func @f16_into_f32(%a: memref<2x3x4xf16>, %b: memref<2x4x5xf16>, %c: memref<2x3x5xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<2x3x4xf16>, memref<2x4x5xf16>) outs(%c : memref<2x3x5xf32>)
+  return
+}
+
+// -----
+
+// 16-bit operands into a 16-bit result accumulate in 16 bits in linalg's
+// semantics: no BLAS entry point computes that, so they stay for the loops.
+// CHECK-LABEL: func.func @bf16_into_bf16
+// CHECK: linalg.batch_matmul
+// CHECK-NOT: call
+func.func @bf16_into_bf16(%a: memref<2x3x4xbf16>, %b: memref<2x4x5xbf16>, %c: memref<2x3x5xbf16>) {
+  linalg.batch_matmul ins(%a, %b : memref<2x3x4xbf16>, memref<2x4x5xbf16>) outs(%c : memref<2x3x5xbf16>)
   return
 }
