@@ -734,3 +734,10 @@ struct PartitionPass : loom::impl::LoomPartitionBase<PartitionPass> {
 };
 
 } // namespace
+
+LogicalResult mlir::loom::partitionFunction(func::FuncOp fn, MeshOp mesh,
+                                            const PropagationResult &plan) {
+  OpBuilder b(fn.getContext());
+  Partitioner partitioner(mesh, b);
+  return partitioner.partition(fn, plan);
+}

@@ -108,6 +108,39 @@ def LoomApplyStrategy : Pass<"loom-apply-strategy", "mlir::ModuleOp"> {
   ];
 }
 
+def LoomSplitMicroBatches : Pass<"loom-split-micro-batches", "mlir::ModuleOp"> {
+  let summary = "Make the loss function one micro-batch of its batch";
+  let description = [{
+    The model's batch is the global batch; `count` micro-batches split it.
+    The loss function becomes the template of one micro-batch: its data
+    inputs (and everything computed from them) get a batch of B / count,
+    partitioned as loom-partition splits a batch over a data-parallel axis
+    of `count` devices — the same local shapes, the same rescaled means —
+    except that the micro-batches are consecutive, not concurrent: the sum
+    over micro-batches that data parallelism gets from an all-reduce of the
+    loss becomes the step's accumulation. The loss is returned as `count`
+    times this micro-batch's share of it, so that the step's average over
+    micro-batches (loom-build-train-step, the pipeline runtime) is the loss
+    of the whole batch and the gradients are its gradients: equal to the
+    step on the whole batch, whether the loss is a mean or a sum.
+
+    The batch is the most common leading dimension of the data inputs (as
+    the dp strategy finds it); inputs without it stay whole. Errors: a
+    count that does not divide the batch (naming both); an op that needs
+    values of the whole batch (a statistic over the batch, such as
+    BatchNorm's in training, or a loss that is not linear in the per-sample
+    terms) — micro-batches cannot compute it one at a time; sharding
+    annotations inside the function (arguments' are kept).
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The loss function (default: the module's only function)">,
+    Option<"count", "count", "int64_t", /*default=*/"1",
+           "Micro-batches the batch is split into">,
+  ];
+  let dependentDialects = ["mlir::loom::LoomDialect"];
+}
+
 def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
   let summary = "Rewrite a sharded program into the per-device (SPMD) program";
   let description = [{

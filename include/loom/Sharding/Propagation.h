@@ -36,6 +36,12 @@ inline PropagationResult propagate(func::FuncOp fn, MeshOp mesh) {
   return propagate(fn, mesh, DenseMap<Value, ShardingAttr>());
 }
 
+/// loom-partition's rewrite of `fn` under `plan` on `mesh`: `fn` is
+/// replaced by a function of the same name with local types and
+/// collectives (and erased); an error on `fn` otherwise.
+LogicalResult partitionFunction(func::FuncOp fn, MeshOp mesh,
+                                const PropagationResult &plan);
+
 } // namespace mlir::loom
 
 #endif // LOOM_LIB_DIALECT_LOOM_TRANSFORMS_PROPAGATION_H

@@ -1,0 +1,303 @@
+//===- SplitMicroBatches.cpp - The loss function as one micro-batch -------===//
+//
+// `--micro-batches K` splits the model's batch B into K micro-batches of
+// B / K. The loss function becomes the template of one micro-batch by the
+// partitioner's own rewrite: the batch of the data inputs is split over a
+// temporary one-axis mesh of K "devices" (as the dp strategy splits it),
+// shardings propagate, and loom-partition's rewrite gives every op its
+// local shape (reshapes, broadcasts and means adapted as under data
+// parallelism). What data parallelism then communicates is what the
+// micro-batches, run one after the other, cannot: so each collective over
+// the temporary axis is either
+//
+//   * the all-reduce (sum) that adds the micro-batches' shares of the loss,
+//     when the loss is linear in it: replaced by K times the share, so that
+//     the step's average over micro-batches is the whole batch's loss (and
+//     its gradients the whole batch's gradients), for mean and sum losses
+//     alike;
+//   * an all_slice of a splat constant: the smaller splat;
+//   * anything else (a statistic over the batch, such as BatchNorm's in
+//     training; a gather of batch rows): an error naming the op.
+//
+// The temporary mesh and the shardings it put on the function are removed;
+// the arguments' own shardings are restored.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Dialect/Loom/Utils/Utils.h"
+#include "loom/Sharding/FactorSharding.h"
+#include "loom/Sharding/Passes.h"
+#include "loom/Sharding/Propagation.h"
+#include "loom/Support/Debug.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+#define DEBUG_TYPE "loom-split-micro-batches"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMSPLITMICROBATCHES
+#include "loom/Sharding/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+constexpr llvm::StringLiteral kAxis = "micro";
+
+/// Values computed from `roots` (forward data flow within `fn`).
+llvm::DenseSet<Value> dependents(func::FuncOp fn, ArrayRef<Value> roots) {
+  llvm::DenseSet<Value> out(roots.begin(), roots.end());
+  for (Operation &op : fn.getBody().front())
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return out.contains(v); }))
+      for (Value r : op.getResults())
+        out.insert(r);
+  return out;
+}
+
+/// Whether the loss (result #0) is linear in `v`, reached only through
+/// sums with values that do not depend on the data, products and
+/// quotients by such values, negations, casts and reshapes.
+bool lossIsLinearIn(Value v, const llvm::DenseSet<Value> &dataDependent) {
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<func::ReturnOp>(user)) {
+      if (use.getOperandNumber() != 0)
+        return false;
+      continue;
+    }
+    auto other = [&]() -> Value {
+      return user->getOperand(1 - use.getOperandNumber());
+    };
+    bool ok = false;
+    if (isa<AddOp, SubOp>(user))
+      ok = !dataDependent.contains(other());
+    else if (isa<MulOp>(user))
+      ok = !dataDependent.contains(other());
+    else if (isa<DivOp>(user))
+      ok = use.getOperandNumber() == 0 && !dataDependent.contains(other());
+    else if (isa<NegOp, CastOp, ReshapeOp>(user))
+      ok = true;
+    if (!ok || !lossIsLinearIn(user->getResult(0), dataDependent))
+      return false;
+  }
+  return true;
+}
+
+struct SplitMicroBatchesPass
+    : loom::impl::LoomSplitMicroBatchesBase<SplitMicroBatchesPass> {
+  using LoomSplitMicroBatchesBase::LoomSplitMicroBatchesBase;
+
+  void runOnOperation() override {
+    if (count < 1) {
+      getOperation().emitError()
+          << getArgument() << ": the number of micro-batches must be at "
+          << "least 1, got " << int64_t(count.getValue());
+      return signalPassFailure();
+    }
+    if (count == 1)
+      return;
+    ModuleOp module = getOperation();
+    FailureOr<func::FuncOp> found =
+        loom::lookupFunction(module, function, getArgument());
+    if (failed(found))
+      return signalPassFailure();
+    func::FuncOp fn = *found;
+    if (failed(split(module, fn)))
+      signalPassFailure();
+  }
+
+  LogicalResult split(ModuleOp module, func::FuncOp fn) {
+    MLIRContext *ctx = module.getContext();
+    int64_t count = this->count.getValue();
+    StringRef name = fn.getSymName();
+    auto fail = [&](Operation *at) {
+      return at->emitError() << "--micro-batches " << count << ": ";
+    };
+    if (fn.getNumResults() == 0)
+      return fail(fn) << "@" << name << " returns no loss";
+    // Shardings inside the function name another mesh; the arguments' are
+    // kept (restored below), an op's would be lost.
+    Operation *annotated = nullptr;
+    fn.walk([&](Operation *op) {
+      if (isa<ShardingConstraintOp>(op) ||
+          op->hasAttr(LoomDialect::kShardingAttrName))
+        annotated = op;
+    });
+    if (annotated)
+      return fail(annotated)
+             << "micro-batches cannot split a model with sharding "
+                "annotations inside @"
+             << name
+             << " yet (this op has one); use a strategy (--strategy dp, "
+                "tp, auto, ...) instead of the model's annotations";
+
+    // The batch: the most common leading size among the data inputs.
+    SmallVector<unsigned> data;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (!fn.getArgAttr(i, LoomDialect::kParamAttrName))
+        data.push_back(i);
+    llvm::MapVector<int64_t, int> sizes;
+    for (unsigned i : data) {
+      auto t = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+      if (t && t.getRank() > 0)
+        ++sizes[t.getDimSize(0)];
+    }
+    int64_t batch = -1;
+    int best = 0;
+    for (auto &[size, n] : sizes)
+      if (n > best) {
+        batch = size;
+        best = n;
+      }
+    if (batch < 0)
+      return fail(fn) << "@" << name
+                      << " has no batched input (no data argument with a "
+                         "leading dimension) to split";
+    SmallVector<unsigned> batched;
+    for (unsigned i : data) {
+      auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+      if (t.getRank() > 0 && t.getDimSize(0) == batch)
+        batched.push_back(i);
+    }
+    if (batch % count != 0)
+      return fail(fn) << "the batch of " << batch << " (input '"
+                      << loom::argumentName(fn, batched.front())
+                      << "') does not split into " << count
+                      << " equal micro-batches: the model's batch is the "
+                         "step's whole batch, so the number of "
+                         "micro-batches must divide it";
+
+    // The arguments' own shardings, restored afterwards.
+    SmallVector<Attribute> ownArgShardings, ownResultShardings;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      ownArgShardings.push_back(
+          fn.getArgAttr(i, LoomDialect::kShardingAttrName));
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      ownResultShardings.push_back(
+          fn.getResultAttr(i, LoomDialect::kShardingAttrName));
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      fn.removeResultAttr(
+          i, StringAttr::get(ctx, LoomDialect::kShardingAttrName));
+
+    // A mesh of `count` micro-batches, the batch split over it.
+    std::string meshName = "loom_micro_batches";
+    for (int n = 1; module.lookupSymbol(meshName); ++n)
+      meshName = "loom_micro_batches_" + std::to_string(n);
+    OpBuilder b(ctx);
+    b.setInsertionPointToStart(module.getBody());
+    auto mesh = MeshOp::create(
+        b, module.getLoc(), meshName,
+        b.getArrayAttr({MeshAxisAttr::get(ctx, StringAttr::get(ctx, kAxis),
+                                          count, nullptr, nullptr)}));
+    auto cleanup = [&]() { mesh.erase(); };
+    DenseMap<Value, ShardingAttr> seeds;
+    for (unsigned i : batched) {
+      auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+      SmallVector<SmallVector<StringRef>> dims(t.getRank());
+      dims[0].push_back(kAxis);
+      seeds[fn.getArgument(i)] = ShardingAttr::get(ctx, mesh.getSymName(), dims);
+    }
+    PropagationResult plan = propagate(fn, mesh, seeds);
+    if (failed(partitionFunction(fn, mesh, plan))) {
+      cleanup();
+      return failure();
+    }
+    fn = module.lookupSymbol<func::FuncOp>(name);
+
+    // What data parallelism would communicate.
+    SmallVector<Value> dataArgs;
+    for (unsigned i : data)
+      dataArgs.push_back(fn.getArgument(i));
+    llvm::DenseSet<Value> dataDependent = dependents(fn, dataArgs);
+    SmallVector<Operation *> collectives;
+    fn.walk([&](Operation *op) {
+      if (isa<CollectiveOpInterface>(op))
+        collectives.push_back(op);
+    });
+    for (Operation *op : collectives) {
+      b.setInsertionPoint(op);
+      if (auto reduce = dyn_cast<AllReduceOp>(op);
+          reduce && reduce.getInputs().size() == 1 &&
+          reduce.getReduction() == ReductionKind::sum &&
+          lossIsLinearIn(reduce.getResult(0), dataDependent)) {
+        Value share = reduce.getInputs()[0];
+        auto t = cast<RankedTensorType>(share.getType());
+        auto scalar = RankedTensorType::get({}, t.getElementType());
+        Value k = ConstantOp::create(
+            b, reduce.getLoc(),
+            DenseElementsAttr::get(
+                scalar, FloatAttr::get(t.getElementType(), double(count))));
+        Value scaled = MulOp::create(b, reduce.getLoc(), share, k);
+        reduce.getResult(0).replaceAllUsesWith(scaled);
+        reduce.erase();
+        continue;
+      }
+      if (auto slice = dyn_cast<AllSliceOp>(op)) {
+        auto cst = slice.getInput().getDefiningOp<ConstantOp>();
+        auto dense =
+            cst ? dyn_cast<DenseElementsAttr>(cst.getValue()) : nullptr;
+        if (dense && dense.isSplat()) {
+          auto type = cast<RankedTensorType>(slice.getType());
+          Value smaller = ConstantOp::create(b, slice.getLoc(),
+                                             dense.resizeSplat(type));
+          slice.getResult().replaceAllUsesWith(smaller);
+          slice.erase();
+          continue;
+        }
+      }
+      // The op whose value needed the whole batch: the collective's user.
+      Operation *reason = op;
+      for (Operation *user : op->getUsers()) {
+        reason = user;
+        break;
+      }
+      InFlightDiagnostic d =
+          fail(reason) << "'" << reason->getName()
+                       << "' needs values of the whole batch of " << batch
+                       << " (a statistic over the batch, such as BatchNorm's "
+                          "in training, or a loss that is not a sum or mean "
+                          "of per-sample terms): micro-batches of "
+                       << batch / count
+                       << " cannot compute it one at a time (splitting "
+                          "it would need '"
+                       << op->getName() << "')";
+      d.attachNote(op->getLoc()) << "the collective split micro-batches "
+                                    "cannot perform: "
+                                 << *op;
+      cleanup();
+      return failure();
+    }
+
+    // The template: no trace of the temporary mesh.
+    fn->removeAttr(LoomDialect::kPartitionedAttrName);
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      if (ownArgShardings[i])
+        fn.setArgAttr(i, LoomDialect::kShardingAttrName, ownArgShardings[i]);
+      else
+        fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
+    }
+    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+      if (ownResultShardings[i])
+        fn.setResultAttr(i, LoomDialect::kShardingAttrName,
+                         ownResultShardings[i]);
+      else
+        fn.removeResultAttr(
+            i, StringAttr::get(ctx, LoomDialect::kShardingAttrName));
+    }
+    cleanup();
+    LLVM_DEBUG(llvm::dbgs() << getArgument() << ": @" << name << " batch "
+                            << batch << " as " << count
+                            << " micro-batches of " << batch / count << "\n");
+    return success();
+  }
+};
+
+} // namespace
