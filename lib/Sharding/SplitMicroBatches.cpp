@@ -259,6 +259,18 @@ struct SplitMicroBatchesPass
         reason = user;
         break;
       }
+      if (isa<DropoutOp>(reason)) {
+        InFlightDiagnostic d =
+            fail(reason)
+            << "dropout in a model split into micro-batches is not "
+               "supported yet: micro-batch m would need rows "
+            << "[m * " << batch / count << ", (m + 1) * " << batch / count
+            << ") of the whole batch's mask, which is drawn by position in "
+               "the whole batch of "
+            << batch;
+        cleanup();
+        return failure();
+      }
       InFlightDiagnostic d =
           fail(reason) << "'" << reason->getName()
                        << "' needs values of the whole batch of " << batch

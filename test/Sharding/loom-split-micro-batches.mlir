@@ -78,6 +78,19 @@ func.func @batch_norm(%x: tensor<8x3x5x5xf32> {loom.name = "x"},
 
 // -----
 
+// Dropout draws its mask by position in the whole batch.
+loom.parameter @wd : tensor<8x8xf32> trainable
+func.func @dropout(%x: tensor<16x8xf32> {loom.name = "x"}, %w: tensor<8x8xf32> {loom.param = @wd}) -> tensor<f32> {
+  %seed = loom.constant dense<7> : tensor<i64>
+  %h = loom.dot_general %x, %w contracting_dims = [1] x [0] : (tensor<16x8xf32>, tensor<8x8xf32>) -> tensor<16x8xf32>
+  // expected-error @+1 {{--micro-batches 4: dropout in a model split into micro-batches is not supported yet: micro-batch m would need rows [m * 4, (m + 1) * 4) of the whole batch's mask}}
+  %y, %m = loom.dropout %h, %seed ratio = 0.3 : (tensor<16x8xf32>, tensor<i64>) -> (tensor<16x8xf32>, tensor<16x8xi1>)
+  %s = loom.reduce_mean %y dims = [0, 1] : (tensor<16x8xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
 // A loss that is not linear in the per-sample sum (its square).
 func.func @nonlinear(%x: tensor<8x4xf32> {loom.name = "x"}) -> tensor<f32> {
   %s = loom.reduce_sum %x dims = [0, 1] : (tensor<8x4xf32>) -> tensor<f32>
