@@ -42,13 +42,15 @@ def tool(name):
     return shutil.which(name) or os.path.join(ROOT, "build", "bin", name)
 
 
-def export(path, a):
+def export(path, a, m):
+    # --micro-batches splits the model's batch: m micro-batches of
+    # --micro-batch samples.
     import torch
     from train_vs_pytorch import TrainBlock
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[TrainBlock(d=a.width, heads=4, seq=a.seq)
                                   for _ in range(a.blocks)])
-    x = torch.randn(a.micro_batch, a.seq, a.width)
+    x = torch.randn(a.micro_batch * m, a.seq, a.width)
     torch.onnx.export(model, x, path, opset_version=14, input_names=["x"],
                       output_names=["y"], do_constant_folding=False,
                       training=torch.onnx.TrainingMode.TRAINING)
@@ -95,8 +97,6 @@ def main():
     p.add_argument("--json", default=None)
     a = p.parse_args()
     work = tempfile.mkdtemp(prefix="loom-bubble-")
-    model = os.path.join(work, "model.onnx")
-    export(model, a)
     print(f"GPT-style stack: {a.blocks} blocks, width {a.width}, sequence {a.seq}, "
           f"micro-batch {a.micro_batch}; pp={a.ranks}, {a.steps} steps (the first left out)")
     print(f"{'schedule':8} {'m':>3} {'theory':>7} {'unit':>7} {'simulated':>9} "
@@ -104,6 +104,9 @@ def main():
     rows = []
     for schedule in a.schedules.split(","):
         for m in (int(x) for x in a.micro_batches.split(",")):
+            model = os.path.join(work, f"model-{m}.onnx")
+            if not os.path.exists(model):
+                export(model, a, m)
             r = run_one(model, work, schedule, m, a)
             rows.append(r)
             print(f"{schedule:8} {m:3d} {r['theory']:7.3f} {r['unit']:7.3f} "

@@ -8,7 +8,8 @@ and cluster, plans the training step with
   loomc --strategy auto --plan-only --plan-stages=0 --micro-batches M
         --compare-megatron
 
-once per micro-batch size b (the model's batch; M = global batch / b), and
+once per micro-batch size b (the model's batch is the global batch, split
+into M = global batch / b micro-batches), and
 reports, for the best micro-batch size:
 
   * planning time (per loomc call, and summed over the micro-batch sizes),
@@ -44,7 +45,7 @@ def plan_one(loomc, work, layers, devices, b, global_batch, a):
     with open(model, "w") as f:
         subprocess.run([sys.executable, os.path.join(HERE, "gpt.py"), "--layers", str(layers),
                         "--hidden", str(a.hidden), "--heads", str(a.heads), "--seq", str(a.seq),
-                        "--batch", str(b)], stdout=f, check=True)
+                        "--batch", str(global_batch)], stdout=f, check=True)
     t0 = time.time()
     r = subprocess.run([loomc, model, "--train", "--loss=none", "--optimizer=adamw",
                         "--strategy", "auto", "--cluster", cluster(devices), "--plan-only",

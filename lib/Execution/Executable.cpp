@@ -227,6 +227,7 @@ MeshOp describeStepMesh(ModuleOp module, func::FuncOp step,
   if (auto micro =
           step->getAttrOfType<IntegerAttr>(LoomDialect::kMicroBatchesAttrName))
     manifest.microBatches = micro.getInt();
+  manifest.splitBatch = module->hasAttr(LoomDialect::kBatchSplitAttrName);
   if (mesh)
     addMeshAxes(mesh, manifest);
   return mesh;
@@ -248,6 +249,7 @@ bool describePipeline(
   manifest.pipelineRanks = get("ranks");
   manifest.virtualStages = get("virtual_stages");
   manifest.microBatches = get("micro_batches");
+  manifest.splitBatch = module->hasAttr(LoomDialect::kBatchSplitAttrName);
   auto lists = pipe.getAs<ArrayAttr>("actions");
   if (manifest.pipelineRanks < 1 || manifest.virtualStages < 1 ||
       manifest.microBatches < 1 || !lists ||

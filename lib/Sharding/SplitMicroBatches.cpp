@@ -16,11 +16,16 @@
 //     its gradients the whole batch's gradients), for mean and sum losses
 //     alike;
 //   * an all_slice of a splat constant: the smaller splat;
+//   * an all_slice along the first dimension of a data input that is only
+//     read so (labels flattened with the sequence): the input is split
+//     there, micro-batch m reading its rows [m n/K, (m+1) n/K);
 //   * anything else (a statistic over the batch, such as BatchNorm's in
 //     training; a gather of batch rows): an error naming the op.
 //
 // The temporary mesh and the shardings it put on the function are removed;
-// the arguments' own shardings are restored.
+// the arguments' own shardings are restored. The module gets
+// `loom.batch_split = K`: a step's data is then one entry of the model's
+// batch (the runtime reads micro-batch m as its rows [m B/K, (m+1) B/K)).
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,6 +94,145 @@ bool lossIsLinearIn(Value v, const llvm::DenseSet<Value> &dataDependent) {
   return true;
 }
 
+/// The data inputs of `fn` and its batch: the most common leading size
+/// among them (the first one's on a tie), as the dp strategy finds it.
+struct Batch {
+  SmallVector<unsigned> data, batched;
+  int64_t size = -1;
+};
+
+Batch findBatch(func::FuncOp fn) {
+  Batch b;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (!fn.getArgAttr(i, LoomDialect::kParamAttrName))
+      b.data.push_back(i);
+  llvm::MapVector<int64_t, int> sizes;
+  for (unsigned i : b.data) {
+    auto t = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+    if (t && t.getRank() > 0)
+      ++sizes[t.getDimSize(0)];
+  }
+  int best = 0;
+  for (auto &[size, n] : sizes)
+    if (n > best) {
+      b.size = size;
+      best = n;
+    }
+  for (unsigned i : b.data) {
+    auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+    if (b.size >= 0 && t.getRank() > 0 && t.getDimSize(0) == b.size)
+      b.batched.push_back(i);
+  }
+  return b;
+}
+
+/// A data input that does not lead with the batch (labels flattened with
+/// the sequence, [B S]) but is only read sliced along its first dimension
+/// over the micro-batches is split there itself: micro-batch m reads its
+/// rows [m n/K, (m+1) n/K), as the runtime feeds them.
+void splitSlicedInputs(func::FuncOp fn, ArrayRef<unsigned> data) {
+  for (unsigned i : data) {
+    BlockArgument arg = fn.getArgument(i);
+    if (arg.use_empty())
+      continue;
+    Type sliced;
+    bool onlySliced = llvm::all_of(arg.getUsers(), [&](Operation *user) {
+      auto slice = dyn_cast<AllSliceOp>(user);
+      if (!slice || slice.getDim() != 0 ||
+          (sliced && slice.getType() != sliced))
+        return false;
+      sliced = slice.getType();
+      return true;
+    });
+    if (!onlySliced)
+      continue;
+    for (Operation *user : llvm::make_early_inc_range(arg.getUsers())) {
+      user->getResult(0).replaceAllUsesWith(arg);
+      user->erase();
+    }
+    arg.setType(sliced);
+  }
+  fn.setType(FunctionType::get(fn.getContext(),
+                               fn.getBody().front().getArgumentTypes(),
+                               fn.getResultTypes()));
+}
+
+/// Replaces what a collective over the micro-batch axis did, or names the
+/// op that needs the whole batch (an error).
+LogicalResult resolveCollectives(func::FuncOp fn, ArrayRef<unsigned> data,
+                                 int64_t batch, int64_t count) {
+  SmallVector<Value> dataArgs;
+  for (unsigned i : data)
+    dataArgs.push_back(fn.getArgument(i));
+  llvm::DenseSet<Value> dataDependent = dependents(fn, dataArgs);
+  SmallVector<Operation *> collectives;
+  fn.walk([&](Operation *op) {
+    if (isa<CollectiveOpInterface>(op))
+      collectives.push_back(op);
+  });
+  OpBuilder b(fn.getContext());
+  for (Operation *op : collectives) {
+    b.setInsertionPoint(op);
+    if (auto reduce = dyn_cast<AllReduceOp>(op);
+        reduce && reduce.getInputs().size() == 1 &&
+        reduce.getReduction() == ReductionKind::sum &&
+        lossIsLinearIn(reduce.getResult(0), dataDependent)) {
+      // The micro-batch's share of the loss, times K: the step averages.
+      Value share = reduce.getInputs()[0];
+      auto t = cast<RankedTensorType>(share.getType());
+      auto scalar = RankedTensorType::get({}, t.getElementType());
+      Value k = ConstantOp::create(
+          b, reduce.getLoc(),
+          DenseElementsAttr::get(
+              scalar, FloatAttr::get(t.getElementType(), double(count))));
+      reduce.getResult(0).replaceAllUsesWith(
+          MulOp::create(b, reduce.getLoc(), share, k));
+      reduce.erase();
+      continue;
+    }
+    if (auto slice = dyn_cast<AllSliceOp>(op)) {
+      auto cst = slice.getInput().getDefiningOp<ConstantOp>();
+      auto dense = cst ? dyn_cast<DenseElementsAttr>(cst.getValue()) : nullptr;
+      if (dense && dense.isSplat()) {
+        auto type = cast<RankedTensorType>(slice.getType());
+        slice.getResult().replaceAllUsesWith(
+            ConstantOp::create(b, slice.getLoc(), dense.resizeSplat(type)));
+        slice.erase();
+        continue;
+      }
+    }
+    // The op whose value needed the whole batch: the collective's user.
+    Operation *reason = op;
+    for (Operation *user : op->getUsers()) {
+      reason = user;
+      break;
+    }
+    InFlightDiagnostic d = reason->emitError()
+                           << "--micro-batches " << count << ": ";
+    if (isa<DropoutOp>(reason)) {
+      d << "dropout in a model split into micro-batches is not supported "
+           "yet: micro-batch m would need rows [m * "
+        << batch / count << ", (m + 1) * " << batch / count
+        << ") of the whole batch's mask, which is drawn by position in the "
+           "whole batch of "
+        << batch;
+      return failure();
+    }
+    d << "'" << reason->getName() << "' needs values of the whole batch of "
+      << batch
+      << " (a statistic over the batch, such as BatchNorm's in training, or "
+         "a loss that is not a sum or mean of per-sample terms): "
+         "micro-batches of "
+      << batch / count
+      << " cannot compute it one at a time (splitting it would need '"
+      << op->getName() << "')";
+    d.attachNote(op->getLoc())
+        << "the collective split micro-batches cannot perform: " << *op;
+    return failure();
+  }
+  return success();
+}
+
 struct SplitMicroBatchesPass
     : loom::impl::LoomSplitMicroBatchesBase<SplitMicroBatchesPass> {
   using LoomSplitMicroBatchesBase::LoomSplitMicroBatchesBase;
@@ -105,24 +249,20 @@ struct SplitMicroBatchesPass
     ModuleOp module = getOperation();
     FailureOr<func::FuncOp> found =
         loom::lookupFunction(module, function, getArgument());
-    if (failed(found))
-      return signalPassFailure();
-    func::FuncOp fn = *found;
-    if (failed(split(module, fn)))
+    if (failed(found) || failed(split(module, *found)))
       signalPassFailure();
   }
 
-  LogicalResult split(ModuleOp module, func::FuncOp fn) {
-    MLIRContext *ctx = module.getContext();
-    int64_t count = this->count.getValue();
-    StringRef name = fn.getSymName();
+  /// Errors on what the split cannot handle before anything changes.
+  LogicalResult check(func::FuncOp fn, const Batch &batch, int64_t count) {
     auto fail = [&](Operation *at) {
       return at->emitError() << "--micro-batches " << count << ": ";
     };
+    StringRef name = fn.getSymName();
     if (fn.getNumResults() == 0)
       return fail(fn) << "@" << name << " returns no loss";
     // Shardings inside the function name another mesh; the arguments' are
-    // kept (restored below), an op's would be lost.
+    // kept (restored afterwards), an op's would be lost.
     Operation *annotated = nullptr;
     fn.walk([&](Operation *op) {
       if (isa<ShardingConstraintOp>(op) ||
@@ -136,56 +276,39 @@ struct SplitMicroBatchesPass
              << name
              << " yet (this op has one); use a strategy (--strategy dp, "
                 "tp, auto, ...) instead of the model's annotations";
-
-    // The batch: the most common leading size among the data inputs.
-    SmallVector<unsigned> data;
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (!fn.getArgAttr(i, LoomDialect::kParamAttrName))
-        data.push_back(i);
-    llvm::MapVector<int64_t, int> sizes;
-    for (unsigned i : data) {
-      auto t = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
-      if (t && t.getRank() > 0)
-        ++sizes[t.getDimSize(0)];
-    }
-    int64_t batch = -1;
-    int best = 0;
-    for (auto &[size, n] : sizes)
-      if (n > best) {
-        batch = size;
-        best = n;
-      }
-    if (batch < 0)
+    if (batch.size < 0)
       return fail(fn) << "@" << name
                       << " has no batched input (no data argument with a "
                          "leading dimension) to split";
-    SmallVector<unsigned> batched;
-    for (unsigned i : data) {
-      auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
-      if (t.getRank() > 0 && t.getDimSize(0) == batch)
-        batched.push_back(i);
-    }
-    if (batch % count != 0)
-      return fail(fn) << "the batch of " << batch << " (input '"
-                      << loom::argumentName(fn, batched.front())
+    if (batch.size % count != 0)
+      return fail(fn) << "the batch of " << batch.size << " (input '"
+                      << loom::argumentName(fn, batch.batched.front())
                       << "') does not split into " << count
                       << " equal micro-batches: the model's batch is the "
                          "step's whole batch, so the number of "
                          "micro-batches must divide it";
+    return success();
+  }
 
-    // The arguments' own shardings, restored afterwards.
-    SmallVector<Attribute> ownArgShardings, ownResultShardings;
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      ownArgShardings.push_back(
-          fn.getArgAttr(i, LoomDialect::kShardingAttrName));
-    for (unsigned i = 0; i < fn.getNumResults(); ++i)
-      ownResultShardings.push_back(
-          fn.getResultAttr(i, LoomDialect::kShardingAttrName));
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
-    for (unsigned i = 0; i < fn.getNumResults(); ++i)
-      fn.removeResultAttr(
-          i, StringAttr::get(ctx, LoomDialect::kShardingAttrName));
+  LogicalResult split(ModuleOp module, func::FuncOp fn) {
+    MLIRContext *ctx = module.getContext();
+    int64_t count = this->count.getValue();
+    StringRef name = fn.getSymName();
+    Batch batch = findBatch(fn);
+    if (failed(check(fn, batch, count)))
+      return failure();
+
+    // The arguments' and results' own shardings, restored afterwards.
+    auto shardingName = StringAttr::get(ctx, LoomDialect::kShardingAttrName);
+    SmallVector<Attribute> ownArgs, ownResults;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      ownArgs.push_back(fn.getArgAttr(i, shardingName));
+      fn.removeArgAttr(i, shardingName);
+    }
+    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+      ownResults.push_back(fn.getResultAttr(i, shardingName));
+      fn.removeResultAttr(i, shardingName);
+    }
 
     // A mesh of `count` micro-batches, the batch split over it.
     std::string meshName = "loom_micro_batches";
@@ -197,117 +320,45 @@ struct SplitMicroBatchesPass
         b, module.getLoc(), meshName,
         b.getArrayAttr({MeshAxisAttr::get(ctx, StringAttr::get(ctx, kAxis),
                                           count, nullptr, nullptr)}));
-    auto cleanup = [&]() { mesh.erase(); };
     DenseMap<Value, ShardingAttr> seeds;
-    for (unsigned i : batched) {
+    for (unsigned i : batch.batched) {
       auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
       SmallVector<SmallVector<StringRef>> dims(t.getRank());
       dims[0].push_back(kAxis);
-      seeds[fn.getArgument(i)] = ShardingAttr::get(ctx, mesh.getSymName(), dims);
+      seeds[fn.getArgument(i)] =
+          ShardingAttr::get(ctx, mesh.getSymName(), dims);
     }
     PropagationResult plan = propagate(fn, mesh, seeds);
     if (failed(partitionFunction(fn, mesh, plan))) {
-      cleanup();
+      mesh.erase();
       return failure();
     }
     fn = module.lookupSymbol<func::FuncOp>(name);
-
-    // What data parallelism would communicate.
-    SmallVector<Value> dataArgs;
-    for (unsigned i : data)
-      dataArgs.push_back(fn.getArgument(i));
-    llvm::DenseSet<Value> dataDependent = dependents(fn, dataArgs);
-    SmallVector<Operation *> collectives;
-    fn.walk([&](Operation *op) {
-      if (isa<CollectiveOpInterface>(op))
-        collectives.push_back(op);
-    });
-    for (Operation *op : collectives) {
-      b.setInsertionPoint(op);
-      if (auto reduce = dyn_cast<AllReduceOp>(op);
-          reduce && reduce.getInputs().size() == 1 &&
-          reduce.getReduction() == ReductionKind::sum &&
-          lossIsLinearIn(reduce.getResult(0), dataDependent)) {
-        Value share = reduce.getInputs()[0];
-        auto t = cast<RankedTensorType>(share.getType());
-        auto scalar = RankedTensorType::get({}, t.getElementType());
-        Value k = ConstantOp::create(
-            b, reduce.getLoc(),
-            DenseElementsAttr::get(
-                scalar, FloatAttr::get(t.getElementType(), double(count))));
-        Value scaled = MulOp::create(b, reduce.getLoc(), share, k);
-        reduce.getResult(0).replaceAllUsesWith(scaled);
-        reduce.erase();
-        continue;
-      }
-      if (auto slice = dyn_cast<AllSliceOp>(op)) {
-        auto cst = slice.getInput().getDefiningOp<ConstantOp>();
-        auto dense =
-            cst ? dyn_cast<DenseElementsAttr>(cst.getValue()) : nullptr;
-        if (dense && dense.isSplat()) {
-          auto type = cast<RankedTensorType>(slice.getType());
-          Value smaller = ConstantOp::create(b, slice.getLoc(),
-                                             dense.resizeSplat(type));
-          slice.getResult().replaceAllUsesWith(smaller);
-          slice.erase();
-          continue;
-        }
-      }
-      // The op whose value needed the whole batch: the collective's user.
-      Operation *reason = op;
-      for (Operation *user : op->getUsers()) {
-        reason = user;
-        break;
-      }
-      if (isa<DropoutOp>(reason)) {
-        InFlightDiagnostic d =
-            fail(reason)
-            << "dropout in a model split into micro-batches is not "
-               "supported yet: micro-batch m would need rows "
-            << "[m * " << batch / count << ", (m + 1) * " << batch / count
-            << ") of the whole batch's mask, which is drawn by position in "
-               "the whole batch of "
-            << batch;
-        cleanup();
-        return failure();
-      }
-      InFlightDiagnostic d =
-          fail(reason) << "'" << reason->getName()
-                       << "' needs values of the whole batch of " << batch
-                       << " (a statistic over the batch, such as BatchNorm's "
-                          "in training, or a loss that is not a sum or mean "
-                          "of per-sample terms): micro-batches of "
-                       << batch / count
-                       << " cannot compute it one at a time (splitting "
-                          "it would need '"
-                       << op->getName() << "')";
-      d.attachNote(op->getLoc()) << "the collective split micro-batches "
-                                    "cannot perform: "
-                                 << *op;
-      cleanup();
+    splitSlicedInputs(fn, batch.data);
+    if (failed(resolveCollectives(fn, batch.data, batch.size, count))) {
+      mesh.erase();
       return failure();
     }
 
     // The template: no trace of the temporary mesh.
     fn->removeAttr(LoomDialect::kPartitionedAttrName);
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-      if (ownArgShardings[i])
-        fn.setArgAttr(i, LoomDialect::kShardingAttrName, ownArgShardings[i]);
-      else
-        fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
+      fn.removeArgAttr(i, shardingName);
+      if (ownArgs[i])
+        fn.setArgAttr(i, shardingName, ownArgs[i]);
     }
     for (unsigned i = 0; i < fn.getNumResults(); ++i) {
-      if (ownResultShardings[i])
-        fn.setResultAttr(i, LoomDialect::kShardingAttrName,
-                         ownResultShardings[i]);
-      else
-        fn.removeResultAttr(
-            i, StringAttr::get(ctx, LoomDialect::kShardingAttrName));
+      fn.removeResultAttr(i, shardingName);
+      if (ownResults[i])
+        fn.setResultAttr(i, shardingName, ownResults[i]);
     }
-    cleanup();
+    mesh.erase();
+    module->setAttr(LoomDialect::kBatchSplitAttrName,
+                    b.getI64IntegerAttr(count));
     LLVM_DEBUG(llvm::dbgs() << getArgument() << ": @" << name << " batch "
-                            << batch << " as " << count
-                            << " micro-batches of " << batch / count << "\n");
+                            << batch.size << " as " << count
+                            << " micro-batches of " << batch.size / count
+                            << "\n");
     return success();
   }
 };

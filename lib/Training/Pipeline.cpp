@@ -1,5 +1,6 @@
 //===- Pipeline.cpp - --loom-training-pipeline ----------------------------===//
 
+#include "loom/Sharding/Passes.h"
 #include "loom/Training/Passes.h"
 #include "loom/Stages/Passes.h"
 
@@ -29,6 +30,11 @@ void mlir::loom::buildLoomTrainingPipeline(
     LoomAutocastOptions autocast;
     autocast.precision = options.precision;
     pm.addPass(createLoomAutocast(autocast));
+  }
+  if (options.splitMicroBatches > 1) {
+    LoomSplitMicroBatchesOptions split;
+    split.count = options.splitMicroBatches;
+    pm.addPass(createLoomSplitMicroBatches(split));
   }
   if (options.stages > 1 || !options.stageBoundaries.empty()) {
     LoomAssignStagesOptions assign;

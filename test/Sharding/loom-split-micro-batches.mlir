@@ -61,6 +61,23 @@ func.func @sum_with_regularizer(%x: tensor<8x2x8xf32> {loom.name = "x"},
 
 // -----
 
+// Labels flattened with the sequence ([B S]) do not lead with the batch but
+// are read split along their first dimension: the input itself is split
+// (micro-batch m reads its rows [8 m, 8 m + 8)).
+// CHECK-LABEL: func.func @flat_labels
+// CHECK-SAME: tensor<2x4x16xf32> {loom.name = "x"}
+// CHECK-SAME: tensor<8xi64> {loom.index_bound = 16 : i64, loom.name = "labels"}
+// CHECK-NOT: loom.all_slice
+// CHECK: loom.cross_entropy {{.*}} : (tensor<8x16xf32>, tensor<8xi64>) -> tensor<f32>
+func.func @flat_labels(%x: tensor<8x4x16xf32> {loom.name = "x"},
+                       %labels: tensor<32xi64> {loom.name = "labels", loom.index_bound = 16}) -> tensor<f32> {
+  %flat = loom.reshape %x : (tensor<8x4x16xf32>) -> tensor<32x16xf32>
+  %loss = loom.cross_entropy %flat, %labels reduction = mean : (tensor<32x16xf32>, tensor<32xi64>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
 // BatchNorm in training normalizes by statistics of the whole batch: one
 // micro-batch at a time cannot compute them.
 loom.parameter @g : tensor<3xf32> trainable

@@ -2,7 +2,8 @@
 //
 //   loomc model.onnx --train --loss=cross_entropy|nll|mse
 //         --optimizer=adamw|adam|sgd --lr=R [--weight-decay=W --momentum=M
-//         --betas=B1,B2 --eps=E --grad-clip=C --micro-batches=K
+//         --betas=B1,B2 --eps=E --grad-clip=C --micro-batches=M
+//         --grad-accumulation=K
 //         --lr-schedule=constant|warmup-cosine --warmup-steps=S
 //         --total-steps=T] [--precision=bf16|fp16 --loss-scale=dynamic]
 //         [--init-from-onnx|--init=seeded --seed=N]
@@ -94,8 +95,16 @@ static cl::opt<double> eps("eps", cl::desc("Adam epsilon"), cl::init(1e-8),
 static cl::opt<double> gradClip("grad-clip", cl::desc("Global gradient-norm clip (0: off)"),
                                 cl::init(0.0), cl::cat(category));
 static cl::opt<unsigned> microBatches("micro-batches",
-    cl::desc("Micro-batches per step (gradient accumulation)"), cl::init(1),
-    cl::cat(category));
+    cl::desc("Split the model's batch (the step's whole batch) into this "
+             "many micro-batches, run one after the other (a pipeline's "
+             "micro-batches): the same step, less activation memory; must "
+             "divide the batch"),
+    cl::init(1), cl::cat(category));
+static cl::opt<unsigned> gradAccumulation("grad-accumulation",
+    cl::desc("Accumulate gradients over this many data entries per step, "
+             "each of the model's batch (PyTorch's gradient accumulation: "
+             "the step trains on this many times the batch)"),
+    cl::init(1), cl::cat(category));
 static cl::opt<std::string> lrSchedule("lr-schedule", cl::desc("constant or warmup-cosine"),
                                        cl::init("constant"), cl::cat(category));
 static cl::opt<int64_t> warmupSteps("warmup-steps", cl::init(0), cl::cat(category),
@@ -223,8 +232,8 @@ static cl::list<std::string> stageBoundaries("stage-boundaries",
 static cl::opt<int> planStages("plan-stages",
     cl::desc("With --strategy auto and no --mesh: search pipeline stages too "
              "(0: every stage count that divides the devices; N: exactly N) "
-             "for --micro-batches per step, the model's batch being one "
-             "micro-batch; the report names the stages, sub-mesh and "
+             "for --micro-batches per step (which split the model's batch); "
+             "the report names the stages, sub-mesh and "
              "schedule, and without --plan-only loomc compiles that plan"),
     cl::init(1), cl::cat(category));
 static cl::list<std::string> inputShapes("input-shape",
@@ -356,6 +365,12 @@ std::string checkNumbers(double beta1, double beta2) {
     return "--loss-scale-growth-interval must be at least 1";
   if (microBatches < 1)
     return "--micro-batches must be at least 1";
+  if (gradAccumulation < 1)
+    return "--grad-accumulation must be at least 1";
+  if (microBatches > 1 && gradAccumulation > 1)
+    return "--micro-batches and --grad-accumulation together are not "
+           "supported yet: split the batch (--micro-batches) or accumulate "
+           "data entries (--grad-accumulation)";
   if (planReport.getNumOccurrences() && !planReport.empty() &&
       planReport != "text" && planReport != "json")
     return "--plan-report takes text or json, not '" + planReport + "'";
@@ -421,8 +436,12 @@ void fillTrainingOptions(TrainingPipelineOptions &o, double beta1,
   o.beta2 = beta2;
   o.eps = eps;
   o.gradClip = gradClip;
-  // A pipeline search plans one micro-batch's step (the model's batch).
-  o.microBatches = planStages != 1 || stagesByPlanner ? 1 : microBatches;
+  // The loss function becomes one of --micro-batches that split the
+  // batch; a pipeline search plans that one micro-batch's step.
+  o.splitMicroBatches = microBatches;
+  o.microBatches = planStages != 1 || stagesByPlanner
+                       ? 1
+                       : std::max(microBatches, gradAccumulation);
   o.lrSchedule = lrSchedule;
   o.warmupSteps = warmupSteps;
   o.totalSteps = totalSteps;
@@ -494,7 +513,7 @@ void fillShardingOptions(ShardingPipelineOptions &o, ModuleOp module,
   o.schedule = scheduleName;
   o.scheduleReport = o.pipeline && planReport != "json";
   o.planStages = planStages;
-  o.planMicroBatches = microBatches;
+  o.planMicroBatches = std::max(microBatches, gradAccumulation);
   // A pp mesh is priced with the schedule it runs.
   if (scheduleName.getNumOccurrences() || pipelineRanks() > 1)
     o.planSchedule = scheduleName;

@@ -129,8 +129,10 @@ def LoomSplitMicroBatches : Pass<"loom-split-micro-batches", "mlir::ModuleOp"> {
     count that does not divide the batch (naming both); an op that needs
     values of the whole batch (a statistic over the batch, such as
     BatchNorm's in training, or a loss that is not linear in the per-sample
-    terms) — micro-batches cannot compute it one at a time; sharding
-    annotations inside the function (arguments' are kept).
+    terms) — micro-batches cannot compute it one at a time; dropout (its
+    mask is drawn by position in the whole batch); sharding annotations
+    inside the function (arguments' are kept). The module gets
+    `loom.batch_split = count`.
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"\"",

@@ -65,7 +65,15 @@ struct TrainingPipelineOptions
       llvm::cl::init(0.0)};
   Option<unsigned> microBatches{
       *this, "micro-batches",
-      llvm::cl::desc("Micro-batches per step (gradient accumulation)"),
+      llvm::cl::desc("Micro-batches per step: the step's copies of the loss "
+                     "function (what split-micro-batches made one "
+                     "micro-batch of, or accumulated data entries)"),
+      llvm::cl::init(1)};
+  Option<unsigned> splitMicroBatches{
+      *this, "split-micro-batches",
+      llvm::cl::desc("Make the loss function one of this many micro-batches "
+                     "that split its batch (loom-split-micro-batches; 1: "
+                     "not split)"),
       llvm::cl::init(1)};
   Option<std::string> lrSchedule{*this, "lr-schedule",
                                  llvm::cl::desc("constant or warmup-cosine"),

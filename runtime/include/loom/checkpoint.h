@@ -48,7 +48,9 @@ struct CheckpointState {
   /// Steps done (the next step's index).
   int64_t step = 0;
   /// The data's seed and source ("synthetic" or a directory) and
-  /// micro-batches per step: the data position is step * microBatches.
+  /// data entries read per step (the micro-batches of gradient
+  /// accumulation; 1 when micro-batches split one entry): the data
+  /// position is step * microBatches.
   uint64_t seed = 0;
   std::string data;
   int64_t microBatches = 1;

@@ -77,6 +77,13 @@ struct Manifest {
   /// kernels, cuBLAS calls and collectives take device buffers).
   std::string device = "host";
   int64_t microBatches = 1;
+  /// The micro-batches split the model's batch (loom.batch_split): a step
+  /// reads one data entry of the whole batch, micro-batch m being its rows
+  /// [m B/M, (m+1) B/M). Otherwise (gradient accumulation) a step reads
+  /// one entry per micro-batch.
+  bool splitBatch = false;
+  /// Data entries one step reads.
+  int64_t entriesPerStep() const { return splitBatch ? 1 : microBatches; }
   /// The mesh the step is partitioned over (empty: one device).
   std::vector<std::string> axisNames;
   std::vector<int64_t> axisSizes;

@@ -124,6 +124,16 @@ struct NpyData {
   /// the whole entries read.
   int64_t bytesRead = 0, entryBytesRead = 0;
 };
+/// `shape` with its first two dimensions merged ([M, b, ...] -> [M b,
+/// ...]): the model's batch of a step whose M micro-batches split it.
+inline std::vector<int64_t> mergeLeading(const std::vector<int64_t> &shape) {
+  if (shape.size() < 2)
+    return shape;
+  std::vector<int64_t> out = {shape[0] * shape[1]};
+  out.insert(out.end(), shape.begin() + 2, shape.end());
+  return out;
+}
+
 bool openNpyData(const std::string &path, const Value &v,
                  const std::vector<int64_t> &perEntry, NpyData &data,
                  std::string &error);

@@ -335,6 +335,8 @@ std::string loom::program::printManifest(const Manifest &m) {
   if (m.device != "host")
     os << "device " << encode(m.device) << "\n";
   os << "micro-batches " << m.microBatches << "\n";
+  if (m.splitBatch)
+    os << "batch-split 1\n";
   bool meshed = !m.axisNames.empty();
   if (meshed) {
     os << "mesh";
@@ -395,6 +397,9 @@ bool loom::program::parseManifest(const std::string &text, Manifest &m,
     } else if (kind == "micro-batches") {
       ok = (fields >> word) && parseInt(word, m.microBatches) &&
            m.microBatches >= 1 && m.microBatches <= (int64_t(1) << 20);
+    } else if (kind == "batch-split") {
+      ok = (fields >> word) && (word == "0" || word == "1");
+      m.splitBatch = word == "1";
     } else if (kind == "mesh") {
       while (ok && fields >> word) {
         size_t eq = word.find('=');

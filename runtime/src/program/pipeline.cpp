@@ -230,6 +230,9 @@ private:
     NpyData npy;
     DataOrder order;
     std::vector<int64_t> offset;
+    /// An entry's shape in the file: one micro-batch's (accumulation) or
+    /// the whole batch's, [M b, ...] (micro-batches that split it).
+    std::vector<int64_t> fileShape;
   };
   std::map<std::string, Data> data;
   /// Per step.
@@ -421,7 +424,7 @@ bool PipelineTrainer::resume() {
 }
 
 bool PipelineTrainer::saveCheckpoint(int64_t stepsDone) {
-  CheckpointState state{stepsDone, o.seed, o.data, m.microBatches};
+  CheckpointState state{stepsDone, o.seed, o.data, m.entriesPerStep()};
   CheckpointSaveOptions save;
   save.keep = o.checkpointKeep;
   save.pipelineAxis = ppAxis;
@@ -451,8 +454,11 @@ bool PipelineTrainer::openData() {
     d.value = &v;
     if (!result.samplesPerStep && !v.global.empty() && v.name != "labels")
       result.samplesPerStep = v.global[0] * m.microBatches;
+    d.fileShape = v.global;
+    if (m.splitBatch && !d.fileShape.empty())
+      d.fileShape[0] *= m.microBatches;
     if (o.data != "synthetic") {
-      if (!openNpyData(o.data + "/" + v.name + ".npy", v, v.global, d.npy,
+      if (!openNpyData(o.data + "/" + v.name + ".npy", v, d.fileShape, d.npy,
                        error))
         return false;
       d.file = true;
@@ -537,14 +543,22 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int micro,
       Data &d = data[v.name];
       if (d.file) {
         // This rank's block of the entry, read from the file.
-        int64_t e = d.order.entry(step * m.microBatches + micro);
+        // Micro-batch `micro` of the step: its own entry (accumulation)
+        // or its rows of the step's one entry (micro-batches that split
+        // the batch).
+        int64_t e = m.splitBatch
+                        ? d.order.entry(step)
+                        : d.order.entry(step * m.microBatches + micro);
         const char *bytes = readNpyEntry(d.npy, e, error);
         if (!bytes) {
           loom_runtime_abandon(runtime);
           return false;
         }
+        std::vector<int64_t> offset = d.offset;
+        if (m.splitBatch && !offset.empty())
+          offset[0] += int64_t(micro) * v.global[0];
         Tensor block(d.npy.fileType, v.shape);
-        copyBlock(bytes, v.global, d.offset,
+        copyBlock(bytes, d.fileShape, offset,
                   block.bytes.data(), v.shape,
                   std::vector<int64_t>(v.shape.size(), 0), v.shape,
                   loom_dtype_size(d.npy.fileType));

@@ -36,7 +36,10 @@ namespace {
 /// One data argument's source: drawn, or read from a .npy file.
 struct DataSource {
   size_t arg;
-  std::vector<int64_t> perEntry, offset, block;
+  /// The shape an entry is read as (the step's data: [M, b, ...] when M
+  /// micro-batches split one entry; one micro-batch's when each has its
+  /// own), this rank's block of it, and the entry's shape in the file.
+  std::vector<int64_t> perEntry, offset, block, fileShape;
   NpyData npy;
   bool file = false;
   DataOrder order;
@@ -229,7 +232,7 @@ bool Trainer::saveCheckpoint(int64_t stepsDone) {
   std::map<size_t, Tensor> values;
   if (!downloadParameters(values))
     return false;
-  CheckpointState state{stepsDone, o.seed, o.data, m.microBatches};
+  CheckpointState state{stepsDone, o.seed, o.data, m.entriesPerStep()};
   CheckpointSaveOptions save;
   save.keep = o.checkpointKeep;
   save.dieBeforeManifest = o.faultMode == "save" &&
@@ -279,17 +282,20 @@ bool Trainer::openData() {
     source.perEntry = v.global;
     source.offset = blockOffset(mesh, v.global, v.sharding);
     source.block = v.shape;
-    if (m.microBatches > 1) {
+    if (m.microBatches > 1 && !m.splitBatch) {
       source.perEntry.erase(source.perEntry.begin());
       source.offset.erase(source.offset.begin());
       source.block.erase(source.block.begin());
     }
-    if (data.empty() && !source.perEntry.empty())
-      result.samplesPerStep = source.perEntry[0] * m.microBatches;
-    if (!isFloat(v.dtype) && source.perEntry.size() >= 2 && v.name != "labels")
+    source.fileShape =
+        m.splitBatch ? mergeLeading(source.perEntry) : source.perEntry;
+    if (data.empty() && !source.fileShape.empty())
+      result.samplesPerStep = source.fileShape[0] * m.entriesPerStep();
+    if (!isFloat(v.dtype) && source.fileShape.size() >= 2 && v.name != "labels")
       result.tokensPerStep =
-          std::max(result.tokensPerStep,
-                   source.perEntry[0] * source.perEntry[1] * m.microBatches);
+          std::max(result.tokensPerStep, source.fileShape[0] *
+                                             source.fileShape[1] *
+                                             m.entriesPerStep());
     if (o.data != "synthetic") {
       if (!openFile(source, v))
         return false;
@@ -322,15 +328,15 @@ bool Trainer::openData() {
 /// (wrapping, shuffled with --shuffle).
 bool Trainer::openFile(DataSource &source, const Value &v) {
   std::string path = o.data + "/" + v.name + ".npy";
-  if (!openNpyData(path, v, source.perEntry, source.npy, error))
+  if (!openNpyData(path, v, source.fileShape, source.npy, error))
     return false;
   source.file = true;
   source.order = DataOrder(source.npy.entries, o.shuffle, o.seed);
-  int64_t n = source.npy.entries, needed = o.steps * m.microBatches;
+  int64_t n = source.npy.entries, needed = o.steps * m.entriesPerStep();
   if (needed > n && result.rank == 0 && data.empty()) {
-    std::string micro = m.microBatches > 1
+    std::string micro = m.entriesPerStep() > 1
                             ? " of " + std::to_string(m.microBatches) +
-                                  " micro-batches"
+                                  " accumulated batches"
                             : "";
     note(o, "data: " + path + " has " + std::to_string(n) + " entries; " +
                 std::to_string(o.steps) + " steps" + micro + " read " +
@@ -354,8 +360,11 @@ std::vector<Tensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
     Tensor step(v.dtype, v.shape), block(source.npy.fileType, source.block),
         converted(v.dtype, source.block);
     std::vector<int64_t> zeros(source.block.size(), 0);
-    for (int64_t k = 0; k < m.microBatches; ++k) {
-      int64_t e = source.order.entry(s * m.microBatches + k);
+    // One entry per micro-batch (gradient accumulation), or one entry
+    // whose rows the micro-batches split (source.perEntry is then the
+    // whole step's [M, b, ...]: the entry's rows in micro-batch order).
+    for (int64_t k = 0; k < m.entriesPerStep(); ++k) {
+      int64_t e = source.order.entry(s * m.entriesPerStep() + k);
       const char *bytes = readNpyEntry(source.npy, e, dataError);
       if (!bytes)
         return {};

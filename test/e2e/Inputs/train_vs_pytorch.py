@@ -4,7 +4,7 @@ same initial weights and data, and compares the loss of every step and the
 final parameters.
 
     train_vs_pytorch.py WORK_DIR --model mlp|block|lm|lm-tied|encoder|resnet18
-        --optimizer adamw|sgd [--steps 20] [--lr LR] [--micro-batches K] [--grad-clip C]
+        --optimizer adamw|sgd [--steps 20] [--lr LR] [--grad-accumulation K] [--micro-batches M] [--grad-clip C]
         [--lr-schedule warmup-cosine --warmup-steps W]
 
 Models: `mlp` (Linear-ReLU-Linear, cross-entropy), `block` (a pre-norm GPT
@@ -142,7 +142,11 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--lr", type=float, default=0.0,
                    help="learning rate (default: 0.05 for SGD, 3e-3 for Adam(W))")
-    p.add_argument("--micro-batches", type=int, default=1)
+    p.add_argument("--grad-accumulation", type=int, default=1,
+                   help="K data entries per step (PyTorch's gradient accumulation)")
+    p.add_argument("--micro-batches", type=int, default=1,
+                   help="loomc splits the batch into M micro-batches; PyTorch "
+                        "steps on the whole batch")
     p.add_argument("--grad-clip", type=float, default=0.0)
     p.add_argument("--lr-schedule", default="constant")
     p.add_argument("--warmup-steps", type=int, default=0)
@@ -161,7 +165,7 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
-    k = a.micro_batches
+    k = a.grad_accumulation
     n = a.steps * k
     model, xs, ys, loss_name = make(a.model, rng, n)
     os.makedirs(a.work, exist_ok=True)
@@ -193,7 +197,9 @@ def main():
     if a.grad_clip:
         flags.append(f"--grad-clip={a.grad_clip}")
     if k > 1:
-        flags.append(f"--micro-batches={k}")
+        flags.append(f"--grad-accumulation={k}")
+    if a.micro_batches > 1:
+        flags.append(f"--micro-batches={a.micro_batches}")
     if a.precision != "fp32":
         flags.append("--precision=" + a.precision)
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16")

@@ -80,6 +80,13 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                              "integer on a function");
     return success();
   }
+  if (attr.getName() == kBatchSplitAttrName) {
+    auto count = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !count || count.getInt() < 2)
+      return op->emitOpError("'loom.batch_split' must be an integer of at "
+                             "least 2 on a module");
+    return success();
+  }
   if (attr.getName() == kOpIdAttrName || attr.getName() == kVjpOfAttrName) {
     auto id = dyn_cast<IntegerAttr>(attr.getValue());
     if (isa<FunctionOpInterface>(op) || !id || id.getInt() < 0)

@@ -157,8 +157,9 @@ def main():
         model, loss = TrainBlock(), "mse"
         if a.pipeline:
             model = torch.nn.Sequential(TrainBlock(), TrainBlock())
-        xs = rng.standard_normal((STEPS * micro, 4, 16, 64)).astype(np.float32)
-        ys = rng.standard_normal((STEPS * micro, 4, 16, 64)).astype(np.float32)
+        # --micro-batches splits the model's batch: micro-batches of 4.
+        xs = rng.standard_normal((STEPS, 4 * micro, 16, 64)).astype(np.float32)
+        ys = rng.standard_normal((STEPS, 4 * micro, 16, 64)).astype(np.float32)
     onnx_path = os.path.join(a.work, "model.onnx")
     torch.onnx.export(model, torch.from_numpy(xs[0]), onnx_path, opset_version=14,
                       input_names=["x"], output_names=["y"], do_constant_folding=False,

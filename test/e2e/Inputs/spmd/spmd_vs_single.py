@@ -5,7 +5,8 @@
                       [--steps 10] [--optimizer adamw|sgd] [--remat none|layers|full]
 
 The model comes from PyTorch through ONNX (the MLP and the bias-free-QKV GPT
-block of train_vs_pytorch.py, batch 8 and 4; `stack` is `--blocks` (3) such blocks,
+block of train_vs_pytorch.py, batch 8 and 4 (times --micro-batches: they split
+it); `stack` is `--blocks` (3) such blocks,
 whose repeated layers the planner coarsens). loomc builds the training
 step twice, without a mesh and with `--mesh/--strategy`; loom-run trains the
 first alone and the second with `-np` ranks on the same data. Prints the
@@ -44,6 +45,9 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--optimizer", default="adamw")
     p.add_argument("--micro-batches", type=int, default=1)
+    p.add_argument("--reference-micro-batches", action="store_true",
+                   help="the single-device step splits the batch into the same "
+                        "micro-batches (default: it steps on the whole batch)")
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--cluster", default=None, help="--strategy auto: the cluster")
     p.add_argument("--remat", default=None, help="loomc --remat for the second program")
@@ -60,7 +64,9 @@ def main():
 
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    n = a.steps * a.micro_batches
+    # --micro-batches M splits the model's batch: a micro-batch keeps the
+    # sizes above (8, 4), the model's batch is M of them.
+    m, n = a.micro_batches, a.steps * a.micro_batches
     if a.model == "mlp":
         model = MLP()
         xs = rng.standard_normal((n, 8, 32)).astype(np.float32)
@@ -72,6 +78,8 @@ def main():
         xs = rng.standard_normal((n, 4, 16, 64)).astype(np.float32)
         ys = rng.standard_normal((n, 4, 16, 64)).astype(np.float32)
         loss = "mse"
+    xs = xs.reshape(a.steps, -1, *xs.shape[2:])
+    ys = ys.reshape(a.steps, -1, *ys.shape[2:])
     os.makedirs(a.work, exist_ok=True)
     onnx_path = os.path.join(a.work, "model.onnx")
     torch.onnx.export(model, torch.from_numpy(xs[0]), onnx_path, opset_version=14,
@@ -95,15 +103,18 @@ def main():
         common += ["--momentum=0.9"]
     if a.eps:
         common += [f"--eps={a.eps}"]
-    if a.micro_batches > 1:
-        common += [f"--micro-batches={a.micro_batches}"]
     if a.precision:
         common += [f"--precision={a.precision}"]
     if a.grad_compression:
         common += [f"--grad-compression={a.grad_compression}"]
     single, spmd = os.path.join(a.work, "single"), os.path.join(a.work, "spmd")
-    subprocess.run(["loomc", *common, "-o", single], check=True, capture_output=True)
+    # The reference is the step on the whole batch, without micro-batches
+    # (or with the same ones: --reference-micro-batches).
+    ref = [f"--micro-batches={a.micro_batches}"] if a.reference_micro_batches else []
+    subprocess.run(["loomc", *common, *ref, "-o", single], check=True, capture_output=True)
     extra = ["--cluster", a.cluster] if a.cluster else []
+    if a.micro_batches > 1:
+        extra += [f"--micro-batches={a.micro_batches}"]
     if a.remat:
         extra += [f"--remat={a.remat}"]
     if a.schedule:
@@ -133,9 +144,9 @@ def main():
             sys.exit(1)
         return [float(l.split()[3]) for l in r.stdout.splitlines() if l.startswith("step ")]
 
-    # The single-device step unrolls its micro-batches: LLVM's -O2 takes
-    # minutes on it, -O0 seconds. Both sides run at the same level: after
-    # 10 AdamW steps -O0 and -O2 differ by up to 1e-4 in a weight (LLVM
+    # A step that unrolls its micro-batches (no pipeline) takes LLVM's -O2
+    # minutes, -O0 seconds. Both sides run at the same level: after 10
+    # AdamW steps -O0 and -O2 differ by up to 1e-4 in a weight (LLVM
     # contracts a * b + c into fused multiply-adds at -O2).
     opt = ["-O", "0"] if a.micro_batches > 1 else []
     one = train(single, opt)

@@ -62,6 +62,12 @@ def Loom_Dialect : Dialect {
     /// accumulation: data arguments carry a leading dimension of this many
     /// micro-batches.
     static constexpr ::llvm::StringLiteral kMicroBatchesAttrName = "loom.micro_batches";
+    /// Module attribute (an integer >= 2) set by loom-split-micro-batches:
+    /// the loss function is one micro-batch of this many that split the
+    /// model's batch, so a step's data is one entry of the model's batch
+    /// (micro-batch m its rows [m B/M, (m+1) B/M)), not one entry per
+    /// micro-batch.
+    static constexpr ::llvm::StringLiteral kBatchSplitAttrName = "loom.batch_split";
     /// Function attribute naming the mesh of a per-device program
     /// (loom-partition): its types are local, its argument and result
     /// shardings say how the global values are split.
