@@ -56,7 +56,8 @@ struct Sharded {
 
 class Partitioner {
 public:
-  Partitioner(MeshOp mesh, OpBuilder &b) : mesh(mesh), b(b) {}
+  Partitioner(MeshOp mesh, OpBuilder &b, bool dropoutOnRows = false)
+      : mesh(mesh), b(b), dropoutOnRows(dropoutOnRows) {}
 
   /// Collectives taking `v` (global type `global`) from sharding `from` to
   /// `to`: the resharding library's steps (Reshard.h).
@@ -86,6 +87,10 @@ private:
 
   MeshOp mesh;
   OpBuilder &b;
+  /// A dropout whose input is split along its first dimension only runs on
+  /// its block of rows (tagged loom.micro_batch_rows) instead of the whole
+  /// tensor: micro-batches, whose step offsets the mask per block.
+  bool dropoutOnRows = false;
   DenseMap<Value, Sharded> local;
   /// Per forward op number (loom.op_id): the op, its operands as resharded
   /// for it and its results as it produced them.
@@ -254,6 +259,19 @@ static bool readsParameter(Operation *op, unsigned i) {
 /// resharded to what users need), then the plan's result sharding for
 /// factors nothing split yet. Ops whose semantics involve global positions
 /// see whole tensors (ShardingRule::needsWholeTensors).
+/// Whether `fs` splits operand 0 along its first dimension and no other:
+/// a device's block is then a contiguous range of the tensor's elements.
+static bool splitsRowsOnly(FactorSharding &fs, const ShardingRule &rule,
+                           MLIRContext *ctx) {
+  ShardingAttr s = fs.project(rule.getOperands()[0], false, ctx);
+  if (s.getRank() == 0 || s.getDimAxes(0).empty())
+    return false;
+  for (int64_t d = 1; d < s.getRank(); ++d)
+    if (!s.getDimAxes(d).empty())
+      return false;
+  return true;
+}
+
 FactorSharding Partitioner::chooseFactors(Operation *op,
                                           const ShardingRule &rule,
                                           const PropagationResult &plan) {
@@ -307,7 +325,9 @@ FactorSharding Partitioner::chooseFactors(Operation *op,
       fs.absorb(rule.getResults()[i], plan.shardings.lookup(r),
                 {FactorKind::Parallel});
   fs.legalize();
-  if (rule.needsWholeTensors()) {
+  if (rule.needsWholeTensors() &&
+      !(dropoutOnRows && isa<DropoutOp>(op) &&
+        splitsRowsOnly(fs, rule, op->getContext()))) {
     fs.axes.assign(rule.getNumFactors(), {});
     fs.used.clear();
   }
@@ -451,6 +471,12 @@ LogicalResult Partitioner::partitionOp(Operation *op,
   }
   // Attributes that name global sizes.
   cast<ShardingRuleOpInterface>(copy).adaptToLocalTypes(op->getOperandTypes());
+  if (dropoutOnRows && isa<DropoutOp>(copy) && rule.needsWholeTensors() &&
+      !fs.used.empty())
+    copy->setAttr(
+        LoomDialect::kMicroBatchRowsAttrName,
+        b.getI64IntegerAttr(cast<RankedTensorType>(copy->getOperand(0).getType())
+                                .getNumElements()));
   LLVM_DEBUG(llvm::dbgs() << "partition " << op->getName() << ": "
                           << (resultShardings.empty()
                                   ? std::string("-")
@@ -736,8 +762,9 @@ struct PartitionPass : loom::impl::LoomPartitionBase<PartitionPass> {
 } // namespace
 
 LogicalResult mlir::loom::partitionFunction(func::FuncOp fn, MeshOp mesh,
-                                            const PropagationResult &plan) {
+                                            const PropagationResult &plan,
+                                            bool dropoutOnRows) {
   OpBuilder b(fn.getContext());
-  Partitioner partitioner(mesh, b);
+  Partitioner partitioner(mesh, b, dropoutOnRows);
   return partitioner.partition(fn, plan);
 }

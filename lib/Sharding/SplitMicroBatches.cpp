@@ -22,6 +22,12 @@
 //   * anything else (a statistic over the batch, such as BatchNorm's in
 //     training; a gather of batch rows): an error naming the op.
 //
+// A dropout (its mask drawn by position in the whole tensor) whose input is
+// split along its first dimension runs on the micro-batch's rows, tagged
+// loom.micro_batch_rows: loom-build-train-step gives micro-batch m the
+// whole tensor's mask from element m * rows on, the rows of the mask the
+// whole batch gets.
+//
 // The temporary mesh and the shardings it put on the function are removed;
 // the arguments' own shardings are restored. The module gets
 // `loom.batch_split = K`: a step's data is then one entry of the model's
@@ -210,12 +216,10 @@ LogicalResult resolveCollectives(func::FuncOp fn, ArrayRef<unsigned> data,
     InFlightDiagnostic d = reason->emitError()
                            << "--micro-batches " << count << ": ";
     if (isa<DropoutOp>(reason)) {
-      d << "dropout in a model split into micro-batches is not supported "
-           "yet: micro-batch m would need rows [m * "
-        << batch / count << ", (m + 1) * " << batch / count
-        << ") of the whole batch's mask, which is drawn by position in the "
-           "whole batch of "
-        << batch;
+      d << "this dropout's input is not the micro-batch's rows of the whole "
+           "batch (its mask is drawn by position in the whole tensor of "
+        << batch << " rows; only a split along the first dimension maps a "
+                    "micro-batch to a block of it)";
       return failure();
     }
     d << "'" << reason->getName() << "' needs values of the whole batch of "
@@ -329,7 +333,7 @@ struct SplitMicroBatchesPass
           ShardingAttr::get(ctx, mesh.getSymName(), dims);
     }
     PropagationResult plan = propagate(fn, mesh, seeds);
-    if (failed(partitionFunction(fn, mesh, plan))) {
+    if (failed(partitionFunction(fn, mesh, plan, /*dropoutOnRows=*/true))) {
       mesh.erase();
       return failure();
     }

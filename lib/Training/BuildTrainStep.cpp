@@ -95,6 +95,7 @@ public:
         pass(pass), b(fn.getLoc(), ctx), a{b} {}
 
   LogicalResult build() {
+    splitBatch = module->hasAttr(LoomDialect::kBatchSplitAttrName);
     if (failed(classifyArguments()) || failed(checkTopK()) ||
         failed(checkPipeline()) || failed(collectStateUpdates()) ||
         failed(declareStates()))
@@ -125,6 +126,8 @@ private:
   unsigned dataMicroBatches() const {
     return pipelined ? 1 : config.microBatches;
   }
+  /// The micro-batches split the model's batch (loom-split-micro-batches).
+  bool splitBatch = false;
   void tag(Block::iterator from, StringRef phase, IntegerAttr stage);
   FailureOr<ParameterOp> declareState(Operation *after, StringRef name,
                                       RankedTensorType type,
@@ -558,14 +561,31 @@ LogicalResult StepBuilder::forwardAndBackward() {
     for (Operation &op : body.without_terminator()) {
       Operation *copy = b.clone(op, map);
       // A fresh dropout mask for every step and micro-batch: offset the
-      // model's seed by the global micro-batch index step * K + m.
+      // model's seed by the global micro-batch index step * K + m. When
+      // the micro-batches split the batch, the step's seed is the whole
+      // batch's (model's seed + step) and micro-batch m of a dropout on
+      // its rows draws the whole tensor's mask from element m * rows on:
+      // the rows of the mask the whole batch gets.
       if (auto dropout = dyn_cast<DropoutOp>(copy)) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(dropout);
         Type i64 = b.getI64Type();
         Value index =
-            a.add(a.mul(stepArg(), a.scalar(i64, k)), a.scalar(i64, m));
-        dropout.getSeedMutable().assign(a.add(dropout.getSeed(), index));
+            splitBatch
+                ? stepArg()
+                : a.add(a.mul(stepArg(), a.scalar(i64, k)), a.scalar(i64, m));
+        Value seed = a.add(dropout.getSeed(), index);
+        if (auto rows = dropout->getAttrOfType<IntegerAttr>(
+                LoomDialect::kMicroBatchRowsAttrName)) {
+          uint64_t skip = uint64_t(m) * uint64_t(rows.getInt()) *
+                          DropoutOp::kIndexMultiplier;
+          auto scalarI64 = RankedTensorType::get({}, i64);
+          seed = a.add(seed, ConstantOp::create(
+                                 b, DenseElementsAttr::get(
+                                        scalarI64, APInt(64, skip))));
+          dropout->removeAttr(LoomDialect::kMicroBatchRowsAttrName);
+        }
+        dropout.getSeedMutable().assign(seed);
       }
     }
     tag(beforeForward ? std::next(beforeForward->getIterator())

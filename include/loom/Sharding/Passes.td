@@ -129,9 +129,11 @@ def LoomSplitMicroBatches : Pass<"loom-split-micro-batches", "mlir::ModuleOp"> {
     count that does not divide the batch (naming both); an op that needs
     values of the whole batch (a statistic over the batch, such as
     BatchNorm's in training, or a loss that is not linear in the per-sample
-    terms) — micro-batches cannot compute it one at a time; dropout (its
-    mask is drawn by position in the whole batch); sharding annotations
-    inside the function (arguments' are kept). The module gets
+    terms) — micro-batches cannot compute it one at a time; a dropout whose
+    input is not split along its first dimension; sharding annotations
+    inside the function (arguments' are kept). A dropout on the batch's
+    rows runs on the micro-batch's (`loom.micro_batch_rows`: the step
+    offsets its mask to those rows of the whole batch's). The module gets
     `loom.batch_split = count`.
   }];
   let options = [

@@ -38,9 +38,13 @@ inline PropagationResult propagate(func::FuncOp fn, MeshOp mesh) {
 
 /// loom-partition's rewrite of `fn` under `plan` on `mesh`: `fn` is
 /// replaced by a function of the same name with local types and
-/// collectives (and erased); an error on `fn` otherwise.
+/// collectives (and erased); an error on `fn` otherwise. With
+/// `dropoutOnRows`, a dropout whose input is split along its first
+/// dimension only runs on its rows, tagged loom.micro_batch_rows (its mask
+/// is not the whole tensor's: the caller offsets it per block).
 LogicalResult partitionFunction(func::FuncOp fn, MeshOp mesh,
-                                const PropagationResult &plan);
+                                const PropagationResult &plan,
+                                bool dropoutOnRows = false);
 
 } // namespace mlir::loom
 

@@ -195,7 +195,7 @@ struct DropoutLowering : OpConversionPattern<DropoutOp> {
           Value z = arith::AddIOp::create(
               b, l, seed,
               arith::MulIOp::create(b, l, arith::AddIOp::create(b, l, idx, c(1)),
-                                    c(0x9E3779B97F4A7C15ull)));
+                                    c(DropoutOp::kIndexMultiplier)));
           auto mix = [&](Value v, int64_t shift, uint64_t mul) -> Value {
             Value x = arith::XOrIOp::create(
                 b, l, v, arith::ShRUIOp::create(b, l, v, c(shift)));

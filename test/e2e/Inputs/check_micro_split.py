@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A step of K micro-batches equals the step on the whole batch.
 
-    check_micro_split.py NAME MODEL.onnx LOSS K WORKDIR
+    check_micro_split.py NAME MODEL.onnx|MODEL.mlir LOSS K WORKDIR
 
-Imports MODEL, adds LOSS and builds an SGD-momentum step twice with loom-opt:
+Imports MODEL (ONNX; loom IR is read as is), adds LOSS and builds an SGD-momentum step twice with loom-opt:
 once on the whole batch, once with the loss function made the template of
 one of K micro-batches (loom-split-micro-batches) and K micro-batches per
 step. Both train 3 steps on the same synthetic data (the split step's
@@ -29,7 +29,10 @@ def main():
     name, model, loss, k, work = sys.argv[1:6]
     os.makedirs(work, exist_ok=True)
     module = os.path.join(work, name + ".mlir")
-    run(["loom-translate", "--import-onnx", model, "-o", module])
+    if model.endswith(".mlir"):
+        module = model
+    else:
+        run(["loom-translate", "--import-onnx", model, "-o", module])
     outs = {}
     for count in ("1", k):
         art = os.path.join(work, f"{name}-{count}")

@@ -80,6 +80,13 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                              "integer on a function");
     return success();
   }
+  if (attr.getName() == kMicroBatchRowsAttrName) {
+    auto elements = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<DropoutOp>(op) || !elements || elements.getInt() < 1)
+      return op->emitOpError("'loom.micro_batch_rows' must be a positive "
+                             "integer on a loom.dropout");
+    return success();
+  }
   if (attr.getName() == kBatchSplitAttrName) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !count || count.getInt() < 2)

@@ -68,6 +68,12 @@ def Loom_Dialect : Dialect {
     /// (micro-batch m its rows [m B/M, (m+1) B/M)), not one entry per
     /// micro-batch.
     static constexpr ::llvm::StringLiteral kBatchSplitAttrName = "loom.batch_split";
+    /// On a dropout of a loss function that loom-split-micro-batches made
+    /// one micro-batch of its batch (an integer >= 1: the elements of its
+    /// input): the input is micro-batch m's rows of the whole batch's
+    /// tensor, so the training step draws its mask from element
+    /// m * this value of the whole tensor's mask on.
+    static constexpr ::llvm::StringLiteral kMicroBatchRowsAttrName = "loom.micro_batch_rows";
     /// Function attribute naming the mesh of a per-device program
     /// (loom-partition): its types are local, its argument and result
     /// shardings say how the global values are split.

@@ -142,6 +142,12 @@ def Loom_DropoutOp : Loom_InferredOp<"dropout",
   let arguments = (ins Loom_FloatTensor:$input, Loom_SeedTensor:$seed,
                        F64Attr:$ratio);
   let results = (outs Loom_FloatTensor:$result, Loom_BoolTensor:$mask);
+  let extraClassDeclaration = [{
+    /// Element k's counter is seed + (k + 1) * kIndexMultiplier (mod 2^64),
+    /// so the mask from element k0 on is the mask of a seed
+    /// k0 * kIndexMultiplier higher.
+    static constexpr uint64_t kIndexMultiplier = 0x9E3779B97F4A7C15ull;
+  }];
   let assemblyFormat = [{
     $input `,` $seed `ratio` `=` $ratio attr-dict `:` functional-type(operands, results)
   }];
