@@ -337,8 +337,25 @@ struct SplitMicroBatchesPass
       mesh.erase();
       return failure();
     }
+    SmallVector<Type> wholeTypes(fn.getArgumentTypes());
     fn = module.lookupSymbol<func::FuncOp>(name);
     splitSlicedInputs(fn, batch.data);
+    // The step reads one entry of the whole batch and hands micro-batch m
+    // its rows of every data input: an input the micro-batches do not
+    // split (no batch dimension) would need a copy per micro-batch.
+    for (unsigned i : batch.data)
+      if (fn.getArgumentTypes()[i] == wholeTypes[i]) {
+        fn.emitError() << "--micro-batches " << count << ": input '"
+                       << loom::argumentName(fn, i) << "' ("
+                       << wholeTypes[i]
+                       << ") is not split by the micro-batches (its leading "
+                          "dimension is not the batch of "
+                       << batch.size
+                       << "); data inputs without the batch are not "
+                          "supported with --micro-batches yet";
+        mesh.erase();
+        return failure();
+      }
     if (failed(resolveCollectives(fn, batch.data, batch.size, count))) {
       mesh.erase();
       return failure();
