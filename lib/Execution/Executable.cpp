@@ -304,6 +304,25 @@ bool describePipeline(
   return true;
 }
 
+/// Data inputs the micro-batches do not split (loom.batch_whole_inputs):
+/// every micro-batch reads their whole entry.
+void markWholeBatchInputs(ModuleOp module, program::Manifest &manifest) {
+  auto names = module->getAttrOfType<ArrayAttr>(
+      LoomDialect::kBatchWholeInputsAttrName);
+  if (!names)
+    return;
+  auto mark = [&](std::vector<program::Value> &values) {
+    for (program::Value &v : values)
+      if (v.parameter.empty() &&
+          llvm::is_contained(names, StringAttr::get(module.getContext(),
+                                                    v.name)))
+        v.wholeBatch = true;
+  };
+  mark(manifest.arguments);
+  for (program::StageProgram &p : manifest.programs)
+    mark(p.arguments);
+}
+
 /// The manifest of `module`'s step (@train_step, or a pipeline's stage
 /// programs), each function compiled by `compile`.
 bool describeStep(
@@ -312,9 +331,12 @@ bool describeStep(
     program::Manifest &manifest, std::vector<std::unique_ptr<Executor>> &execs,
     std::string &constants, std::string &error) {
   if (module->hasAttr(LoomDialect::kPipelineAttrName) &&
-      !module.lookupSymbol("train_step"))
-    return describePipeline(module, compile, manifest, execs, constants,
-                            error);
+      !module.lookupSymbol("train_step")) {
+    if (!describePipeline(module, compile, manifest, execs, constants, error))
+      return false;
+    markWholeBatchInputs(module, manifest);
+    return true;
+  }
   auto step = module.lookupSymbol<func::FuncOp>("train_step");
   if (!step) {
     error = "the module has no @train_step (build it with loomc --train or "
@@ -328,6 +350,7 @@ bool describeStep(
   if (!describeProgram(step, exec->getArguments(), exec->getResults(), mesh,
                        manifest.arguments, manifest.results, constants, error))
     return false;
+  markWholeBatchInputs(module, manifest);
   execs.push_back(std::move(exec));
   return true;
 }
@@ -427,6 +450,7 @@ bool mlir::loom::writeCudaExecutable(ModuleOp module, ModuleOp lowered,
       !describeProgram(step, argInfos, resultInfos, mesh, manifest.arguments,
                        manifest.results, constants, error))
     return false;
+  markWholeBatchInputs(module, manifest);
 
   // The host code (kernels embedded as cubins) for a portable x86-64 level:
   // it runs on the GPU machine, not here.

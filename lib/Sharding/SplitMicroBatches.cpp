@@ -341,21 +341,13 @@ struct SplitMicroBatchesPass
     fn = module.lookupSymbol<func::FuncOp>(name);
     splitSlicedInputs(fn, batch.data);
     // The step reads one entry of the whole batch and hands micro-batch m
-    // its rows of every data input: an input the micro-batches do not
-    // split (no batch dimension) would need a copy per micro-batch.
+    // its rows of every data input the micro-batches split; an input
+    // without the batch (an attention mask given as data) is read whole
+    // by every micro-batch: its name goes into loom.batch_whole_inputs.
+    SmallVector<Attribute> wholeInputs;
     for (unsigned i : batch.data)
-      if (fn.getArgumentTypes()[i] == wholeTypes[i]) {
-        fn.emitError() << "--micro-batches " << count << ": input '"
-                       << loom::argumentName(fn, i) << "' ("
-                       << wholeTypes[i]
-                       << ") is not split by the micro-batches (its leading "
-                          "dimension is not the batch of "
-                       << batch.size
-                       << "); data inputs without the batch are not "
-                          "supported with --micro-batches yet";
-        mesh.erase();
-        return failure();
-      }
+      if (fn.getArgumentTypes()[i] == wholeTypes[i])
+        wholeInputs.push_back(b.getStringAttr(loom::argumentName(fn, i)));
     if (failed(resolveCollectives(fn, batch.data, batch.size, count))) {
       mesh.erase();
       return failure();
@@ -376,6 +368,9 @@ struct SplitMicroBatchesPass
     mesh.erase();
     module->setAttr(LoomDialect::kBatchSplitAttrName,
                     b.getI64IntegerAttr(count));
+    if (!wholeInputs.empty())
+      module->setAttr(LoomDialect::kBatchWholeInputsAttrName,
+                      b.getArrayAttr(wholeInputs));
     LLVM_DEBUG(llvm::dbgs() << getArgument() << ": @" << name << " batch "
                             << batch.size << " as " << count
                             << " micro-batches of " << batch.size / count

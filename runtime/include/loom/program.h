@@ -46,6 +46,9 @@ struct Value {
   bool trainable = false;
   /// Integer data lies in [0, indexBound) (0: unknown).
   int64_t indexBound = 0;
+  /// Data that micro-batches splitting the batch do not split (no batch
+  /// dimension): every micro-batch reads the step's whole entry.
+  bool wholeBatch = false;
   loom_dtype_t dtype = LOOM_DTYPE_F32;
   /// This rank's shape, and the whole tensor's.
   std::vector<int64_t> shape, global;

@@ -140,6 +140,8 @@ void printValue(std::ostream &os, const char *kind, const Value &v,
        << " trainable=" << (v.trainable ? 1 : 0);
   if (v.indexBound > 0)
     os << " bound=" << v.indexBound;
+  if (v.wholeBatch)
+    os << " whole-batch=1";
   os << " dtype=" << loom_dtype_name(v.dtype) << " shape=" << join(v.shape, ',');
   if (meshed) {
     os << " global=" << join(v.global, ',') << " split=";
@@ -220,6 +222,8 @@ bool parseValue(std::istringstream &fields, Value &v, std::string &error) {
       v.trainable = val == "1";
     else if (key == "bound")
       ok = ok && parseInt(val, v.indexBound) && v.indexBound >= 0;
+    else if (key == "whole-batch")
+      v.wholeBatch = val == "1";
     else if (key == "dtype")
       ok = ok && parseDtype(val, v.dtype);
     else if (key == "shape")

@@ -455,7 +455,7 @@ bool PipelineTrainer::openData() {
     if (!result.samplesPerStep && !v.global.empty() && v.name != "labels")
       result.samplesPerStep = v.global[0] * m.microBatches;
     d.fileShape = v.global;
-    if (m.splitBatch && !d.fileShape.empty())
+    if (m.splitBatch && !v.wholeBatch && !d.fileShape.empty())
       d.fileShape[0] *= m.microBatches;
     if (o.data != "synthetic") {
       if (!openNpyData(o.data + "/" + v.name + ".npy", v, d.fileShape, d.npy,
@@ -555,7 +555,7 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int micro,
           return false;
         }
         std::vector<int64_t> offset = d.offset;
-        if (m.splitBatch && !offset.empty())
+        if (m.splitBatch && !v.wholeBatch && !offset.empty())
           offset[0] += int64_t(micro) * v.global[0];
         Tensor block(d.npy.fileType, v.shape);
         copyBlock(bytes, d.fileShape, offset,
@@ -584,8 +584,10 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int micro,
         // Drawn per (seed, step, micro-batch, input): every rank of the
         // stage's sub-mesh draws the same whole tensor.
         uint64_t name = fnv1a(v.name);
-        std::seed_seq seq{uint64_t(o.seed), uint64_t(step), uint64_t(micro),
-                          name, name >> 32};
+        // (An input the split micro-batches read whole: the same draw.)
+        uint64_t draw = m.splitBatch && v.wholeBatch ? 0 : uint64_t(micro);
+        std::seed_seq seq{uint64_t(o.seed), uint64_t(step), draw, name,
+                          name >> 32};
         std::mt19937_64 gen(seq);
         owned[i] = localShard(mesh, drawSynthetic(v, gen), v);
       }

@@ -101,6 +101,7 @@ private:
   /// Step `s`'s data (empty with dataError set when a value must not reach
   /// the step).
   std::vector<Tensor> stepData(int64_t s, std::mt19937_64 &gen);
+  void repeatFirstMicroBatch(Tensor &t) const;
   std::string dataError;
   bool runSteps();
   bool runStep(std::vector<Tensor> &values, double &loss, MemoryUse &memory);
@@ -282,13 +283,17 @@ bool Trainer::openData() {
     source.perEntry = v.global;
     source.offset = blockOffset(mesh, v.global, v.sharding);
     source.block = v.shape;
-    if (m.microBatches > 1 && !m.splitBatch) {
+    // Entries of one micro-batch (accumulation; an input every split
+    // micro-batch reads whole), or of the whole step's [M, b, ...].
+    bool perMicroBatch = m.microBatches > 1 && (!m.splitBatch || v.wholeBatch);
+    if (perMicroBatch) {
       source.perEntry.erase(source.perEntry.begin());
       source.offset.erase(source.offset.begin());
       source.block.erase(source.block.begin());
     }
-    source.fileShape =
-        m.splitBatch ? mergeLeading(source.perEntry) : source.perEntry;
+    source.fileShape = m.splitBatch && !v.wholeBatch
+                           ? mergeLeading(source.perEntry)
+                           : source.perEntry;
     if (data.empty() && !source.fileShape.empty())
       result.samplesPerStep = source.fileShape[0] * m.entriesPerStep();
     if (!isFloat(v.dtype) && source.fileShape.size() >= 2 && v.name != "labels")
@@ -347,6 +352,14 @@ bool Trainer::openFile(DataSource &source, const Value &v) {
   return true;
 }
 
+/// Micro-batch 0's block of `t` ([M, ...]) copied to every micro-batch:
+/// an input the micro-batches read whole.
+void Trainer::repeatFirstMicroBatch(Tensor &t) const {
+  size_t block = t.bytes.size() / size_t(m.microBatches);
+  for (int64_t k = 1; k < m.microBatches; ++k)
+    std::memcpy(t.bytes.data() + size_t(k) * block, t.bytes.data(), block);
+}
+
 std::vector<Tensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
   std::vector<Tensor> values(m.arguments.size());
   for (DataSource &source : data) {
@@ -354,6 +367,18 @@ std::vector<Tensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
     if (!source.file) {
       // Every rank draws the whole batch, in argument order, and keeps its
       // block.
+      if (m.splitBatch && v.wholeBatch && m.microBatches > 1) {
+        // One draw of the input, as the step on the whole batch draws it,
+        // read by every micro-batch.
+        Value one = v;
+        one.global.erase(one.global.begin());
+        Tensor drawn = drawSynthetic(one, gen), whole(v.dtype, v.global);
+        for (int64_t k = 0; k < m.microBatches; ++k)
+          std::memcpy(whole.bytes.data() + size_t(k) * drawn.bytes.size(),
+                      drawn.bytes.data(), drawn.bytes.size());
+        values[source.arg] = localShard(mesh, whole, v);
+        continue;
+      }
       values[source.arg] = localShard(mesh, drawSynthetic(v, gen), v);
       continue;
     }
@@ -391,6 +416,8 @@ std::vector<Tensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
       std::memcpy(step.bytes.data() + k * out->bytes.size(),
                   out->bytes.data(), out->bytes.size());
     }
+    if (m.splitBatch && v.wholeBatch)
+      repeatFirstMicroBatch(step);
     values[source.arg] = std::move(step);
   }
   return values;

@@ -87,6 +87,14 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                              "integer on a loom.dropout");
     return success();
   }
+  if (attr.getName() == kBatchWholeInputsAttrName) {
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !names ||
+        !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitOpError("'loom.batch_whole_inputs' must be an array "
+                             "of input names on a module");
+    return success();
+  }
   if (attr.getName() == kBatchSplitAttrName) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !count || count.getInt() < 2)

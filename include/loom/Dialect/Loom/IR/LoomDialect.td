@@ -68,6 +68,11 @@ def Loom_Dialect : Dialect {
     /// (micro-batch m its rows [m B/M, (m+1) B/M)), not one entry per
     /// micro-batch.
     static constexpr ::llvm::StringLiteral kBatchSplitAttrName = "loom.batch_split";
+    /// Module attribute beside loom.batch_split: the names of the data
+    /// inputs the micro-batches do not split (no batch dimension, e.g. an
+    /// attention mask given as data): every micro-batch reads their whole
+    /// entry.
+    static constexpr ::llvm::StringLiteral kBatchWholeInputsAttrName = "loom.batch_whole_inputs";
     /// On a dropout of a loss function that loom-split-micro-batches made
     /// one micro-batch of its batch (an integer >= 1: the elements of its
     /// input): the input is micro-batch m's rows of the whole batch's
