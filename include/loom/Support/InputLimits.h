@@ -21,8 +21,10 @@ namespace mlir::loom {
 constexpr unsigned kMaxIRNesting = 500;
 
 /// "" when no bracket in `text` (outside string literals and `//` comments)
-/// is nested deeper than `limit`; else an error naming `name`, the line and
-/// the limit.
+/// is nested deeper than `limit` and every dialect resource blob in its
+/// `{-# ... #-}` section has an alignment MLIR can allocate with (a power
+/// of two up to 65536; 0 makes MLIR's parser abort); else an error naming
+/// `name`, the line and the limit.
 std::string checkIRNesting(llvm::StringRef text, llvm::StringRef name,
                            unsigned limit = kMaxIRNesting);
 
