@@ -109,19 +109,30 @@ struct Buffer {
   }
 };
 
+/// A case's A, B and C, drawn from `seed` in that order; a broadcast
+/// operand is a batch of 1, or with zeroStride the whole batch at stride 0.
+struct Operands {
+  std::mt19937 gen;
+  Buffer a, b, out;
+  Operands(const Case &c, uint32_t seed)
+      : gen(seed),
+        a(c.broadcastA ? 1 : c.batch, c.transA ? c.k : c.m,
+          c.transA ? c.m : c.k, c.pad, c.offset, gen),
+        b(c.broadcastB ? 1 : c.batch, c.transB ? c.n : c.k,
+          c.transB ? c.k : c.n, c.pad, c.offset, gen),
+        out(c.batch, c.m, c.n, c.pad, c.offset, gen) {
+    for (Buffer *x : {&a, &b})
+      if (c.zeroStride && x->sizes[0] == 1) {
+        x->sizes[0] = c.batch;
+        x->strides[0] = 0;
+      }
+  }
+};
+
 template <typename T>
 void check(const Case &c, uint32_t seed) {
-  std::mt19937 gen(seed);
-  Buffer a(c.broadcastA ? 1 : c.batch, c.transA ? c.k : c.m,
-           c.transA ? c.m : c.k, c.pad, c.offset, gen);
-  Buffer b(c.broadcastB ? 1 : c.batch, c.transB ? c.n : c.k,
-           c.transB ? c.k : c.n, c.pad, c.offset, gen);
-  Buffer out(c.batch, c.m, c.n, c.pad, c.offset, gen);
-  for (Buffer *x : {&a, &b})
-    if (c.zeroStride && x->sizes[0] == 1) {
-      x->sizes[0] = c.batch;
-      x->strides[0] = 0;
-    }
+  Operands ops(c, seed);
+  Buffer &a = ops.a, &b = ops.b, &out = ops.out;
   std::vector<T> a1, b1, c1, a2, b2, c2;
   Memref3 ma1 = a.memref(a1), mb1 = b.memref(b1), mc1 = out.memref(c1);
   Memref3 ma2 = a.memref(a2), mb2 = b.memref(b2), mc2 = out.memref(c2);
@@ -229,17 +240,8 @@ void runColumnMajorMixed(const ColumnMajorGemm &g, float (*widen)(uint16_t)) {
 /// result 4) run as cuBLAS would, the CPU entry point and the f32 product
 /// of the same values agree bit for bit.
 void checkMixed(const Case &c, uint32_t seed, bool bf16) {
-  std::mt19937 gen(seed);
-  Buffer a(c.broadcastA ? 1 : c.batch, c.transA ? c.k : c.m,
-           c.transA ? c.m : c.k, c.pad, c.offset, gen);
-  Buffer b(c.broadcastB ? 1 : c.batch, c.transB ? c.n : c.k,
-           c.transB ? c.k : c.n, c.pad, c.offset, gen);
-  Buffer out(c.batch, c.m, c.n, c.pad, c.offset, gen);
-  for (Buffer *x : {&a, &b})
-    if (c.zeroStride && x->sizes[0] == 1) {
-      x->sizes[0] = c.batch;
-      x->strides[0] = 0;
-    }
+  Operands ops(c, seed);
+  Buffer &a = ops.a, &b = ops.b, &out = ops.out;
   auto narrow = [&](const Buffer &x, std::vector<uint16_t> &storage) {
     storage.clear();
     for (double v : x.data)
