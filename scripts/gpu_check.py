@@ -311,6 +311,25 @@ def run_program(prog, logs, tag, env, extra=(), procs=1, timeout=180):
     return status, out, params
 
 
+def gpt_flops(L, H, S, B, V=51200):
+    """Model FLOPs of one GPT training step: 3x the forward's matrix
+    products (projections, MLP, attention's two batched products, LM head)."""
+    T = B * S
+    forward = L * (24 * T * H * H + 4 * B * S * S * H) + 2 * T * H * V
+    return 3 * forward
+
+
+def peak_flops(name, dtype):
+    """Dense peak FLOP/s of the device (NVIDIA's data sheets): tensor-core
+    bf16 for 16-bit steps, the FP32 pipes for f32 (no TF32)."""
+    table = {"H100 PCIe": (756e12, 51.2e12), "H100": (989.4e12, 66.9e12),
+             "H200": (989.4e12, 66.9e12), "A100": (312e12, 19.5e12)}
+    for key, (bf16, f32) in table.items():
+        if key in name:
+            return bf16 if dtype in ("bf16", "f16") else f32
+    return None
+
+
 def run(dest):
     table = Table()
     # The lent machine's time is short: what cannot finish by the deadline
@@ -336,6 +355,9 @@ def run(dest):
         print(f"gpu-check: {dest} is not a prepared folder (run --prepare first)")
         return 2
     info = json.load(open(os.path.join(dest, "prepared.json")))
+    gpu_name, driver = (out.strip().splitlines()[0].split(", ") + ["", ""])[:2]
+    measured = {"device": gpu_name, "driver": driver, "commit": info["commit"],
+                "date": time.strftime("%Y-%m-%d"), "rows": []}
     table.add("nvidia-smi", True, out.strip().splitlines()[0] +
               f" (prepared at {info['commit']}, {info['bytes'] / 2**20:.1f} MiB)")
     env = dict(os.environ)
@@ -416,23 +438,40 @@ def run(dest):
             table.add(f"gpt {dtype}", False, f"status {status}: {out.strip()[-600:]}")
             continue
         loom_ms = float(m.group(1))
+        pm = re.search(r"device memory peak (\d+) bytes", out)
+        loom_peak = int(pm.group(1)) if pm else None
         # Random weights of 0.02: the first loss is about ln(vocabulary).
         sane = got and abs(got[0] - 10.843) < 0.5 and all(x == x for x in got)
         status, tout = sh([sys.executable, os.path.join(ROOT, "bench/h100/gpt_step.py"),
                            "--configs", info["gpt"], "--dtype", dtype],
                           log=os.path.join(logs, f"torch-gpt-{dtype}.log"), timeout=150)
-        torch_ms = None
+        torch_ms = torch_peak = None
         try:
             j = json.loads(tout[tout.index("{"):])
             torch_ms = j["configs"][0]["step_s"] * 1e3
+            torch_peak = j["configs"][0]["peak_bytes"]
         except (ValueError, KeyError, IndexError):
             pass
-        detail = (f"{info['gpt']}: Loom {loom_ms:.1f} ms/step (median of 5), PyTorch eager "
-                  + (f"{torch_ms:.1f} ms: Loom/PyTorch {loom_ms / torch_ms:.2f}x" if torch_ms
+        flops = gpt_flops(L, H, S, B)
+        peak = peak_flops(gpu_name, dtype)
+        mfu = flops / (loom_ms / 1e3) / peak if peak else None
+        detail = (f"{info['gpt']}: Loom {loom_ms:.1f} ms/step (median of 5"
+                  + (f", MFU {100 * mfu:.1f} %" if mfu else "") + "), PyTorch eager "
+                  + (f"{torch_ms:.1f} ms" + (f" (MFU {100 * flops / (torch_ms / 1e3) / peak:.1f} %)"
+                                             if peak else "")
+                     + f": Loom/PyTorch {loom_ms / torch_ms:.2f}x" if torch_ms
                      else f"failed ({status})")
                   + f"; losses {', '.join(f'{x:.4f}' for x in got[:3])}")
+        measured["rows"].append({"config": "gpt-" + info["gpt"], "dtype": dtype,
+                                 "loom_s": loom_ms / 1e3,
+                                 "torch_s": torch_ms / 1e3 if torch_ms else None,
+                                 "mfu": mfu, "flops": flops, "peak_bytes": loom_peak,
+                                 "torch_peak_bytes": torch_peak})
         table.add(f"gpt {dtype}", bool(sane and torch_ms), detail)
     ok = table.print()
+    with open(os.path.join(logs, f"measured-{gpu_name.split()[1].lower() if ' ' in gpu_name else 'gpu'}-"
+                           f"{time.strftime('%Y-%m-%d')}.json"), "w") as f:
+        json.dump(measured, f, indent=1)
     with open(os.path.join(logs, "table.md"), "w") as f:
         for name, good, detail in table.rows:
             f.write(f"| {name} | {'pass' if good else 'FAIL'} | {detail} |\n")

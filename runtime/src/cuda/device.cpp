@@ -34,6 +34,7 @@ public:
   std::vector<loom::program::DeviceTime> profile() override {
     return gpu.profile();
   }
+  uint64_t peakBytes() override { return gpu.peakBytes(); }
 
 private:
   Gpu &gpu;

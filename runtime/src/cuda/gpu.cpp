@@ -310,6 +310,16 @@ void Gpu::collectEvents() {
   pending.clear();
 }
 
+uint64_t Gpu::peakBytes() {
+  CUmemoryPool pool;
+  cuuint64_t used = 0;
+  if (drv->cuDeviceGetDefaultMemPool(&pool, dev) != CUDA_SUCCESS ||
+      drv->cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &used) !=
+          CUDA_SUCCESS)
+    return 0;
+  return used;
+}
+
 std::vector<loom::program::DeviceTime> Gpu::profile() {
   collectEvents();
   std::vector<loom::program::DeviceTime> out;

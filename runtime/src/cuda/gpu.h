@@ -84,6 +84,8 @@ public:
   /// Profile mode: the times so far, most expensive first (waits for the
   /// stream).
   std::vector<loom::program::DeviceTime> profile();
+  /// The memory pool's high-water mark of bytes in use (0 if unknown).
+  uint64_t peakBytes();
   /// The name of the last kernel or GEMM enqueued, for messages.
   const std::string &lastWork() const { return last; }
 

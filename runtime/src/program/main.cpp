@@ -208,6 +208,9 @@ void printProfile(const loom::program::TrainResult &result,
   std::printf("profile: %s, %zu kernels and GEMMs, %.3f ms of device time in "
               "all steps\n",
               device->name().c_str(), times.size(), total);
+  if (uint64_t peak = device->peakBytes())
+    std::printf("profile: device memory peak %llu bytes (%.2f GiB)\n",
+                static_cast<unsigned long long>(peak), peak / 1073741824.0);
   std::printf("%10s %8s %6s  %s\n", "ms", "calls", "%", "kernel / GEMM");
   for (const auto &t : times)
     std::printf("%10.3f %8lld %6.2f  %s\n", t.milliseconds,
