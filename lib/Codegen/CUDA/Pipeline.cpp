@@ -28,6 +28,9 @@ using namespace mlir;
 namespace mlir::loom {
 static void addKernelLoops(OpPassManager &pm, int blockSize,
                            bool deviceAllocations) {
+  // Long reductions in two stages of many threads (their partial results
+  // are temporaries like any other: on the device below).
+  pm.addPass(createLoomGpuSplitReductions());
   LoomGpuDeviceBuffersOptions buffers;
   buffers.allocations = deviceAllocations;
   pm.addPass(createLoomGpuDeviceBuffers(buffers));
@@ -37,6 +40,7 @@ static void addKernelLoops(OpPassManager &pm, int blockSize,
   pm.addPass(createForallToParallelLoopPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLoomGpuRegisterAccumulators());
   pm.addPass(createLoomGpuSerialKernels());
   pm.addPass(createLoomGpuFlattenParallelLoops());
   pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(

@@ -50,6 +50,8 @@ public:
   virtual const loom_device_t *collectiveDevice() const { return nullptr; }
   /// With profiling on: time per kernel and GEMM so far, most first.
   virtual std::vector<DeviceTime> profile() { return {}; }
+  /// Forgets the times so far (after the first step, which loads kernels).
+  virtual void restartProfile() {}
   /// The most device memory the program's allocations held at once (0
   /// where the device does not count it: host).
   virtual uint64_t peakBytes() { return 0; }

@@ -35,6 +35,7 @@ public:
     return gpu.profile();
   }
   uint64_t peakBytes() override { return gpu.peakBytes(); }
+  void restartProfile() override { gpu.restartProfile(); }
 
 private:
   Gpu &gpu;

@@ -310,6 +310,11 @@ void Gpu::collectEvents() {
   pending.clear();
 }
 
+void Gpu::restartProfile() {
+  collectEvents();
+  times.clear();
+}
+
 uint64_t Gpu::peakBytes() {
   CUmemoryPool pool;
   cuuint64_t used = 0;

@@ -86,6 +86,8 @@ public:
   std::vector<loom::program::DeviceTime> profile();
   /// The memory pool's high-water mark of bytes in use (0 if unknown).
   uint64_t peakBytes();
+  /// Drops the kernel times recorded so far.
+  void restartProfile();
   /// The name of the last kernel or GEMM enqueued, for messages.
   const std::string &lastWork() const { return last; }
 

@@ -206,8 +206,11 @@ void printProfile(const loom::program::TrainResult &result,
   for (const auto &t : times)
     total += t.milliseconds;
   std::printf("profile: %s, %zu kernels and GEMMs, %.3f ms of device time in "
-              "all steps\n",
-              device->name().c_str(), times.size(), total);
+              "%s\n",
+              device->name().c_str(), times.size(), total,
+              steps.size() > 1 ? "the steps after the first (which loads the "
+                                 "kernels)"
+                               : "the step");
   if (uint64_t peak = device->peakBytes())
     std::printf("profile: device memory peak %llu bytes (%.2f GiB)\n",
                 static_cast<unsigned long long>(peak), peak / 1073741824.0);

@@ -56,6 +56,82 @@ def LoomGpuOuterParallelDims : Pass<"loom-gpu-outer-parallel-dims", "mlir::Modul
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def LoomGpuSplitReductions : Pass<"loom-gpu-split-reductions", "mlir::ModuleOp"> {
+  let summary = "Long reductions in two deterministic stages of many threads";
+  let description = [{
+    One GPU thread per output element walks its whole reduction: a softmax
+    or cross-entropy row over a vocabulary of 51,200, a column sum over
+    8,192 tokens, the loss mean. Few threads, each a long chain of
+    dependent, uncoalesced loads. This splits a reduction `linalg.generic`
+    (buffers, one output, its body `combine(out, f(ins))` with `combine`
+    one of `addf`, `mulf`, `maximumf`, `maxnumf`, `minimumf`, `minnumf`;
+    static reduction extents that every input reads as consecutive
+    dimensions in loop order, or not at all) in two, as XLA's
+    tree-reduction rewriter does:
+
+    ```
+    stage 1: partial[p, t] = combine over k of f(x[p, k * T + t])   (T lanes)
+    stage 2: out[p] = combine(out[p], partial[p, 0], ..., partial[p, T - 1])
+    ```
+
+    `T` is the largest power of two up to `max-lanes` that divides the
+    reduction's extent with at least `min-per-lane` elements per lane (no
+    split otherwise). The partial results start at the combiner's identity
+    (`-0.0` for a sum). For a row reduction (the reduction innermost in the
+    first input that reads it) the lanes are the innermost threads, so a
+    warp reads consecutive elements; otherwise the output's dimensions are
+    (a column sum reads consecutive columns). Both stages are ordinary
+    linalg ops with a fixed order per lane: results are deterministic, and
+    the CPU emulation of the loop structure (`loom-run --gpu-loops-on-cpu`)
+    runs the same sums in the same order. Several reduction dimensions
+    (a layer norm's scale gradient over batch and sequence) are split as
+    one when the inputs can collapse them.
+  }];
+  let options = [
+    Option<"maxLanes", "max-lanes", "int64_t", /*default=*/"256",
+           "The most lanes (threads) per output element">,
+    Option<"minPerLane", "min-per-lane", "int64_t", /*default=*/"8",
+           "The fewest elements each lane reduces">,
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
+def LoomGpuRegisterAccumulators : Pass<"loom-gpu-register-accumulators", "mlir::ModuleOp"> {
+  let summary = "Reduction loops carry their output element in a register";
+  let description = [{
+    `convert-linalg-to-parallel-loops` lowers a reduction as an `scf.for`
+    that loads the output element, combines and stores it back on every
+    iteration: on a GPU, a load and a store per element on each thread's
+    critical path, which LLVM cannot remove (it does not know that the
+    inputs' buffers do not alias the output; linalg's semantics say so).
+    A loop whose only write is the store of one element, at indices the
+    loop does not change, loaded in the same iteration and touched by
+    nothing else in the loop, carries that element instead (`iter_args`):
+    one load before the loop, one store after. Nested reduction loops are
+    rewritten innermost first. The same operations run in the same order,
+    so results are bit for bit unchanged.
+
+    ```mlir
+    scf.for %k = %c0 to %c64 step %c1 {
+      %x = memref.load %in[%i, %k]
+      %a = memref.load %out[%i]
+      %s = arith.addf %a, %x : f32
+      memref.store %s, %out[%i]
+    }
+    // becomes
+    %a0 = memref.load %out[%i]
+    %r = scf.for %k = %c0 to %c64 step %c1 iter_args(%a = %a0) -> (f32) {
+      %x = memref.load %in[%i, %k]
+      %s = arith.addf %a, %x : f32
+      scf.yield %s : f32
+    }
+    memref.store %r, %out[%i]
+    ```
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::memref::MemRefDialect"];
+}
+
 def LoomGpuSerialKernels : Pass<"loom-gpu-serial-kernels", "mlir::ModuleOp"> {
   let summary = "Serial host code on buffers as one-iteration parallel loops";
   let description = [{

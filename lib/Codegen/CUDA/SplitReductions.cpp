@@ -1,0 +1,353 @@
+//===- SplitReductions.cpp - Long reductions in two deterministic stages --===//
+//
+// A reduction that one GPU thread walks alone (a softmax or cross-entropy row
+// over a vocabulary of 51,200, a column sum over 8,192 tokens, the loss mean)
+// is latency-bound: few threads, each a long dependent chain of loads. This
+// splits such a linalg.generic in two, as XLA's tree-reduction rewriter and
+// IREE's split-reduction do:
+//
+//   stage 1: partial[t, p] = combine over k of f(x[p, k*T + t])   (T lanes)
+//   stage 2: out[p] = combine(out[p], partial[0, p], ..., partial[T-1, p])
+//
+// Both stages are ordinary linalg ops (every later pass, and the CPU
+// emulation of the loop structure, treats them as any other), every lane's
+// order is fixed (two runs give the same bits), and stage 1 has T times as
+// many threads whose loads are coalesced: adjacent threads read adjacent
+// elements (lanes last for a row reduction, the output's dimensions last for
+// a column reduction).
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Codegen/CUDA/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMGPUSPLITREDUCTIONS
+#include "loom/Codegen/CUDA/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+/// The identity of a combiner the split knows (null: not one).
+TypedAttr identityOf(Operation *combiner, Type type) {
+  auto f = dyn_cast<FloatType>(type);
+  if (!f)
+    return {};
+  const llvm::fltSemantics &sem = f.getFloatSemantics();
+  if (isa<arith::AddFOp>(combiner)) // -0 + x == x for every x, +0 included
+    return FloatAttr::get(f, llvm::APFloat::getZero(sem, /*Negative=*/true));
+  if (isa<arith::MulFOp>(combiner))
+    return FloatAttr::get(f, llvm::APFloat::getOne(sem));
+  if (isa<arith::MaximumFOp, arith::MaxNumFOp>(combiner))
+    return FloatAttr::get(f, llvm::APFloat::getInf(sem, /*Negative=*/true));
+  if (isa<arith::MinimumFOp, arith::MinNumFOp>(combiner))
+    return FloatAttr::get(f, llvm::APFloat::getInf(sem, /*Negative=*/false));
+  return {};
+}
+
+/// What a generic must be for the split: buffers, one output not indexed
+/// by any reduction dimension, its body `combine(out, f(ins))`, static
+/// reduction extents whose dimensions each input indexes all together
+/// (consecutive, in loop order) or not at all.
+struct Candidate {
+  SmallVector<unsigned> reductions, parallels;
+  int64_t extent = 1;
+  Operation *combiner = nullptr;
+  bool outFirst = true; // combine(out, value) rather than combine(value, out)
+  /// Per input: the result position where its reduction dimensions start
+  /// (-1: it does not read them).
+  SmallVector<int> groupAt;
+};
+
+bool match(linalg::GenericOp op, Candidate &c) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1)
+    return false;
+  for (auto [i, t] : llvm::enumerate(op.getIteratorTypesArray()))
+    (t == utils::IteratorType::reduction ? c.reductions : c.parallels)
+        .push_back(unsigned(i));
+  if (c.reductions.empty())
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  for (unsigned r : c.reductions) {
+    if (ShapedType::isDynamic(ranges[r]))
+      return false;
+    c.extent *= ranges[r];
+  }
+  Block &body = op.getRegion().front();
+  BlockArgument out = body.getArgument(op.getNumDpsInputs());
+  Value yielded = body.getTerminator()->getOperand(0);
+  c.combiner = yielded.getDefiningOp();
+  if (!c.combiner || c.combiner->getBlock() != &body ||
+      c.combiner->getNumOperands() != 2 ||
+      !identityOf(c.combiner, out.getType()) || !out.hasOneUse() ||
+      out.use_begin()->getOwner() != c.combiner)
+    return false;
+  c.outFirst = c.combiner->getOperand(0) == out;
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (!outMap.isProjectedPermutation())
+    return false;
+  for (unsigned r : c.reductions)
+    if (outMap.isFunctionOfDim(r))
+      return false;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(in);
+    int at = -1;
+    for (auto [j, e] : llvm::enumerate(map.getResults())) {
+      auto d = dyn_cast<AffineDimExpr>(e);
+      bool isReduction = false;
+      for (unsigned r : c.reductions)
+        isReduction |= e.isFunctionOfDim(r);
+      if (!isReduction)
+        continue;
+      // A reduction dimension only as itself, the group in loop order.
+      if (!d || (at < 0 && d.getPosition() != c.reductions.front()))
+        return false;
+      if (at < 0)
+        at = int(j);
+      if (int(j) - at >= int(c.reductions.size()) ||
+          d.getPosition() != c.reductions[j - at])
+        return false;
+    }
+    if (at >= 0) {
+      if (at + c.reductions.size() > map.getNumResults() ||
+          map.getResult(at + c.reductions.size() - 1) !=
+              getAffineDimExpr(c.reductions.back(), op.getContext()))
+        return false;
+      if (c.reductions.size() > 1) {
+        auto type = cast<MemRefType>(in->get().getType());
+        ReassociationIndices group;
+        for (unsigned k = 0; k < c.reductions.size(); ++k)
+          group.push_back(at + k);
+        SmallVector<ReassociationIndices> reassoc;
+        for (int64_t j = 0; j < type.getRank(); ++j)
+          if (j < at || j >= at + int64_t(group.size()))
+            reassoc.push_back({j});
+          else if (j == at)
+            reassoc.push_back(group);
+        if (!memref::CollapseShapeOp::isGuaranteedCollapsible(type, reassoc))
+          return false;
+      }
+    }
+    c.groupAt.push_back(at);
+  }
+  return true;
+}
+
+struct SplitReductionsPass
+    : loom::impl::LoomGpuSplitReductionsBase<SplitReductionsPass> {
+  using Base::Base;
+
+  /// The lanes for a reduction of `extent` elements: the most (a power of
+  /// two, at most `maxLanes`) dividing it with `minPerLane` each; 0: none.
+  int64_t lanesFor(int64_t extent) const {
+    for (int64_t t = maxLanes; t >= 16; t /= 2)
+      if (extent % t == 0 && extent / t >= minPerLane)
+        return t;
+    return 0;
+  }
+
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> ops;
+    getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp op : ops) {
+      Candidate c;
+      if (!match(op, c))
+        continue;
+      int64_t lanes = lanesFor(c.extent);
+      if (lanes)
+        split(rewriter, op, c, lanes);
+    }
+  }
+
+  void split(IRRewriter &rewriter, linalg::GenericOp op, const Candidate &c,
+             int64_t lanes) const;
+};
+
+/// Input `v` with its reduction group (at `at`, `size` dimensions) as two
+/// dimensions [extent / lanes, lanes].
+Value laneView(OpBuilder &b, Location loc, Value v, int at, size_t size,
+               int64_t extent, int64_t lanes) {
+  auto type = cast<MemRefType>(v.getType());
+  int64_t rank = type.getRank();
+  if (size > 1) {
+    SmallVector<ReassociationIndices> reassoc;
+    for (int64_t j = 0; j < rank; ++j)
+      if (j < at || j >= at + int64_t(size))
+        reassoc.push_back({j});
+      else if (j == at) {
+        ReassociationIndices group;
+        for (size_t k = 0; k < size; ++k)
+          group.push_back(at + int64_t(k));
+        reassoc.push_back(group);
+      }
+    v = memref::CollapseShapeOp::create(b, loc, v, reassoc);
+    type = cast<MemRefType>(v.getType());
+    rank = type.getRank();
+  }
+  SmallVector<ReassociationIndices> reassoc;
+  SmallVector<int64_t> shape;
+  for (int64_t j = 0, o = 0; j < rank; ++j) {
+    if (j == at) {
+      reassoc.push_back({o, o + 1});
+      shape.append({extent / lanes, lanes});
+      o += 2;
+    } else {
+      reassoc.push_back({o++});
+      shape.push_back(type.getDimSize(j));
+    }
+  }
+  return memref::ExpandShapeOp::create(b, loc, shape, v, reassoc);
+}
+
+void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
+                                const Candidate &c, int64_t lanes) const {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  unsigned n = c.parallels.size();
+  // New loops: a row reduction (its first reading input's group innermost)
+  // puts the lanes after the output's dimensions, so adjacent threads read
+  // adjacent elements; otherwise the lanes come first.
+  bool row = false;
+  for (auto [i, in] : llvm::enumerate(op.getDpsInputOperands()))
+    if (c.groupAt[i] >= 0) {
+      row = c.groupAt[i] + c.reductions.size() ==
+            op.getMatchingIndexingMap(in).getNumResults();
+      break;
+    }
+  unsigned lanePos = row ? n : 0, stepPos = n + 1;
+  SmallVector<AffineExpr> dimOf(op.getNumLoops());
+  for (auto [i, p] : llvm::enumerate(c.parallels))
+    dimOf[p] = getAffineDimExpr(unsigned(i) + (row ? 0 : 1), ctx);
+  AffineExpr lane = getAffineDimExpr(lanePos, ctx);
+  AffineExpr step = getAffineDimExpr(stepPos, ctx);
+  for (unsigned r : c.reductions)
+    dimOf[r] = getAffineConstantExpr(0, ctx); // not read: checked by match
+
+  // Stage 1's operands and maps.
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (auto [i, in] : llvm::enumerate(op.getDpsInputOperands())) {
+    AffineMap map = op.getMatchingIndexingMap(in);
+    SmallVector<AffineExpr> results;
+    int at = c.groupAt[i];
+    for (auto [j, e] : llvm::enumerate(map.getResults())) {
+      if (at >= 0 && int(j) >= at && int(j) < at + int(c.reductions.size())) {
+        if (int(j) == at)
+          results.append({step, lane});
+        continue;
+      }
+      results.push_back(e.replaceDims(dimOf));
+    }
+    inputs.push_back(at < 0 ? in->get()
+                            : laneView(rewriter, loc, in->get(), at,
+                                       c.reductions.size(), c.extent, lanes));
+    maps.push_back(AffineMap::get(n + 2, 0, results, ctx));
+  }
+  Value out = op.getDpsInitOperand(0)->get();
+  auto outType = cast<MemRefType>(out.getType());
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  // The partial sums in the threads' order: [out..., lanes] for a row
+  // reduction, [lanes, out...] otherwise (each thread's accumulator next
+  // to its neighbours').
+  SmallVector<AffineExpr> partialResults;
+  SmallVector<int64_t> partialShape;
+  for (AffineExpr e : outMap.getResults())
+    partialResults.push_back(e.replaceDims(dimOf));
+  llvm::append_range(partialShape, outType.getShape());
+  partialResults.insert(row ? partialResults.end() : partialResults.begin(),
+                        lane);
+  partialShape.insert(row ? partialShape.end() : partialShape.begin(), lanes);
+  auto partialType = MemRefType::get(partialShape, outType.getElementType());
+  Value partial = memref::AllocOp::create(rewriter, loc, partialType);
+  Value identity = arith::ConstantOp::create(
+      rewriter, loc, identityOf(c.combiner, outType.getElementType()));
+  linalg::FillOp::create(rewriter, loc, identity, partial);
+  maps.push_back(AffineMap::get(n + 2, 0, partialResults, ctx));
+  SmallVector<utils::IteratorType> iterators(n + 2,
+                                             utils::IteratorType::parallel);
+  iterators[stepPos] = utils::IteratorType::reduction;
+
+  auto stage1 = linalg::GenericOp::create(rewriter, loc, TypeRange{}, inputs,
+                                          ValueRange{partial}, maps, iterators);
+  // The body as it was, each loop index renumbered; a reduction index is
+  // rebuilt from (step, lane) and the other reductions' extents.
+  rewriter.cloneRegionBefore(op.getRegion(), stage1.getRegion(),
+                             stage1.getRegion().end());
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<linalg::IndexOp> indices;
+  stage1.getRegion().walk([&](linalg::IndexOp i) { indices.push_back(i); });
+  for (linalg::IndexOp index : indices) {
+    rewriter.setInsertionPoint(index);
+    unsigned d = index.getDim();
+    if (!llvm::is_contained(c.reductions, d)) {
+      rewriter.replaceOpWithNewOp<linalg::IndexOp>(
+          index, cast<AffineDimExpr>(dimOf[d]).getPosition());
+      continue;
+    }
+    // flat = step * lanes + lane over the group; this dimension's index is
+    // (flat / inner) % extent, inner the product of the later extents.
+    Location l = index.getLoc();
+    Value s = linalg::IndexOp::create(rewriter, l, stepPos);
+    Value t = linalg::IndexOp::create(rewriter, l, lanePos);
+    Value flat = arith::AddIOp::create(
+        rewriter, l,
+        arith::MulIOp::create(rewriter, l, s,
+                              arith::ConstantIndexOp::create(rewriter, l, lanes)),
+        t);
+    int64_t inner = 1;
+    for (unsigned r : llvm::reverse(c.reductions)) {
+      if (r == d)
+        break;
+      inner *= ranges[r];
+    }
+    Value v = arith::DivUIOp::create(
+        rewriter, l, flat, arith::ConstantIndexOp::create(rewriter, l, inner));
+    v = arith::RemUIOp::create(
+        rewriter, l, v, arith::ConstantIndexOp::create(rewriter, l, ranges[d]));
+    rewriter.replaceOp(index, v);
+  }
+
+  // Stage 2: out = combine(out, partial[0]), ..., partial[lanes - 1].
+  rewriter.setInsertionPoint(op);
+  SmallVector<AffineExpr> outResults;
+  SmallVector<AffineExpr> dim2(op.getNumLoops());
+  for (auto [i, p] : llvm::enumerate(c.parallels))
+    dim2[p] = getAffineDimExpr(unsigned(i), ctx);
+  for (unsigned r : c.reductions)
+    dim2[r] = getAffineConstantExpr(0, ctx);
+  for (AffineExpr e : outMap.getResults())
+    outResults.push_back(e.replaceDims(dim2));
+  SmallVector<AffineExpr> partial2 = outResults;
+  partial2.insert(row ? partial2.end() : partial2.begin(),
+                  getAffineDimExpr(n, ctx));
+  SmallVector<utils::IteratorType> iterators2(n + 1,
+                                              utils::IteratorType::parallel);
+  iterators2[n] = utils::IteratorType::reduction;
+  Operation *combiner = c.combiner;
+  bool outFirst = c.outFirst;
+  linalg::GenericOp::create(
+      rewriter, loc, TypeRange{}, ValueRange{partial}, ValueRange{out},
+      {AffineMap::get(n + 1, 0, partial2, ctx),
+       AffineMap::get(n + 1, 0, outResults, ctx)},
+      iterators2, [&](OpBuilder &b, Location l, ValueRange args) {
+        IRMapping map;
+        map.map(combiner->getOperand(outFirst ? 0 : 1), args[1]);
+        map.map(combiner->getOperand(outFirst ? 1 : 0), args[0]);
+        Operation *copy = b.clone(*combiner, map);
+        linalg::YieldOp::create(b, l, copy->getResult(0));
+      });
+  memref::DeallocOp::create(rewriter, loc, partial);
+  rewriter.eraseOp(op);
+}
+
+} // namespace

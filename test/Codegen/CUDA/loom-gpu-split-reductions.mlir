@@ -1,0 +1,121 @@
+// RUN: loom-opt %s --split-input-file --loom-gpu-split-reductions | FileCheck %s
+
+// A row maximum over 1024 (a softmax's): 128 lanes per row, innermost, each
+// taking every 128th element (x[p, k * 128 + t]), starting from -inf; the
+// row's index rebuilt from (k, t); then each row combines its 128 partial
+// maxima with what the output held, in lane order.
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+// CHECK-DAG: #[[PART:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @row_max
+// CHECK: %[[X:.*]] = memref.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [4, 8, 128] : memref<4x1024xf32> into memref<4x8x128xf32>
+// CHECK: %[[P:.*]] = memref.alloc() : memref<4x128xf32>
+// CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: linalg.fill ins(%[[NEGINF]] : f32) outs(%[[P]] : memref<4x128xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[PART]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]] : memref<4x8x128xf32>) outs(%[[P]] : memref<4x128xf32>)
+// CHECK: %[[K:.*]] = linalg.index 2 : index
+// CHECK: %[[T:.*]] = linalg.index 1 : index
+// CHECK: %[[KT:.*]] = arith.muli %[[K]], %c128
+// CHECK: arith.addi %[[KT]], %[[T]]
+// CHECK: arith.maxnumf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[P]] : memref<4x128xf32>) outs(%arg1 : memref<4xf32>)
+// CHECK-NEXT: ^bb0(%[[IN2:.*]]: f32, %[[OUT2:.*]]: f32):
+// CHECK-NEXT: arith.maxnumf %[[IN2]], %[[OUT2]] : f32
+// CHECK: memref.dealloc %[[P]]
+// CHECK-NOT: linalg.generic
+func.func @row_max(%x: memref<4x1024xf32>, %out: memref<4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                   affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x1024xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %i = linalg.index 1 : index
+    %c = arith.index_cast %i : index to i64
+    %f = arith.sitofp %c : i64 to f32
+    %b = arith.addf %a, %f : f32
+    %s = arith.maxnumf %b, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A column sum over two dimensions (a layer norm's scale gradient over
+// batch and sequence, 512 rows): the rows collapsed and split into 64
+// lanes of 8, the lanes outermost so that a warp reads 32 adjacent
+// columns; partial sums from -0.0 in [lane, column], added to the output
+// in lane order (the operands of the original add kept in their order).
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2) -> (d2, d0, d1)>
+// CHECK-DAG: #[[PART:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[PART2:.*]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-LABEL: func.func @column_sum
+// CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<8x64x32xbf16> into memref<512x32xbf16>
+// CHECK: %[[X:.*]] = memref.expand_shape %{{.*}} {{\[\[}}0, 1], [2]] output_shape [8, 64, 32] : memref<512x32xbf16> into memref<8x64x32xbf16>
+// CHECK: %[[P:.*]] = memref.alloc() : memref<64x32xf32>
+// CHECK: arith.constant -0.000000e+00 : f32
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[PART]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]] : memref<8x64x32xbf16>) outs(%[[P]] : memref<64x32xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[PART2]], #{{.*}}], iterator_types = ["parallel", "reduction"]} ins(%[[P]] : memref<64x32xf32>) outs(%arg1 : memref<32xf32>)
+// CHECK-NEXT: ^bb0(%[[IN2:.*]]: f32, %[[OUT2:.*]]: f32):
+// CHECK-NEXT: arith.addf %[[OUT2]], %[[IN2]] : f32
+func.func @column_sum(%x: memref<8x64x32xbf16>, %out: memref<32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>,
+                                   affine_map<(d0, d1, d2) -> (d2)>],
+                  iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%x : memref<8x64x32xbf16>) outs(%out : memref<32xf32>) {
+  ^bb0(%a: bf16, %acc: f32):
+    %e = arith.extf %a : bf16 to f32
+    %s = arith.addf %acc, %e : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Left as they are: a reduction too short for 16 lanes of 8 (64), one whose
+// combiner is not a known associative op (a subtraction), and one whose
+// input reads the reduction dimension through an expression (a window).
+// CHECK-LABEL: func.func @short
+// CHECK-NOT: memref.alloc
+// CHECK: iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<4x64xf32>)
+// CHECK-LABEL: func.func @subtract
+// CHECK-NOT: memref.alloc
+// CHECK: iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<4x1024xf32>)
+// CHECK-LABEL: func.func @window
+// CHECK-NOT: memref.alloc
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : memref<4x2048xf32>, memref<1024xf32>)
+func.func @short(%x: memref<4x64xf32>, %out: memref<4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                   affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x64xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func @subtract(%x: memref<4x1024xf32>, %out: memref<4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                   affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x1024xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.subf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func @window(%x: memref<4x2048xf32>, %w: memref<1024xf32>, %out: memref<4x1024xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1 + d2)>,
+                                   affine_map<(d0, d1, d2) -> (d2)>,
+                                   affine_map<(d0, d1, d2) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<4x2048xf32>, memref<1024xf32>) outs(%out : memref<4x1024xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
