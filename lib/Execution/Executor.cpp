@@ -264,6 +264,10 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner) {
       reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_bf16_f32));
   add("_mlir_ciface_loom_rt_batch_matmul_f16_f32",
       reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_f16_f32));
+  add("_mlir_ciface_loom_rt_batch_matmul_bf16",
+      reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_bf16));
+  add("_mlir_ciface_loom_rt_batch_matmul_f16",
+      reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_f16));
   add("memrefCopy", reinterpret_cast<void *>(&memrefCopy));
   static const char *elements[] = {"f16", "bf16", "f32", "f64", "i1",
                                    "i8",  "i16",  "i32", "i64"};

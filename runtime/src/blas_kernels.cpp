@@ -204,7 +204,58 @@ void mixedBatchMatmul(loom_memref3_16 *a, loom_memref3_16 *b,
   batchMatmul<float>(&wa, &wb, c, transA, transB, accumulate);
 }
 
+/// f32 -> bf16, rounded to nearest even (arith.truncf's rounding); NaN stays
+/// a (quiet) NaN.
+uint16_t floatToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return uint16_t(bits >> 16);
+}
+
+uint16_t floatToF16(float f) {
+  _Float16 h = static_cast<_Float16>(f);
+  uint16_t bits;
+  std::memcpy(&bits, &h, sizeof bits);
+  return bits;
+}
+
+/// The product in f32, rounded once into the 16-bit `c` (what the f32
+/// product followed by arith.truncf gives).
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
+void roundedBatchMatmul(loom_memref3_16 *a, loom_memref3_16 *b,
+                        loom_memref3_16 *c, bool transA, bool transB,
+                        bool accumulate) {
+  thread_local std::vector<float> wideC;
+  loom_memref3_f32 wc = widened<Widen>(c, wideC);
+  mixedBatchMatmul<Widen>(a, b, &wc, transA, transB, accumulate);
+  const float *in = wideC.data();
+  for (int64_t i = 0; i < c->sizes[0]; ++i)
+    for (int64_t r = 0; r < c->sizes[1]; ++r) {
+      uint16_t *row =
+          c->aligned + c->offset + i * c->strides[0] + r * c->strides[1];
+      for (int64_t k = 0; k < c->sizes[2]; ++k)
+        row[k * c->strides[2]] = Narrow(*in++);
+    }
+}
+
 } // namespace
+
+extern "C" void _mlir_ciface_loom_rt_batch_matmul_bf16(
+    loom_memref3_16 *a, loom_memref3_16 *b, loom_memref3_16 *c,
+    int64_t transA, int64_t transB, int64_t accumulate) {
+  roundedBatchMatmul<bf16ToFloat, floatToBf16>(a, b, c, transA != 0,
+                                               transB != 0, accumulate != 0);
+}
+
+extern "C" void _mlir_ciface_loom_rt_batch_matmul_f16(
+    loom_memref3_16 *a, loom_memref3_16 *b, loom_memref3_16 *c,
+    int64_t transA, int64_t transB, int64_t accumulate) {
+  roundedBatchMatmul<f16ToFloat, floatToF16>(a, b, c, transA != 0,
+                                             transB != 0, accumulate != 0);
+}
 
 extern "C" void _mlir_ciface_loom_rt_batch_matmul_bf16_f32(
     loom_memref3_16 *a, loom_memref3_16 *b, loom_memref3_f32 *c,

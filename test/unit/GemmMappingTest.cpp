@@ -291,6 +291,67 @@ TEST(GemmMapping, F16IntoF32MatchesTheCpuKernelInEveryLayout) {
     checkMixed(c, seed++, /*bf16=*/false);
 }
 
+/// The f32 value `f` rounded to the nearest bf16 (ties to even), found by
+/// comparing the two neighbours in double (not by the kernel's bit trick).
+uint16_t nearestBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  uint16_t lo = uint16_t(bits >> 16), hi = uint16_t(lo + 1);
+  double dl = std::abs(double(fromBf16(lo)) - f),
+         dh = std::abs(double(fromBf16(hi)) - f);
+  return dl < dh ? lo : dh < dl ? hi : (lo % 2 == 0 ? lo : hi);
+}
+
+/// The rounded entry points (`_bf16`, `_f16`: 16-bit result, what a 16-bit
+/// product whose f32 result is only rounded becomes) give, element for
+/// element, the f32 entry point's result rounded to nearest even.
+void checkRounded(const Case &c, uint32_t seed, bool bf16, size_t &inexact) {
+  Operands ops(c, seed);
+  std::vector<uint16_t> a16, b16, c16;
+  std::vector<float> unused, c32;
+  auto narrow = [&](const Buffer &x, std::vector<uint16_t> &storage) {
+    storage.clear();
+    for (double v : x.data)
+      storage.push_back(bf16 ? toBf16(v) : toF16(v));
+    Memref3 m = x.memref(unused);
+    m.allocated = m.aligned = storage.data();
+    return m;
+  };
+  Memref3 ma = narrow(ops.a, a16), mb = narrow(ops.b, b16),
+          mc16 = narrow(ops.out, c16), mc32 = ops.out.memref(c32);
+  auto wide = bf16 ? _mlir_ciface_loom_rt_batch_matmul_bf16_f32
+                   : _mlir_ciface_loom_rt_batch_matmul_f16_f32;
+  auto rounded = bf16 ? _mlir_ciface_loom_rt_batch_matmul_bf16
+                      : _mlir_ciface_loom_rt_batch_matmul_f16;
+  // Scaled so that the sums need rounding to 16 bits.
+  for (uint16_t &v : a16)
+    v = bf16 ? toBf16(fromBf16(v) * 1.0078125) : toF16(fromF16(v) * 1.0078125);
+  wide(reinterpret_cast<loom_memref3_16 *>(&ma),
+       reinterpret_cast<loom_memref3_16 *>(&mb),
+       reinterpret_cast<loom_memref3_f32 *>(&mc32), c.transA, c.transB, 0);
+  rounded(reinterpret_cast<loom_memref3_16 *>(&ma),
+          reinterpret_cast<loom_memref3_16 *>(&mb),
+          reinterpret_cast<loom_memref3_16 *>(&mc16), c.transA, c.transB, 0);
+  for (size_t i = 0; i < c32.size(); ++i) {
+    uint16_t want = bf16 ? nearestBf16(c32[i]) : toF16(c32[i]);
+    inexact += (bf16 ? fromBf16(want) : fromF16(want)) != c32[i];
+    ASSERT_EQ(c16[i], want) << describe(c) << ": element " << i << " ("
+                            << c32[i] << ")";
+  }
+}
+
+TEST(GemmMapping, RoundedBf16AndF16AreTheF32ResultRoundedToNearestEven) {
+  uint32_t seed = 700;
+  size_t inexact[2] = {0, 0};
+  for (const Case &c : cases()) {
+    checkRounded(c, seed++, /*bf16=*/true, inexact[0]);
+    checkRounded(c, seed++, /*bf16=*/false, inexact[1]);
+  }
+  // The check is not vacuous: many sums were not 16-bit numbers.
+  EXPECT_GT(inexact[0], 100u);
+  EXPECT_GT(inexact[1], 100u);
+}
+
 TEST(GemmMapping, RowMajorOperandsBecomeTheTransposedProduct) {
   // C[2x3] = A[2x4] B[4x3], row-major and contiguous: cuBLAS computes
   // C^T (3x2) = B^T (3x4) A^T (4x2), B first, no transposes, leading

@@ -19,7 +19,22 @@ def ConvertLoomToLinalg : Pass<"loom-convert-to-linalg", "mlir::ModuleOp"> {
     BLAS call needs no copy), data movement into `tensor` ops. Unsigned
     element types become signless with unsigned arithmetic. Ops that cannot
     be compiled (`loom.opaque`) are reported with their name.
+
+    A scatter-add (an embedding's gradient) is a serial loop over its
+    updates inside an `scf.forall` over the other dimensions, each
+    iteration owning one line of the output along the axis. With
+    `scatter-threads=N` (the CUDA pipelines: 65536) the axis is also cut
+    into C equal chunks (C the largest divisor of the axis's length with C
+    times the other dimensions at most N), each iteration owning one chunk
+    of one line and walking every update, adding those that fall in it:
+    N-way parallel instead of hidden-size-way, and every element still
+    summed in update order (the same bits).
   }];
+  let options = [
+    Option<"scatterThreads", "scatter-threads", "int64_t", /*default=*/"0",
+           "Independent iterations a scatter-add should reach by cutting its "
+           "axis into chunks (0: one iteration per line)">,
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
     "mlir::math::MathDialect", "mlir::scf::SCFDialect",

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "loom/Support/Debug.h"
 
@@ -30,6 +31,52 @@ bool isMap(AffineMap map, unsigned x, unsigned y) {
   return map.getResult(0) == getAffineDimExpr(0, map.getContext()) &&
          map.getResult(1) == getAffineDimExpr(x, map.getContext()) &&
          map.getResult(2) == getAffineDimExpr(y, map.getContext());
+}
+
+/// The op that rounds the f32 result `c` of a 16-bit product (fresh, zero
+/// filled) to `type`, if that is all `c` is for: an elementwise
+/// `linalg.generic` reading only `c`, writing a buffer of `type` and the
+/// same shape, its body one `arith.truncf`, with nothing between the
+/// product and it but allocations and pure ops; `c` otherwise only freed.
+/// The product can then write the 16-bit buffer itself (the GEMM rounds
+/// its f32 accumulators once, as the truncf did), and the f32 buffer and
+/// the pass over it go away.
+linalg::GenericOp roundingConsumer(linalg::BatchMatmulOp op, Value c,
+                                   Type type) {
+  if (!c.getDefiningOp<memref::AllocOp>())
+    return {};
+  linalg::GenericOp rounding;
+  for (Operation *it = op->getNextNode(); it; it = it->getNextNode()) {
+    auto g = dyn_cast<linalg::GenericOp>(it);
+    if (g && g.getNumDpsInputs() == 1 && g.getDpsInputs()[0] == c) {
+      rounding = g;
+      break;
+    }
+    if (!isa<memref::AllocOp>(it) &&
+        (it->getNumRegions() || !isMemoryEffectFree(it)))
+      return {};
+  }
+  if (!rounding || !rounding.hasPureBufferSemantics() ||
+      rounding.getNumDpsInits() != 1)
+    return {};
+  auto out = cast<MemRefType>(rounding.getDpsInits()[0].getType());
+  if (out.getElementType() != type ||
+      out.getShape() != cast<MemRefType>(c.getType()).getShape() ||
+      !llvm::all_of(rounding.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }) ||
+      rounding.getNumParallelLoops() != rounding.getNumLoops())
+    return {};
+  Block &body = rounding.getRegion().front();
+  auto trunc = dyn_cast<arith::TruncFOp>(&body.front());
+  if (!trunc || trunc.getIn() != body.getArgument(0) ||
+      trunc->getNextNode() != body.getTerminator() ||
+      body.getTerminator()->getOperand(0) != trunc.getResult())
+    return {};
+  for (Operation *user : c.getUsers())
+    if (user != op && user != rounding && !isa<memref::DeallocOp>(user) &&
+        !(isa<linalg::FillOp>(user) && user->getNextNode() == op))
+      return {};
+  return rounding;
 }
 
 struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
@@ -84,16 +131,37 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
       accumulate = false;
     }
 
+    // A 16-bit product whose f32 result is only rounded to 16 bits: the
+    // call writes the rounded result (`_bf16`, `_f16`: f32 accumulation,
+    // one rounding) where the rounding op wrote it.
+    linalg::GenericOp rounding;
+    Operation *f32Alloc = nullptr;
+    if (operand != element && !accumulate)
+      rounding = roundingConsumer(op, c, operand);
+    if (rounding) {
+      rewriter.setInsertionPoint(rounding);
+      Value f32 = c;
+      f32Alloc = f32.getDefiningOp();
+      c = rounding.getDpsInits()[0];
+      element = operand;
+      for (Operation *user : llvm::make_early_inc_range(f32.getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          rewriter.eraseOp(user);
+      rewriter.eraseOp(rounding);
+    }
+
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     int64_t dyn = ShapedType::kDynamic;
     auto anyLayout = StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn});
     auto argType = MemRefType::get({dyn, dyn, dyn}, element, anyLayout);
     auto operandType = MemRefType::get({dyn, dyn, dyn}, operand, anyLayout);
-    std::string name = prefix + (operand.isBF16()  ? "_bf16_f32"
-                                 : operand.isF16() ? "_f16_f32"
-                                 : element.isF32() ? "_f32"
-                                                   : "_f64");
+    std::string name = prefix + (rounding && operand.isBF16()  ? "_bf16"
+                                 : rounding && operand.isF16() ? "_f16"
+                                 : operand.isBF16()            ? "_bf16_f32"
+                                 : operand.isF16()             ? "_f16_f32"
+                                 : element.isF32()             ? "_f32"
+                                                               : "_f64");
     auto module = op->getParentOfType<ModuleOp>();
     auto i64 = rewriter.getI64Type();
     auto fnType =
@@ -119,6 +187,8 @@ struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
                             << " transB " << transB << " accumulate "
                             << accumulate << "\n");
     rewriter.replaceOpWithNewOp<func::CallOp>(op, name, TypeRange{}, args);
+    if (f32Alloc && f32Alloc->use_empty())
+      rewriter.eraseOp(f32Alloc);
     return success();
   }
 };

@@ -22,10 +22,13 @@
 
 using namespace mlir;
 
-void mlir::loom::buildLoomBufferizePipeline(OpPassManager &pm) {
+void mlir::loom::buildLoomBufferizePipeline(OpPassManager &pm,
+                                            int64_t scatterThreads) {
   // loom -> tensors of linalg/tensor/arith/math, elementwise chains fused.
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createConvertLoomToLinalg());
+  ConvertLoomToLinalgOptions toLinalg;
+  toLinalg.scatterThreads = scatterThreads;
+  pm.addPass(createConvertLoomToLinalg(toLinalg));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createLoomFuseElementwise());

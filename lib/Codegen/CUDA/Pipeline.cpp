@@ -23,6 +23,10 @@
 
 using namespace mlir;
 
+/// Independent iterations a scatter-add (an embedding's gradient) is cut
+/// into: enough to fill a GPU (132 SMs x 2048 threads is about 270,000).
+static constexpr int64_t kScatterThreads = 65536;
+
 /// Every loop nest one-dimensional, tiled into blocks of `blockSize`
 /// iterations (threads): what becomes kernels.
 namespace mlir::loom {
@@ -49,7 +53,7 @@ static void addKernelLoops(OpPassManager &pm, int blockSize,
 } // namespace mlir::loom
 
 void mlir::loom::buildLoomCudaLoopsOnCpuPipeline(OpPassManager &pm) {
-  buildLoomBufferizePipeline(pm);
+  buildLoomBufferizePipeline(pm, kScatterThreads);
   pm.addPass(createLoomLowerMatmulToBlas());
   addKernelLoops(pm, CudaPipelineOptions().blockSize, /*deviceAllocations=*/false);
   pm.addPass(createLoomGpuOrderedReductions());
@@ -60,7 +64,7 @@ const char *mlir::loom::configuredCudaToolkit() { return LOOM_CUDA_ROOT; }
 
 void mlir::loom::buildLoomCudaPipeline(OpPassManager &pm,
                                        const CudaPipelineOptions &options) {
-  buildLoomBufferizePipeline(pm);
+  buildLoomBufferizePipeline(pm, kScatterThreads);
   LoomLowerMatmulToBlasOptions cublas;
   cublas.library = "cublas";
   pm.addPass(createLoomLowerMatmulToBlas(cublas));

@@ -107,8 +107,10 @@ void populateElementwisePatterns(LoomTypeConverter &converter,
                                  RewritePatternSet &patterns);
 void populateStructuredPatterns(LoomTypeConverter &converter,
                                 RewritePatternSet &patterns);
+/// `scatterThreads`: see loom-convert-to-linalg's scatter-threads option.
 void populateShapePatterns(LoomTypeConverter &converter,
-                           RewritePatternSet &patterns);
+                           RewritePatternSet &patterns,
+                           int64_t scatterThreads = 0);
 void populateNNPatterns(LoomTypeConverter &converter,
                         RewritePatternSet &patterns);
 void populateCollectivePatterns(LoomTypeConverter &converter,

@@ -21,13 +21,14 @@ using namespace mlir::loom::lowering;
 namespace {
 struct ConvertLoomToLinalgPass
     : loom::impl::ConvertLoomToLinalgBase<ConvertLoomToLinalgPass> {
+  using Base::Base;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     LoomTypeConverter converter;
     RewritePatternSet patterns(ctx);
     populateElementwisePatterns(converter, patterns);
     populateStructuredPatterns(converter, patterns);
-    populateShapePatterns(converter, patterns);
+    populateShapePatterns(converter, patterns, scatterThreads);
     populateNNPatterns(converter, patterns);
     populateCollectivePatterns(converter, patterns);
     // Unsigned types at function boundaries become signless too.

@@ -172,8 +172,12 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
 /// owning the line of `out` along the axis (an embedding's gradient: one
 /// iteration per hidden element, tokens summed in order inside it). Every
 /// element is still summed in the update order, as one serial nest would.
+/// With `threads`, the axis is also cut into chunks, an iteration owning one
+/// chunk of a line and adding the updates that fall in it.
 struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
-  using OpConversionPattern::OpConversionPattern;
+  ScatterAddLowering(const TypeConverter &tc, MLIRContext *ctx, int64_t threads)
+      : OpConversionPattern(tc, ctx), threads(threads) {}
+  int64_t threads;
   LogicalResult
   matchAndRewrite(ScatterAddOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -195,12 +199,25 @@ struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
       if (d < axis || d >= axis + idxRank)
         freeDims.push_back(d);
     auto outDimOf = [&](int64_t d) { return d < axis ? d : d - idxRank + 1; };
+    // Chunks of the axis: the most that divide it evenly with chunks x the
+    // other dimensions within `threads`.
+    int64_t lines = 1;
+    for (int64_t d : freeDims)
+      lines *= upd[d];
+    int64_t chunks = 1;
+    if (!freeDims.empty() && threads > lines)
+      for (int64_t c = std::min(out[axis], threads / lines); c > 1; --c)
+        if (out[axis] % c == 0) {
+          chunks = c;
+          break;
+        }
+    int64_t chunkLen = out[axis] / chunks;
 
     // The serial nest over the index dimensions, accumulating into `line`
     // (the output's line along the axis, 1-D) at the free coordinates
     // `freeIvs` (update dimension -> value).
     auto serialNest = [&](OpBuilder &b, Location l, Value line,
-                          DenseMap<int64_t, Value> freeIvs) {
+                          DenseMap<int64_t, Value> freeIvs, Value chunkStart) {
       SmallVector<Value> idxIvs;
       std::function<Value(OpBuilder &, Location, Value, int64_t)> nest =
           [&](OpBuilder &nb, Location nl, Value acc, int64_t d) -> Value {
@@ -220,11 +237,29 @@ struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
           for (int64_t x = 0; x < int64_t(upd.size()); ++x)
             u.push_back(x >= axis && x < axis + idxRank ? idxIvs[x - axis]
                                                         : freeIvs.lookup(x));
-          Value update = tensor::ExtractOp::create(nb, nl, updates, u);
-          Value old = tensor::ExtractOp::create(nb, nl, acc, ValueRange{i});
-          Scalar sb{nb, nl, op.getType().getElementType()};
-          return tensor::InsertOp::create(nb, nl, sb.add(old, update), acc,
-                                          ValueRange{i});
+          auto add = [&](OpBuilder &ab, Location al, Value at) -> Value {
+            Value update = tensor::ExtractOp::create(ab, al, updates, u);
+            Value old = tensor::ExtractOp::create(ab, al, acc, ValueRange{at});
+            Scalar sb{ab, al, op.getType().getElementType()};
+            return tensor::InsertOp::create(ab, al, sb.add(old, update), acc,
+                                            ValueRange{at});
+          };
+          if (!chunkStart)
+            return add(nb, nl, i);
+          // Only the updates that fall in this iteration's chunk.
+          Value rel = arith::SubIOp::create(nb, nl, i, chunkStart);
+          Value inside = arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::ult, rel,
+              arith::ConstantIndexOp::create(nb, nl, chunkLen));
+          auto branch = scf::IfOp::create(
+              nb, nl, inside,
+              [&](OpBuilder &tb, Location tl) {
+                scf::YieldOp::create(tb, tl, add(tb, tl, rel));
+              },
+              [&](OpBuilder &eb, Location el) {
+                scf::YieldOp::create(eb, el, acc);
+              });
+          return branch.getResult(0);
         }
         Value lb = arith::ConstantIndexOp::create(nb, nl, 0);
         Value ub = arith::ConstantIndexOp::create(nb, nl, upd[axis + d]);
@@ -241,6 +276,7 @@ struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
       };
       return nest(b, l, line, 0);
     };
+    auto lineType = RankedTensorType::get({chunkLen}, element);
 
     // The line of `out` at the free coordinates: offsets, sizes, strides.
     auto lineOf = [&](OpBuilder &b, DenseMap<int64_t, Value> freeIvs,
@@ -250,11 +286,10 @@ struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
       offsets.assign(out.size(), b.getIndexAttr(0));
       sizes.assign(out.size(), b.getIndexAttr(1));
       strides.assign(out.size(), b.getIndexAttr(1));
-      sizes[axis] = b.getIndexAttr(out[axis]);
+      sizes[axis] = b.getIndexAttr(chunkLen);
       for (auto [d, v] : freeIvs)
         offsets[outDimOf(d)] = v;
     };
-    auto lineType = RankedTensorType::get({out[axis]}, element);
 
     if (freeDims.empty()) {
       // Only index dimensions: one serial nest over the whole output (a
@@ -265,17 +300,20 @@ struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
         lineOf(rewriter, DenseMap<int64_t, Value>(), offsets, sizes, strides);
         line = tensor::ExtractSliceOp::create(rewriter, loc, lineType, init,
                                               offsets, sizes, strides);
-        Value done =
-            serialNest(rewriter, loc, line, DenseMap<int64_t, Value>());
+        Value done = serialNest(rewriter, loc, line,
+                                DenseMap<int64_t, Value>(), Value());
         rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
             op, done, init, offsets, sizes, strides);
         return success();
       }
       rewriter.replaceOp(
-          op, serialNest(rewriter, loc, line, DenseMap<int64_t, Value>()));
+          op, serialNest(rewriter, loc, line, DenseMap<int64_t, Value>(),
+                         Value()));
       return success();
     }
     SmallVector<OpFoldResult> ubs;
+    if (chunks > 1)
+      ubs.push_back(rewriter.getIndexAttr(chunks));
     for (int64_t d : freeDims)
       ubs.push_back(rewriter.getIndexAttr(upd[d]));
     auto forall = scf::ForallOp::create(rewriter, loc, ubs, ValueRange{init},
@@ -285,14 +323,22 @@ struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
     rewriter.setInsertionPointToStart(body);
     OpBuilder &b = rewriter;
     DenseMap<int64_t, Value> freeIvs;
+    unsigned first = chunks > 1 ? 1 : 0;
     for (auto [k, d] : llvm::enumerate(freeDims))
-      freeIvs[d] = body->getArgument(k);
-    Value shared = body->getArgument(freeDims.size());
+      freeIvs[d] = body->getArgument(first + k);
+    Value shared = body->getArgument(first + freeDims.size());
     SmallVector<OpFoldResult> offsets, sizes, strides;
     lineOf(b, freeIvs, offsets, sizes, strides);
+    Value chunkStart;
+    if (chunks > 1) {
+      chunkStart = arith::MulIOp::create(
+          b, loc, body->getArgument(0),
+          arith::ConstantIndexOp::create(b, loc, chunkLen));
+      offsets[axis] = chunkStart;
+    }
     Value line = tensor::ExtractSliceOp::create(b, loc, lineType, shared,
                                                 offsets, sizes, strides);
-    Value done = serialNest(b, loc, line, freeIvs);
+    Value done = serialNest(b, loc, line, freeIvs, chunkStart);
     rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
     tensor::ParallelInsertSliceOp::create(rewriter, loc, done, shared, offsets,
                                           sizes, strides);
@@ -324,9 +370,10 @@ struct PadLowering : OpConversionPattern<PadOp> {
 } // namespace
 
 void mlir::loom::lowering::populateShapePatterns(LoomTypeConverter &tc,
-                                                 RewritePatternSet &patterns) {
+                                                 RewritePatternSet &patterns,
+                                                 int64_t scatterThreads) {
   patterns.add<ReshapeLowering, TransposeLowering, BroadcastLowering,
-               ConcatLowering, SliceLowering, GatherLowering, ScatterAddLowering,
-               PadLowering>(
+               ConcatLowering, SliceLowering, GatherLowering, PadLowering>(
       tc, patterns.getContext());
+  patterns.add<ScatterAddLowering>(tc, patterns.getContext(), scatterThreads);
 }

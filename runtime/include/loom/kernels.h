@@ -70,6 +70,22 @@ void _mlir_ciface_loom_rt_batch_matmul_f16_f32(loom_memref3_16 *a,
                                                int64_t transA, int64_t transB,
                                                int64_t accumulate);
 
+/* The same with a 16-bit result: the f32 sums rounded once (to nearest
+ * even) into C, as the f32 product followed by a rounding op gives (what
+ * loom-lower-matmul-to-blas emits when a 16-bit product's f32 result is
+ * only rounded). The GPU's _mlir_ciface_loom_rt_cublas_batch_matmul_bf16
+ * and _f16 do the same on tensor cores. */
+void _mlir_ciface_loom_rt_batch_matmul_bf16(loom_memref3_16 *a,
+                                            loom_memref3_16 *b,
+                                            loom_memref3_16 *c,
+                                            int64_t transA, int64_t transB,
+                                            int64_t accumulate);
+void _mlir_ciface_loom_rt_batch_matmul_f16(loom_memref3_16 *a,
+                                           loom_memref3_16 *b,
+                                           loom_memref3_16 *c,
+                                           int64_t transA, int64_t transB,
+                                           int64_t accumulate);
+
 /* An unranked memref: rank and a pointer to a ranked descriptor. */
 typedef struct loom_unranked_memref {
   int64_t rank;

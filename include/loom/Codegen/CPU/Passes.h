@@ -35,7 +35,9 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
 /// loom -> linalg on tensors, elementwise chains fused -> buffers, the entry
 /// function in destination-passing style, each temporary freed after its
 /// last use: the front half of the CPU and CUDA pipelines.
-void buildLoomBufferizePipeline(OpPassManager &pm);
+/// `scatterThreads`: loom-convert-to-linalg's scatter-threads (0 on the CPU;
+/// the CUDA pipelines cut a scatter-add's axis into chunks).
+void buildLoomBufferizePipeline(OpPassManager &pm, int64_t scatterThreads = 0);
 
 /// Buffers (linalg, scf, library calls) -> loops -> the LLVM dialect: the
 /// CPU pipeline's back half.
