@@ -445,13 +445,24 @@ def run(dest):
         status, tout = sh([sys.executable, os.path.join(ROOT, "bench/h100/gpt_step.py"),
                            "--configs", info["gpt"], "--dtype", dtype],
                           log=os.path.join(logs, f"torch-gpt-{dtype}.log"), timeout=150)
-        torch_ms = torch_peak = None
+        torch_ms = torch_peak = compile_ms = compile_first = None
         try:
             j = json.loads(tout[tout.index("{"):])
             torch_ms = j["configs"][0]["step_s"] * 1e3
             torch_peak = j["configs"][0]["peak_bytes"]
         except (ValueError, KeyError, IndexError):
             pass
+        if os.environ.get("LOOM_GPU_CHECK_COMPILE") == "1" and not late(f"gpt {dtype} compile"):
+            status, cout = sh([sys.executable, os.path.join(ROOT, "bench/h100/gpt_step.py"),
+                               "--configs", info["gpt"], "--dtype", dtype, "--compile",
+                               "--no-extras"],
+                              log=os.path.join(logs, f"torch-compile-gpt-{dtype}.log"),
+                              timeout=300)
+            try:
+                c = json.loads(cout[cout.index("{"):])["configs"][0]
+                compile_ms, compile_first = c["step_s"] * 1e3, c["first_step_s"]
+            except (ValueError, KeyError, IndexError):
+                pass
         flops = gpt_flops(L, H, S, B)
         peak = peak_flops(gpu_name, dtype)
         mfu = flops / (loom_ms / 1e3) / peak if peak else None
@@ -461,10 +472,13 @@ def run(dest):
                                              if peak else "")
                      + f": Loom/PyTorch {loom_ms / torch_ms:.2f}x" if torch_ms
                      else f"failed ({status})")
+                  + (f"; torch.compile {compile_ms:.1f} ms (first step {compile_first:.0f} s)"
+                     if compile_ms else "")
                   + f"; losses {', '.join(f'{x:.4f}' for x in got[:3])}")
         measured["rows"].append({"config": "gpt-" + info["gpt"], "dtype": dtype,
                                  "loom_s": loom_ms / 1e3,
                                  "torch_s": torch_ms / 1e3 if torch_ms else None,
+                                 "compile_s": compile_ms / 1e3 if compile_ms else None,
                                  "mfu": mfu, "flops": flops, "peak_bytes": loom_peak,
                                  "torch_peak_bytes": torch_peak})
         table.add(f"gpt {dtype}", bool(sane and torch_ms), detail)

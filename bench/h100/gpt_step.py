@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import sys
+import time
 
 import torch
 
@@ -91,6 +92,10 @@ def main():
     ap.add_argument("--vocab", type=int, default=51200)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--compile", action="store_true",
+                    help="the model under torch.compile (compile_s: the first step's time)")
+    ap.add_argument("--no-extras", action="store_true",
+                    help="only the step (no matmul or bandwidth measurements)")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpt_step.py: no CUDA device (torch.cuda.is_available() is false)",
@@ -107,28 +112,32 @@ def main():
         torch.manual_seed(0)
         model = GPT(L, H, A, a.vocab, dt).to(dev)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+        run = torch.compile(model) if a.compile else model
         tokens = torch.randint(0, a.vocab, (B, S), device=dev)
         labels = torch.randint(0, a.vocab, (B * S,), device=dev)
         mask = torch.triu(torch.full((S, S), -1e4, device=dev), 1).to(dt)
 
         def step():
             opt.zero_grad(set_to_none=True)
-            model(tokens, labels, mask).backward()
+            run(tokens, labels, mask).backward()
             opt.step()
 
-        step()  # optimizer state exists from here on
+        t0 = time.time()
+        step()  # optimizer state exists from here on (and the compiled graph)
         torch.cuda.synchronize()
+        first = time.time() - t0
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
         t = timed(step, a.warmup, a.steps)
         peak = torch.cuda.max_memory_allocated()
         out["configs"].append({"config": spec, "layers": L, "hidden": H, "heads": A,
                                "seq": S, "batch": B, "step_s": t,
-                               "peak_bytes": peak, "resident_bytes": base})
+                               "peak_bytes": peak, "resident_bytes": base,
+                               "compiled": a.compile, "first_step_s": first})
         print(f"{spec}: {t * 1e3:.2f} ms, peak {peak / 2**30:.2f} GiB",
               file=sys.stderr)
         # The model's matrix products alone.
-        for (m, k, n) in [(B * S, H, H), (B * S, H, 4 * H), (B * S, 4 * H, H),
+        for (m, k, n) in [] if a.no_extras else [(B * S, H, H), (B * S, H, 4 * H), (B * S, 4 * H, H),
                           (B * S, H, a.vocab)]:
             x = torch.randn(m, k, device=dev, dtype=dt)
             w = torch.randn(k, n, device=dev, dtype=dt)
@@ -137,9 +146,10 @@ def main():
                                   "flops_per_s": 2 * m * k * n / tm})
         del model, opt, tokens, labels, mask
         torch.cuda.empty_cache()
-    x = torch.randn(1 << 28, device=dev, dtype=torch.float32)
-    tm = timed(lambda: x.mul_(1.0000001), 3, 10)
-    out["bandwidth"] = 2 * x.numel() * 4 / tm  # bytes read + written per second
+    if not a.no_extras:
+        x = torch.randn(1 << 28, device=dev, dtype=torch.float32)
+        tm = timed(lambda: x.mul_(1.0000001), 3, 10)
+        out["bandwidth"] = 2 * x.numel() * 4 / tm  # bytes read + written per second
     json.dump(out, sys.stdout, indent=1)
     print()
 

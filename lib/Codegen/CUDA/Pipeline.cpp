@@ -74,6 +74,10 @@ void mlir::loom::buildLoomCudaPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createLoomGpuDeviceConstants());
+  // Constants (a shape's sizes, the tiling's bounds) into the kernels, not
+  // passed as arguments: a division by a constant index is a multiply and
+  // a shift; by an argument, a 64-bit division routine per element.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createLoomGpuNameKernels());
   pm.addPass(createLoomGpuCheckHost());
