@@ -13,13 +13,20 @@ nvidia-* Python packages. So everything is built here and checked there:
       need. Weights of the GPT steps are drawn on the device
       (--init-random), not carried. DIR must stay under 40 MiB.
 
+  gpu_check.py prepare --bench DIR   also bench/h100's GPT configurations
+      (f32 2x2048x16x1024x4; bf16 4x2048x16x2048x4, 2x4096x32x2048x2,
+      1x8192x64x2048x1), each measured against PyTorch eager by `run`
+      (DIR under 60 MiB: the lent machines carry 64).
+
   gpu_check.py run DIR       (the GPU machine) checks: nvidia-smi; ldd of
       every binary (nothing "not found"); gpu-selftest; each model 3 steps
       on the GPU against the CPU (losses 1e-5 relative, parameters 1e-6 of
       each tensor's largest magnitude) and two GPU runs bitwise equal; the
       block on 4 processes on one GPU (torchrun-style environment, TCP
       store, Gloo, collectives staged through host memory); the GPT step's
-      median time against PyTorch eager on the same GPU. Prints one table
+      median time, MFU and device-memory peak against PyTorch eager on the
+      same GPU (and torch.compile with LOOM_GPU_CHECK_COMPILE=1), kept as
+      measured-<device>-<date>.json beside the logs. Prints one table
       and "N passed, M failed"; logs go to $OUT/gpu-check (or DIR/logs).
       Without a GPU it says so and exits 2 before running anything.
 """
@@ -46,6 +53,12 @@ MODELS = [
 # The benchmark step: bench/planner/gpt.py's model, bench/h100/gpt_step.py's
 # PyTorch twin (layers x hidden x heads x seq x batch, vocabulary 51200).
 GPT = (2, 1024, 16, 1024, 8)
+# --bench adds bench/h100's configurations (bench/h100/measured-h100-*.json),
+# each against PyTorch eager on the same GPU.
+BENCH_GPTS = [("2x2048x16x1024x4", "f32"), ("4x2048x16x2048x4", "bf16"),
+              ("2x4096x32x2048x2", "bf16"), ("1x8192x64x2048x1", "bf16")]
+# The carry limit of the lent machines is 64 MiB.
+BENCH_LIMIT_MIB = 60
 STEPS = 3
 # Libraries every Linux has (glibc's); everything else a binary loads that
 # is not Loom's own is carried.
@@ -102,7 +115,16 @@ def elf_files(root):
 # prepare
 #===------------------------------------------------------------------------===#
 
-def prepare(dest):
+def gpt_rows(bench):
+    """(config, dtype, program name) of every GPT step the check measures."""
+    default = "x".join(map(str, GPT))
+    rows = [(default, "f32", "gpt-f32"), (default, "bf16", "gpt-bf16")]
+    if bench:
+        rows += [(c, d, f"gpt-{c}-{d}") for c, d in BENCH_GPTS]
+    return rows
+
+
+def prepare(dest, bench=False):
     build = os.environ.get("LOOM_BUILD_DIR", os.path.join(ROOT, "build"))
     loomc = os.path.join(build, "bin", "loomc")
     py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -143,14 +165,14 @@ def prepare(dest):
             p = os.path.join(gpu, extra)
             shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else (
                 os.path.exists(p) and os.remove(p))
-    L, H, A, S, B = GPT
-    for dtype in ("f32", "bf16"):
-        mlir = os.path.join(tmp, f"gpt-{dtype}.mlir")
+    for config, dtype, name in gpt_rows(bench):
+        L, H, A, S, B = (int(x) for x in config.split("x"))
+        mlir = os.path.join(tmp, f"{name}.mlir")
         with open(mlir, "w") as f:
             f.write(must([py, os.path.join(ROOT, "bench/planner/gpt.py"), "--layers", str(L),
                           "--hidden", str(H), "--heads", str(A), "--seq", str(S),
                           "--batch", str(B), "--dtype", dtype]))
-        gpu = os.path.join(dest, "programs", "gpt-" + dtype)
+        gpu = os.path.join(dest, "programs", name)
         must([loomc, mlir, "--train", "--loss=none", "--optimizer=adamw", "--init", "seeded",
               "--target=cuda:sm_90", "--emit=executable", "-o", gpu])
         # The weights are drawn on the GPU machine (--init-random).
@@ -179,15 +201,19 @@ def prepare(dest):
     size = du(dest)
     info = {"commit": commit, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
             "models": [m[0] for m in MODELS], "gpt": "x".join(map(str, GPT)),
+            "gpts": [list(r) for r in gpt_rows(bench)],
             "steps": STEPS, "carried": sorted(carried), "bytes": size}
     with open(os.path.join(dest, "prepared.json"), "w") as f:
         json.dump(info, f, indent=1)
     shutil.rmtree(tmp)
-    print(f"gpu-check --prepare: {dest}: {size / 2**20:.1f} MiB (limit {LIMIT_MIB}), "
-          f"{len(MODELS)} models with CPU references, GPT {info['gpt']} f32/bf16, "
+    print(f"gpu-check --prepare: {dest}: {size / 2**20:.1f} MiB "
+          f"(limit {BENCH_LIMIT_MIB if bench else LIMIT_MIB}), "
+          f"{len(MODELS)} models with CPU references, GPT {info['gpt']} f32/bf16"
+          + (f" (and {len(BENCH_GPTS)} bench/h100 configurations)" if bench else "") + ", "
           f"gpu-selftest, {len(carried)} system libraries ({', '.join(sorted(carried))})")
-    if size > LIMIT_MIB * 2**20:
-        sys.exit(f"gpu-check --prepare: {dest} is {size / 2**20:.1f} MiB, over {LIMIT_MIB} MiB")
+    limit = BENCH_LIMIT_MIB if bench else LIMIT_MIB
+    if size > limit * 2**20:
+        sys.exit(f"gpu-check --prepare: {dest} is {size / 2**20:.1f} MiB, over {limit} MiB")
 
 
 #===------------------------------------------------------------------------===#
@@ -423,19 +449,21 @@ def run(dest):
                   f"{'bitwise equal' if same else 'DIFFER'}"
                   + ("" if s1 == 0 and s2 == 0 else f"; status {s1}, {s2}: {(out1 + out2)[-400:]}"))
 
-    # The GPT step against PyTorch eager, same GPU, same call.
-    L, H, A, S, B = (int(x) for x in info["gpt"].split("x"))
-    for dtype in ("f32", "bf16"):
-        if late(f"gpt {dtype}"):
+    # The GPT steps against PyTorch eager, same GPU, same call.
+    rows = info.get("gpts") or [[info["gpt"], d, "gpt-" + d] for d in ("f32", "bf16")]
+    for config, dtype, name in rows:
+        L, H, A, S, B = (int(x) for x in config.split("x"))
+        row = f"gpt {dtype}" if config == info["gpt"] else f"gpt {config} {dtype}"
+        if late(row):
             continue
-        prog = os.path.join(dest, "programs", "gpt-" + dtype)
+        prog = os.path.join(dest, "programs", name)
         status, out = sh([os.path.join(prog, "train"), "--steps", "5", "--data", "synthetic",
                           "--init-random", "1", "--profile", "--params-out", "none"],
-                         log=os.path.join(logs, f"gpt-{dtype}.log"), env=env, timeout=150)
+                         log=os.path.join(logs, f"{name}.log"), env=env, timeout=150)
         m = re.search(r"profile: \d+ steps, median ([\d.]+) ms", out)
         got = losses(out)
         if status or not m:
-            table.add(f"gpt {dtype}", False, f"status {status}: {out.strip()[-600:]}")
+            table.add(row, False, f"status {status}: {out.strip()[-600:]}")
             continue
         loom_ms = float(m.group(1))
         pm = re.search(r"device memory peak (\d+) bytes", out)
@@ -443,8 +471,8 @@ def run(dest):
         # Random weights of 0.02: the first loss is about ln(vocabulary).
         sane = got and abs(got[0] - 10.843) < 0.5 and all(x == x for x in got)
         status, tout = sh([sys.executable, os.path.join(ROOT, "bench/h100/gpt_step.py"),
-                           "--configs", info["gpt"], "--dtype", dtype],
-                          log=os.path.join(logs, f"torch-gpt-{dtype}.log"), timeout=150)
+                           "--configs", config, "--dtype", dtype, "--no-extras"],
+                          log=os.path.join(logs, f"torch-{name}.log"), timeout=150)
         torch_ms = torch_peak = compile_ms = compile_first = None
         try:
             j = json.loads(tout[tout.index("{"):])
@@ -452,11 +480,11 @@ def run(dest):
             torch_peak = j["configs"][0]["peak_bytes"]
         except (ValueError, KeyError, IndexError):
             pass
-        if os.environ.get("LOOM_GPU_CHECK_COMPILE") == "1" and not late(f"gpt {dtype} compile"):
+        if os.environ.get("LOOM_GPU_CHECK_COMPILE") == "1" and not late(f"{row} compile"):
             status, cout = sh([sys.executable, os.path.join(ROOT, "bench/h100/gpt_step.py"),
-                               "--configs", info["gpt"], "--dtype", dtype, "--compile",
+                               "--configs", config, "--dtype", dtype, "--compile",
                                "--no-extras"],
-                              log=os.path.join(logs, f"torch-compile-gpt-{dtype}.log"),
+                              log=os.path.join(logs, f"torch-compile-{name}.log"),
                               timeout=300)
             try:
                 c = json.loads(cout[cout.index("{"):])["configs"][0]
@@ -466,7 +494,7 @@ def run(dest):
         flops = gpt_flops(L, H, S, B)
         peak = peak_flops(gpu_name, dtype)
         mfu = flops / (loom_ms / 1e3) / peak if peak else None
-        detail = (f"{info['gpt']}: Loom {loom_ms:.1f} ms/step (median of 5"
+        detail = (f"{config}: Loom {loom_ms:.1f} ms/step (median of 5"
                   + (f", MFU {100 * mfu:.1f} %" if mfu else "") + "), PyTorch eager "
                   + (f"{torch_ms:.1f} ms" + (f" (MFU {100 * flops / (torch_ms / 1e3) / peak:.1f} %)"
                                              if peak else "")
@@ -475,13 +503,13 @@ def run(dest):
                   + (f"; torch.compile {compile_ms:.1f} ms (first step {compile_first:.0f} s)"
                      if compile_ms else "")
                   + f"; losses {', '.join(f'{x:.4f}' for x in got[:3])}")
-        measured["rows"].append({"config": "gpt-" + info["gpt"], "dtype": dtype,
+        measured["rows"].append({"config": "gpt-" + config, "dtype": dtype,
                                  "loom_s": loom_ms / 1e3,
                                  "torch_s": torch_ms / 1e3 if torch_ms else None,
                                  "compile_s": compile_ms / 1e3 if compile_ms else None,
                                  "mfu": mfu, "flops": flops, "peak_bytes": loom_peak,
                                  "torch_peak_bytes": torch_peak})
-        table.add(f"gpt {dtype}", bool(sane and torch_ms), detail)
+        table.add(row, bool(sane and torch_ms), detail)
     ok = table.print()
     with open(os.path.join(logs, f"measured-{gpu_name.split()[1].lower() if ' ' in gpu_name else 'gpu'}-"
                            f"{time.strftime('%Y-%m-%d')}.json"), "w") as f:
@@ -493,11 +521,14 @@ def run(dest):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("prepare", "run"):
+    args = sys.argv[1:]
+    bench = "--bench" in args
+    args = [a for a in args if a != "--bench"]
+    if len(args) != 2 or args[0] not in ("prepare", "run") or (bench and args[0] != "prepare"):
         sys.exit(__doc__)
-    dest = os.path.abspath(sys.argv[2])
-    if sys.argv[1] == "prepare":
-        prepare(dest)
+    dest = os.path.abspath(args[1])
+    if args[0] == "prepare":
+        prepare(dest, bench)
         return 0
     return run(dest)
 
