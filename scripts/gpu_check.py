@@ -362,6 +362,13 @@ def run(dest):
     # is reported as not run instead of being started.
     deadline = time.time() + float(os.environ.get("LOOM_GPU_CHECK_SECONDS", "390"))
 
+    # Nothing starts after the deadline, and what runs is cut at the deadline
+    # plus LOOM_GPU_CHECK_GRACE seconds (a lent machine's call ends hard).
+    hard = deadline + float(os.environ.get("LOOM_GPU_CHECK_GRACE", "45"))
+
+    def limit(seconds):
+        return max(1, min(seconds, hard - time.time()))
+
     def late(name):
         if time.time() < deadline:
             return False
@@ -384,6 +391,9 @@ def run(dest):
     gpu_name, driver = (out.strip().splitlines()[0].split(", ") + ["", ""])[:2]
     measured = {"device": gpu_name, "driver": driver, "commit": info["commit"],
                 "date": time.strftime("%Y-%m-%d"), "rows": []}
+    measured_path = os.path.join(
+        logs, f"measured-{gpu_name.split()[1].lower() if ' ' in gpu_name else 'gpu'}-"
+        f"{time.strftime('%Y-%m-%d')}.json")
     table.add("nvidia-smi", True, out.strip().splitlines()[0] +
               f" (prepared at {info['commit']}, {info['bytes'] / 2**20:.1f} MiB)")
     env = dict(os.environ)
@@ -459,7 +469,7 @@ def run(dest):
         prog = os.path.join(dest, "programs", name)
         status, out = sh([os.path.join(prog, "train"), "--steps", "5", "--data", "synthetic",
                           "--init-random", "1", "--profile", "--params-out", "none"],
-                         log=os.path.join(logs, f"{name}.log"), env=env, timeout=150)
+                         log=os.path.join(logs, f"{name}.log"), env=env, timeout=limit(150))
         m = re.search(r"profile: \d+ steps, median ([\d.]+) ms", out)
         got = losses(out)
         if status or not m:
@@ -472,7 +482,7 @@ def run(dest):
         sane = got and abs(got[0] - 10.843) < 0.5 and all(x == x for x in got)
         status, tout = sh([sys.executable, os.path.join(ROOT, "bench/h100/gpt_step.py"),
                            "--configs", config, "--dtype", dtype, "--no-extras"],
-                          log=os.path.join(logs, f"torch-{name}.log"), timeout=150)
+                          log=os.path.join(logs, f"torch-{name}.log"), timeout=limit(150))
         torch_ms = torch_peak = compile_ms = compile_first = None
         try:
             j = json.loads(tout[tout.index("{"):])
@@ -485,7 +495,7 @@ def run(dest):
                                "--configs", config, "--dtype", dtype, "--compile",
                                "--no-extras"],
                               log=os.path.join(logs, f"torch-compile-{name}.log"),
-                              timeout=300)
+                              timeout=limit(300))
             try:
                 c = json.loads(cout[cout.index("{"):])["configs"][0]
                 compile_ms, compile_first = c["step_s"] * 1e3, c["first_step_s"]
@@ -510,10 +520,10 @@ def run(dest):
                                  "mfu": mfu, "flops": flops, "peak_bytes": loom_peak,
                                  "torch_peak_bytes": torch_peak})
         table.add(row, bool(sane and torch_ms), detail)
+        # Kept after every row: a call cut short keeps what it measured.
+        with open(measured_path, "w") as f:
+            json.dump(measured, f, indent=1)
     ok = table.print()
-    with open(os.path.join(logs, f"measured-{gpu_name.split()[1].lower() if ' ' in gpu_name else 'gpu'}-"
-                           f"{time.strftime('%Y-%m-%d')}.json"), "w") as f:
-        json.dump(measured, f, indent=1)
     with open(os.path.join(logs, "table.md"), "w") as f:
         for name, good, detail in table.rows:
             f.write(f"| {name} | {'pass' if good else 'FAIL'} | {detail} |\n")
