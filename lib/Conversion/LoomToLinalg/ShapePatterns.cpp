@@ -174,6 +174,39 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
 /// element is still summed in the update order, as one serial nest would.
 /// With `threads`, the axis is also cut into chunks, an iteration owning one
 /// chunk of a line and adding the updates that fall in it.
+
+/// The chunks an axis of `length` is cut into: the most that divide it
+/// evenly with chunks x `lines` within `threads` (1: not cut).
+int64_t scatterChunks(int64_t length, int64_t lines, int64_t threads) {
+  if (threads <= lines)
+    return 1;
+  for (int64_t c = std::min(length, threads / lines); c > 1; --c)
+    if (length % c == 0)
+      return c;
+  return 1;
+}
+
+/// `acc` with `update(at)` added at `at`; with `chunkStart`, only when the
+/// index `at` falls in [chunkStart, chunkStart + chunkLen), at `at -
+/// chunkStart`.
+Value addInChunk(OpBuilder &b, Location l, Value acc, Value at,
+                 Value chunkStart, int64_t chunkLen,
+                 function_ref<Value(OpBuilder &, Location, Value, Value)> add) {
+  if (!chunkStart)
+    return add(b, l, acc, at);
+  Value rel = arith::SubIOp::create(b, l, at, chunkStart);
+  Value inside =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, rel,
+                            arith::ConstantIndexOp::create(b, l, chunkLen));
+  auto branch = scf::IfOp::create(
+      b, l, inside,
+      [&](OpBuilder &tb, Location tl) {
+        scf::YieldOp::create(tb, tl, add(tb, tl, acc, rel));
+      },
+      [&](OpBuilder &eb, Location el) { scf::YieldOp::create(eb, el, acc); });
+  return branch.getResult(0);
+}
+
 struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
   ScatterAddLowering(const TypeConverter &tc, MLIRContext *ctx, int64_t threads)
       : OpConversionPattern(tc, ctx), threads(threads) {}
@@ -199,18 +232,11 @@ struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
       if (d < axis || d >= axis + idxRank)
         freeDims.push_back(d);
     auto outDimOf = [&](int64_t d) { return d < axis ? d : d - idxRank + 1; };
-    // Chunks of the axis: the most that divide it evenly with chunks x the
-    // other dimensions within `threads`.
     int64_t lines = 1;
     for (int64_t d : freeDims)
       lines *= upd[d];
-    int64_t chunks = 1;
-    if (!freeDims.empty() && threads > lines)
-      for (int64_t c = std::min(out[axis], threads / lines); c > 1; --c)
-        if (out[axis] % c == 0) {
-          chunks = c;
-          break;
-        }
+    int64_t chunks =
+        freeDims.empty() ? 1 : scatterChunks(out[axis], lines, threads);
     int64_t chunkLen = out[axis] / chunks;
 
     // The serial nest over the index dimensions, accumulating into `line`
@@ -237,29 +263,15 @@ struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
           for (int64_t x = 0; x < int64_t(upd.size()); ++x)
             u.push_back(x >= axis && x < axis + idxRank ? idxIvs[x - axis]
                                                         : freeIvs.lookup(x));
-          auto add = [&](OpBuilder &ab, Location al, Value at) -> Value {
-            Value update = tensor::ExtractOp::create(ab, al, updates, u);
-            Value old = tensor::ExtractOp::create(ab, al, acc, ValueRange{at});
-            Scalar sb{ab, al, op.getType().getElementType()};
-            return tensor::InsertOp::create(ab, al, sb.add(old, update), acc,
-                                            ValueRange{at});
-          };
-          if (!chunkStart)
-            return add(nb, nl, i);
-          // Only the updates that fall in this iteration's chunk.
-          Value rel = arith::SubIOp::create(nb, nl, i, chunkStart);
-          Value inside = arith::CmpIOp::create(
-              nb, nl, arith::CmpIPredicate::ult, rel,
-              arith::ConstantIndexOp::create(nb, nl, chunkLen));
-          auto branch = scf::IfOp::create(
-              nb, nl, inside,
-              [&](OpBuilder &tb, Location tl) {
-                scf::YieldOp::create(tb, tl, add(tb, tl, rel));
-              },
-              [&](OpBuilder &eb, Location el) {
-                scf::YieldOp::create(eb, el, acc);
+          return addInChunk(
+              nb, nl, acc, i, chunkStart, chunkLen,
+              [&](OpBuilder &ab, Location al, Value to, Value at) -> Value {
+                Value update = tensor::ExtractOp::create(ab, al, updates, u);
+                Value old = tensor::ExtractOp::create(ab, al, to, ValueRange{at});
+                Scalar sb{ab, al, op.getType().getElementType()};
+                return tensor::InsertOp::create(ab, al, sb.add(old, update), to,
+                                                ValueRange{at});
               });
-          return branch.getResult(0);
         }
         Value lb = arith::ConstantIndexOp::create(nb, nl, 0);
         Value ub = arith::ConstantIndexOp::create(nb, nl, upd[axis + d]);
