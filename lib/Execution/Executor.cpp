@@ -625,6 +625,25 @@ std::optional<HostTensor> mlir::loom::readInitialValue(Attribute value,
     path = full;
   }
   HostTensor tensor(type);
+  // A slice past the file's end would be mapped anyway (and fault when
+  // read): check it against the file's size first.
+  uint64_t fileSize = 0;
+  if (std::error_code ec = llvm::sys::fs::file_size(path, fileSize)) {
+    error = llvm::formatv("cannot read parameter @{0}: {1}: {2}", name, path,
+                          ec.message())
+                .str();
+    return std::nullopt;
+  }
+  if (external.getOffset() < 0 ||
+      uint64_t(external.getOffset()) + uint64_t(tensor.byteSize()) > fileSize) {
+    error = llvm::formatv("parameter @{0}: {1} bytes at offset {2} do not fit "
+                          "in {3}, which has {4} bytes (a params file of "
+                          "another model, or truncated?)",
+                          name, tensor.byteSize(), external.getOffset(), path,
+                          fileSize)
+                .str();
+    return std::nullopt;
+  }
   auto buffer = llvm::MemoryBuffer::getFileSlice(path, tensor.byteSize(),
                                                  external.getOffset());
   if (!buffer || (*buffer)->getBufferSize() != tensor.byteSize()) {
