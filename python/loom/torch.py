@@ -2,7 +2,7 @@
 
     from loom.torch import trace
     traced = trace(model, loss_fn, (x, y))
-    traced.write("out/model.mlir")      # loom IR + params.bin beside it
+    traced.write("out/model.mlir")      # loom IR + model.params.bin beside it
 
 `trace` runs `loss_fn(model(*inputs), *targets)` under `make_fx` with fake
 tensors (no real compute, nothing of the model changes) and imports the aten
@@ -20,6 +20,7 @@ An aten op outside the table raises `UnsupportedOp` naming the op and the
 line of the user's code that called it (from the FX node's stack trace).
 """
 
+import json
 import operator
 import os
 import traceback
@@ -123,16 +124,21 @@ class Traced:
         self._blobs = blobs
 
     def write(self, path):
-        """Writes the IR to `path` and the initial parameter values to
-        params.bin beside it (the IR references them by offset)."""
+        """Writes the IR to `path` (NAME.mlir) and the initial parameter
+        values to NAME.params.bin beside it (the IR references them by
+        offset): models written into one folder keep their own values."""
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
-        with open(os.path.join(directory, "params.bin"), "wb") as f:
+        stem = os.path.basename(path)
+        stem = stem[:-5] if stem.endswith(".mlir") else stem
+        params = stem + ".params.bin"
+        with open(os.path.join(directory, params), "wb") as f:
             for offset, blob in self._blobs:
                 f.seek(offset)
                 f.write(blob)
         with open(path, "w") as f:
-            f.write(self.text)
+            f.write(self.text.replace('#loom.external<"params.bin",',
+                                      '#loom.external<' + json.dumps(params) + ','))
         return path
 
 
