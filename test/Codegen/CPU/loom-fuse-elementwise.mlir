@@ -26,3 +26,51 @@ func.func @transpose_into_matmul(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>) -
       : (tensor<2x8x4xf32>, tensor<2x4x8xf32>) -> tensor<2x8x8xf32>
   return %s : tensor<2x8x8xf32>
 }
+
+// -----
+
+// A producer with two elementwise users (an optimizer's moment, stored and
+// used by the weight update): fused into the consumer as one more result,
+// computed and written once; one op instead of two.
+// CHECK-LABEL: func.func @shared_producer
+// CHECK: %[[R:.*]]:2 = linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[R]]#{{[01]}}, %[[R]]#{{[01]}}
+func.func @shared_producer(%m: tensor<8xf32>, %g: tensor<8xf32>, %p: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %m1 = loom.add %m, %g : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %p1 = loom.sub %p, %m1 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %m1, %p1 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A producer read by a reduction before its elementwise user (a softmax's
+// x - max, summed and then divided): not fused. The fused op would sit
+// after the reduction that reads the value, and a reduction cannot take it
+// as a result (it would compute it once per use).
+// CHECK-LABEL: func.func @producer_before_reduction
+// CHECK: %[[D:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[D]] :
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]{{.*}} ins(%[[D]] :
+func.func @producer_before_reduction(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %d = loom.sub %x, %y : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s = loom.reduce_sum %d dims = [1] : (tensor<4x8xf32>) -> tensor<4xf32>
+  %e = loom.exp %d : tensor<4x8xf32>
+  return %s, %e : tensor<4xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Two elementwise users after each other (Adam's first moment, read by the
+// second moment's op and the weight update): the first takes it as a
+// result, then the second takes that op's results in turn; one op.
+// CHECK-LABEL: func.func @two_users
+// CHECK: %[[R:.*]]:3 = linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @two_users(%m: tensor<8xf32>, %g: tensor<8xf32>, %p: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %m1 = loom.add %m, %g : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %v1 = loom.mul %m1, %g : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %p1 = loom.sub %p, %m1 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %p2 = loom.sub %p1, %v1 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %m1, %v1, %p2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}

@@ -22,6 +22,13 @@ def LoomFuseElementwise : Pass<"loom-fuse-elementwise", "mlir::ModuleOp"> {
     (`linalg.batch_matmul`, `linalg.transpose`): a matmul must stay a
     matmul to reach BLAS, and a transpose fused into a contraction turns it
     into a slow generic loop nest.
+
+    A producer that other ops read too is fused into an elementwise
+    consumer as one more result of it, when those other readers come after
+    the consumer: computed and written once, not read back (Adam's moments
+    and the weight update become one op; upstream's pattern would compute
+    it twice). Into a reduction only a producer read by nothing else is
+    fused.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
