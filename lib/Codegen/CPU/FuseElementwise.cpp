@@ -72,6 +72,7 @@ struct FuseSharedProducer : OpRewritePattern<linalg::GenericOp> {
 
 struct FuseElementwisePass
     : loom::impl::LoomFuseElementwiseBase<FuseElementwisePass> {
+  using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     linalg::ControlFusionFn control = [](OpOperand *operand) {
@@ -83,7 +84,8 @@ struct FuseElementwisePass
       return producer->getResult(0).hasOneUse();
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
-    patterns.add<FuseSharedProducer>(&getContext());
+    if (sharedProducers)
+      patterns.add<FuseSharedProducer>(&getContext());
     auto countGenerics = [&] {
       int n = 0;
       getOperation().walk([&](linalg::GenericOp) { ++n; });

@@ -23,7 +23,8 @@
 using namespace mlir;
 
 void mlir::loom::buildLoomBufferizePipeline(OpPassManager &pm,
-                                            int64_t scatterThreads) {
+                                            int64_t scatterThreads,
+                                            bool sharedProducers) {
   // loom -> tensors of linalg/tensor/arith/math, elementwise chains fused.
   pm.addPass(createCanonicalizerPass());
   ConvertLoomToLinalgOptions toLinalg;
@@ -31,7 +32,9 @@ void mlir::loom::buildLoomBufferizePipeline(OpPassManager &pm,
   pm.addPass(createConvertLoomToLinalg(toLinalg));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createLoomFuseElementwise());
+  LoomFuseElementwiseOptions fuse;
+  fuse.sharedProducers = sharedProducers;
+  pm.addPass(createLoomFuseElementwise(fuse));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLoomPrepareForExecution());
 

@@ -53,7 +53,7 @@ static void addKernelLoops(OpPassManager &pm, int blockSize,
 } // namespace mlir::loom
 
 void mlir::loom::buildLoomCudaLoopsOnCpuPipeline(OpPassManager &pm) {
-  buildLoomBufferizePipeline(pm, kScatterThreads);
+  buildLoomBufferizePipeline(pm, kScatterThreads, /*sharedProducers=*/true);
   pm.addPass(createLoomLowerMatmulToBlas());
   addKernelLoops(pm, CudaPipelineOptions().blockSize, /*deviceAllocations=*/false);
   pm.addPass(createLoomGpuOrderedReductions());
@@ -64,7 +64,7 @@ const char *mlir::loom::configuredCudaToolkit() { return LOOM_CUDA_ROOT; }
 
 void mlir::loom::buildLoomCudaPipeline(OpPassManager &pm,
                                        const CudaPipelineOptions &options) {
-  buildLoomBufferizePipeline(pm, kScatterThreads);
+  buildLoomBufferizePipeline(pm, kScatterThreads, /*sharedProducers=*/true);
   LoomLowerMatmulToBlasOptions cublas;
   cublas.library = "cublas";
   pm.addPass(createLoomLowerMatmulToBlas(cublas));

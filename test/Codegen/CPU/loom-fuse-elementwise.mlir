@@ -1,5 +1,6 @@
 // Elementwise chains fuse; named ops (matmuls, transposes) are left alone.
-// RUN: loom-opt %s --split-input-file --loom-convert-to-linalg --loom-fuse-elementwise | FileCheck %s
+// RUN: loom-opt %s --split-input-file --loom-convert-to-linalg --loom-fuse-elementwise | FileCheck %s --check-prefixes=CHECK,CPU
+// RUN: loom-opt %s --split-input-file --loom-convert-to-linalg --loom-fuse-elementwise=shared-producers | FileCheck %s --check-prefixes=CHECK,GPU
 
 // CHECK-LABEL: func.func @chain
 // CHECK-COUNT-1: linalg.generic
@@ -30,12 +31,16 @@ func.func @transpose_into_matmul(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>) -
 // -----
 
 // A producer with two elementwise users (an optimizer's moment, stored and
-// used by the weight update): fused into the consumer as one more result,
-// computed and written once; one op instead of two.
+// used by the weight update). With shared-producers (the CUDA pipelines):
+// fused into the consumer as one more result, computed and written once;
+// one op instead of two. On the CPU, two ops.
 // CHECK-LABEL: func.func @shared_producer
-// CHECK: %[[R:.*]]:2 = linalg.generic
-// CHECK-NOT: linalg.generic
-// CHECK: return %[[R]]#{{[01]}}, %[[R]]#{{[01]}}
+// GPU: %[[R:.*]]:2 = linalg.generic
+// GPU-NOT: linalg.generic
+// GPU: return %[[R]]#{{[01]}}, %[[R]]#{{[01]}}
+// CPU: %[[M:.*]] = linalg.generic
+// CPU: %[[P:.*]] = linalg.generic {{.*}}ins(%{{.*}}, %[[M]] :
+// CPU: return %[[M]], %[[P]]
 func.func @shared_producer(%m: tensor<8xf32>, %g: tensor<8xf32>, %p: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %m1 = loom.add %m, %g : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
   %p1 = loom.sub %p, %m1 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
@@ -45,9 +50,9 @@ func.func @shared_producer(%m: tensor<8xf32>, %g: tensor<8xf32>, %p: tensor<8xf3
 // -----
 
 // A producer read by a reduction before its elementwise user (a softmax's
-// x - max, summed and then divided): not fused. The fused op would sit
-// after the reduction that reads the value, and a reduction cannot take it
-// as a result (it would compute it once per use).
+// x - max, summed and then divided): not fused in either mode. The fused
+// op would sit after the reduction that reads the value, and a reduction
+// cannot take it as a result (it would compute it once per use).
 // CHECK-LABEL: func.func @producer_before_reduction
 // CHECK: %[[D:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[D]] :
@@ -65,8 +70,9 @@ func.func @producer_before_reduction(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -
 // second moment's op and the weight update): the first takes it as a
 // result, then the second takes that op's results in turn; one op.
 // CHECK-LABEL: func.func @two_users
-// CHECK: %[[R:.*]]:3 = linalg.generic
-// CHECK-NOT: linalg.generic
+// GPU: %[[R:.*]]:3 = linalg.generic
+// GPU-NOT: linalg.generic
+// CPU-COUNT-3: linalg.generic
 func.func @two_users(%m: tensor<8xf32>, %g: tensor<8xf32>, %p: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
   %m1 = loom.add %m, %g : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
   %v1 = loom.mul %m1, %g : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>

@@ -36,8 +36,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
 /// function in destination-passing style, each temporary freed after its
 /// last use: the front half of the CPU and CUDA pipelines.
 /// `scatterThreads`: loom-convert-to-linalg's scatter-threads (0 on the CPU;
-/// the CUDA pipelines cut a scatter-add's axis into chunks).
-void buildLoomBufferizePipeline(OpPassManager &pm, int64_t scatterThreads = 0);
+/// the CUDA pipelines cut a scatter-add's axis into chunks);
+/// `sharedProducers`: loom-fuse-elementwise's shared-producers (the CUDA
+/// pipelines).
+void buildLoomBufferizePipeline(OpPassManager &pm, int64_t scatterThreads = 0,
+                                bool sharedProducers = false);
 
 /// Buffers (linalg, scf, library calls) -> loops -> the LLVM dialect: the
 /// CPU pipeline's back half.

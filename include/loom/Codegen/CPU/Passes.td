@@ -23,13 +23,20 @@ def LoomFuseElementwise : Pass<"loom-fuse-elementwise", "mlir::ModuleOp"> {
     matmul to reach BLAS, and a transpose fused into a contraction turns it
     into a slow generic loop nest.
 
-    A producer that other ops read too is fused into an elementwise
-    consumer as one more result of it, when those other readers come after
-    the consumer: computed and written once, not read back (Adam's moments
-    and the weight update become one op; upstream's pattern would compute
-    it twice). Into a reduction only a producer read by nothing else is
-    fused.
+    With `shared-producers` (the CUDA pipelines), a producer that other ops
+    read too is fused into an elementwise consumer as one more result of
+    it, when those other readers come after the consumer: computed and
+    written once, not read back (Adam's moments and the weight update
+    become one op: one kernel instead of three; upstream's pattern would
+    compute it twice). Into a reduction only a producer read by nothing
+    else is fused. Off on the CPU, whose temporaries the planner's memory
+    model is measured against (test/e2e/remat.test).
   }];
+  let options = [
+    Option<"sharedProducers", "shared-producers", "bool", /*default=*/"false",
+           "Fuse a producer several elementwise ops read into the first, as "
+           "one more result">,
+  ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
