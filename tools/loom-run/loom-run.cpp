@@ -107,6 +107,9 @@ static cl::opt<std::string> dataDir("data",
     cl::desc("Training: directory with <input>.npy and labels.npy (leading step axis), "
              "or 'synthetic'"),
     cl::init("synthetic"), cl::cat(category));
+/// The most ranks one `loom-run -np` launch starts (processes on the
+/// launching machine's mpirun).
+static constexpr int kMaxRanks = 65536;
 static cl::opt<int> numRanks("np",
     cl::desc("Training: launch this many ranks with mpirun (one per mesh device)"),
     cl::init(0), cl::cat(category));
@@ -123,7 +126,8 @@ static cl::opt<bool> profile("profile",
              "totals per collective"),
     cl::cat(category));
 static cl::opt<std::string> paramsOut("params-out",
-    cl::desc("Training: where to write the final parameters (default ARTIFACT/params-final)"),
+    cl::desc("Training: where to write the final parameters (default "
+             "ARTIFACT/params-final; none: nothing written)"),
     cl::cat(category));
 
 static cl::opt<std::string> checkpointDir("checkpoint-dir",
@@ -383,7 +387,9 @@ int report(const ::loom::program::TrainResult &result, const CompiledStep &step,
       "trained {0} steps in {1:f3} s ({2:f4} s/step, compile {3:f3} s{5}); "
       "parameters in {4}\n",
       steps, result.trainSeconds, result.trainSeconds / steps,
-      step.compileSeconds, options.paramsOut,
+      step.compileSeconds,
+      options.paramsOut.empty() ? std::string("none (--params-out none)")
+                                : options.paramsOut,
       step.cached ? ", machine code from the cache" : "");
   // Each rank's peak: the caller's buffers plus the temporaries' high-water
   // mark, the most any step held. (A pipeline's stages are not measured.)
@@ -475,12 +481,19 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   llvm::sys::fs::make_absolute(stateAbs);
   llvm::sys::path::remove_dots(paramsAbs, true);
   llvm::sys::path::remove_dots(stateAbs, true);
-  // A run that fails leaves the earlier results unmarked (<dir>.done).
-  program::clearOutputMarker(options.paramsOut);
-  program::clearOutputMarker(options.stateOut);
-  if (paramsAbs == stateAbs)
-    return fail("--params-out " + options.paramsOut +
-                " is where the optimizer state goes; give another directory");
+  if (paramsOut == "none") {
+    // As the rank programs: nothing written (a benchmark's gigabytes).
+    options.paramsOut.clear();
+    options.stateOut.clear();
+  } else {
+    // A run that fails leaves the earlier results unmarked (<dir>.done).
+    program::clearOutputMarker(options.paramsOut);
+    program::clearOutputMarker(options.stateOut);
+    if (paramsAbs == stateAbs)
+      return fail("--params-out " + options.paramsOut +
+                  " is where the optimizer state goes; give another "
+                  "directory");
+  }
   program::TrainResult result;
   auto started = std::chrono::steady_clock::now();
   auto lastProgress = started;
@@ -911,8 +924,15 @@ int main(int argc, char **argv) {
     return fail("--rtol and --atol must be numbers >= 0");
   if (!std::isfinite(progressEvery) || progressEvery < 0)
     return fail("--progress must be a number of seconds >= 0");
-  if (numRanks < 0)
-    return fail("-np must be a number of ranks >= 1");
+  // -np 0 used to run one rank silently, and -np 1000000000 had mpirun
+  // start processes until the machine hung.
+  if (numRanks.getNumOccurrences() && (numRanks < 1 || numRanks > kMaxRanks))
+    return fail("-np " + std::to_string(numRanks) +
+                ": give a number of ranks from 1 to " +
+                std::to_string(kMaxRanks) + " (one per device of the mesh)");
+  if (paramsOut.getNumOccurrences() && paramsOut.empty())
+    return fail("--params-out needs a directory (or none to write no "
+                "parameters), not an empty value");
 
   if (useExecutable)
     return runExecutable();

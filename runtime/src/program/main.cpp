@@ -146,8 +146,15 @@ bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
     double number = 0;
     if (flag == "--data")
       o.data = value;
-    else if (flag == "--params-out")
+    else if (flag == "--params-out") {
+      // An empty value used to write nothing and exit 0.
+      if (value.empty()) {
+        error = "--params-out needs a directory (or none to write no "
+                "parameters), not an empty value";
+        return false;
+      }
       o.paramsOut = value;
+    }
     else if (flag == "--checkpoint-dir")
       o.checkpointDir = value;
     else if (flag == "--resume")
