@@ -53,6 +53,19 @@ TypedAttr identityOf(Operation *combiner, Type type) {
   return {};
 }
 
+/// Dimensions [at, at + size) of a rank-`rank` memref as one, the others
+/// kept: the reassociation that collapses a reduction group.
+SmallVector<ReassociationIndices> groupCollapse(int64_t rank, int64_t at,
+                                                int64_t size) {
+  SmallVector<ReassociationIndices> reassoc;
+  for (int64_t j = 0; j < rank; ++j)
+    if (j < at || j >= at + size)
+      reassoc.push_back({j});
+    else if (j == at)
+      reassoc.push_back(llvm::to_vector(llvm::seq<int64_t>(at, at + size)));
+  return reassoc;
+}
+
 /// What a generic must be for the split: buffers, one output not indexed
 /// by any reduction dimension, its body `combine(out, f(ins))`, static
 /// reduction extents whose dimensions each input indexes all together
@@ -123,16 +136,8 @@ bool match(linalg::GenericOp op, Candidate &c) {
         return false;
       if (c.reductions.size() > 1) {
         auto type = cast<MemRefType>(in->get().getType());
-        ReassociationIndices group;
-        for (unsigned k = 0; k < c.reductions.size(); ++k)
-          group.push_back(at + k);
-        SmallVector<ReassociationIndices> reassoc;
-        for (int64_t j = 0; j < type.getRank(); ++j)
-          if (j < at || j >= at + int64_t(group.size()))
-            reassoc.push_back({j});
-          else if (j == at)
-            reassoc.push_back(group);
-        if (!memref::CollapseShapeOp::isGuaranteedCollapsible(type, reassoc))
+        if (!memref::CollapseShapeOp::isGuaranteedCollapsible(
+                type, groupCollapse(type.getRank(), at, c.reductions.size())))
           return false;
       }
     }
@@ -179,17 +184,8 @@ Value laneView(OpBuilder &b, Location loc, Value v, int at, size_t size,
   auto type = cast<MemRefType>(v.getType());
   int64_t rank = type.getRank();
   if (size > 1) {
-    SmallVector<ReassociationIndices> reassoc;
-    for (int64_t j = 0; j < rank; ++j)
-      if (j < at || j >= at + int64_t(size))
-        reassoc.push_back({j});
-      else if (j == at) {
-        ReassociationIndices group;
-        for (size_t k = 0; k < size; ++k)
-          group.push_back(at + int64_t(k));
-        reassoc.push_back(group);
-      }
-    v = memref::CollapseShapeOp::create(b, loc, v, reassoc);
+    v = memref::CollapseShapeOp::create(b, loc, v,
+                                        groupCollapse(rank, at, int64_t(size)));
     type = cast<MemRefType>(v.getType());
     rank = type.getRank();
   }
