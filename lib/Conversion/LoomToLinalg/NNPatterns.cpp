@@ -28,35 +28,75 @@ Value narrowed(OpBuilder &b, Location loc, Value v, Type element) {
   return convertTensor(b, loc, v, accumulatorType(element), element);
 }
 
-/// max-subtracted exponent and its sum along `axis` (both broadcastable
-/// back to x's shape): returns {x - max, sum(exp(x - max))}.
-std::pair<Value, Value> softmaxParts(OpBuilder &b, Location loc, Value x,
-                                     int64_t axis, Type element) {
-  ArrayRef<int64_t> shape = shapeOf(x);
-  Value m = keepDims(b, loc, reduce(b, loc, x, {axis}, ReductionKind::max, element),
-                     shape, {axis});
-  Value shifted = elementwise(b, loc, shape, signless(element), ValueRange{x, m},
-                              [&](OpBuilder &nb, Location l, ValueRange a) {
-                                return Scalar{nb, l, element}.sub(a[0], a[1]);
-                              });
-  Value e = elementwise(b, loc, shape, signless(element), ValueRange{shifted},
-                        [&](OpBuilder &nb, Location l, ValueRange a) {
-                          return math::ExpOp::create(nb, l, a[0]).getResult();
-                        });
-  Value s = keepDims(b, loc, reduce(b, loc, e, {axis}, ReductionKind::sum, element),
-                     shape, {axis});
-  return {shifted, s};
+/// A reduction over `dims` whose value is computed from its inputs in the
+/// reduction's own body: `full` inputs have the reduced tensor's shape,
+/// `rows` the result's (one value per output element, e.g. a row's
+/// maximum). Nothing between the inputs and the reduction is
+/// materialized: a softmax's `exp(x - max)` and a variance's squares are
+/// computed where they are summed (as every framework's fused kernels do),
+/// in `acc`. The result drops the reduced dimensions.
+Value reduceOf(OpBuilder &b, Location loc, ValueRange full, ValueRange rows,
+               ArrayRef<int64_t> dims, ReductionKind kind, Type acc,
+               BodyFn value) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> shape = shapeOf(full.front());
+  int64_t rank = shape.size();
+  SmallVector<int64_t> outShape;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t d = 0; d < rank; ++d) {
+    bool reduced = llvm::is_contained(dims, d);
+    iterators.push_back(reduced ? utils::IteratorType::reduction
+                                : utils::IteratorType::parallel);
+    if (!reduced) {
+      outShape.push_back(shape[d]);
+      outExprs.push_back(getAffineDimExpr(d, ctx));
+    }
+  }
+  AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+  SmallVector<AffineMap> maps(full.size(),
+                              AffineMap::getMultiDimIdentityMap(rank, ctx));
+  maps.append(rows.size(), outMap);
+  maps.push_back(outMap);
+  SmallVector<Value> inputs(full);
+  inputs.append(rows.begin(), rows.end());
+  Value init = filledTensor(b, loc, outShape, Scalar{b, loc, acc}.identity(kind));
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value v = value(nb, nl, args.drop_back());
+        linalg::YieldOp::create(
+            nb, nl, Scalar{nb, nl, acc}.combine(kind, args.back(), v));
+      });
+  return generic.getResult(0);
 }
 
-Value logSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis,
-                 Type element) {
-  auto [shifted, sum] = softmaxParts(b, loc, x, axis, element);
-  return elementwise(b, loc, shapeOf(x), signless(element),
-                     ValueRange{shifted, sum},
+/// A softmax's statistics along `axis` of `x` (elements of `original`),
+/// computed in accumulatorType(original) straight from x: {max(x),
+/// sum(exp(x - max))}, the reduced dimension dropped. A cross-entropy and
+/// the softmax of its gradient build the same two reductions of the same
+/// logits, which CSE then computes once per step.
+std::pair<Value, Value> softmaxStats(OpBuilder &b, Location loc, Value x,
+                                     int64_t axis, Type original) {
+  Type acc = accumulatorType(original);
+  Value m = reduceOf(b, loc, ValueRange{x}, {}, {axis}, ReductionKind::max, acc,
                      [&](OpBuilder &nb, Location l, ValueRange a) {
-                       Scalar s{nb, l, element};
-                       return s.sub(a[0], math::LogOp::create(nb, l, a[1]));
+                       return Scalar{nb, l, original}.convert(a[0], acc);
                      });
+  Value s = reduceOf(
+      b, loc, ValueRange{x}, ValueRange{m}, {axis}, ReductionKind::sum, acc,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Scalar sc{nb, l, acc};
+        Value shifted = sc.sub(Scalar{nb, l, original}.convert(a[0], acc), a[1]);
+        return math::ExpOp::create(nb, l, shifted).getResult();
+      });
+  return {m, s};
+}
+
+/// log_softmax(x)[i] = (x[i] - max) - log(sum), in the accumulator type.
+Value logSoftmaxOf(Scalar acc, Type original, Value x, Value max, Value sum) {
+  Value shifted = acc.sub(Scalar{acc.b, acc.loc, original}.convert(x, acc.type()), max);
+  return acc.sub(shifted, math::LogOp::create(acc.b, acc.loc, sum));
 }
 
 template <typename OpTy, bool isLog>
@@ -66,31 +106,39 @@ struct SoftmaxLowering : OpConversionPattern<OpTy> {
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    Value x = adaptor.getInput();
     Type original = originalElement(op.getInput());
-    Type element = accumulatorType(original);
-    Value x = widened(rewriter, loc, adaptor.getInput(), original);
+    Type acc = accumulatorType(original);
     int64_t axis = op.getAxis();
-    Value y;
-    if constexpr (isLog) {
-      y = logSoftmax(rewriter, loc, x, axis, element);
-    } else {
-      auto [shifted, sum] = softmaxParts(rewriter, loc, x, axis, element);
-      y = elementwise(rewriter, loc, shapeOf(shifted), signless(element),
-                      ValueRange{shifted, sum},
-                      [&](OpBuilder &b, Location l, ValueRange a) {
-                        Scalar s{b, l, element};
-                        return s.div(math::ExpOp::create(b, l, a[0]), a[1]);
-                      });
-    }
-    rewriter.replaceOp(op, narrowed(rewriter, loc, y, original));
+    ArrayRef<int64_t> shape = shapeOf(x);
+    auto [m, sum] = softmaxStats(rewriter, loc, x, axis, original);
+    Value y = elementwise(
+        rewriter, loc, shape, signless(original),
+        ValueRange{x, keepDims(rewriter, loc, m, shape, {axis}),
+                   keepDims(rewriter, loc, sum, shape, {axis})},
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Scalar s{b, l, acc};
+          Value r;
+          if constexpr (isLog) {
+            r = logSoftmaxOf(s, original, a[0], a[1], a[2]);
+          } else {
+            Value shifted = s.sub(Scalar{b, l, original}.convert(a[0], acc), a[1]);
+            r = s.div(math::ExpOp::create(b, l, shifted), a[2]);
+          }
+          return s.convert(r, original);
+        });
+    rewriter.replaceOp(op, y);
     return success();
   }
 };
 
-/// mean and biased variance of `x` over `dims`, kept as size-1 dims.
+/// mean and biased variance of `x` (elements of `original`) over `dims`,
+/// in accumulatorType(original), kept as size-1 dims; the squares are
+/// summed where they are computed.
 std::pair<Value, Value> moments(OpBuilder &b, Location loc, Value x,
-                                ArrayRef<int64_t> dims, Type element) {
+                                ArrayRef<int64_t> dims, Type original) {
   ArrayRef<int64_t> shape = shapeOf(x);
+  Type element = accumulatorType(original);
   int64_t count = 1;
   for (int64_t d : dims)
     count *= shape[d];
@@ -101,19 +149,18 @@ std::pair<Value, Value> moments(OpBuilder &b, Location loc, Value x,
                          return s.div(a[0], s.constant(count));
                        });
   };
-  Value mean = keepDims(
-      b, loc, scale(reduce(b, loc, x, dims, ReductionKind::sum, element)), shape,
-      dims);
-  Value sq = elementwise(b, loc, shape, signless(element), ValueRange{x, mean},
-                         [&](OpBuilder &nb, Location l, ValueRange a) {
-                           Scalar s{nb, l, element};
-                           Value c = s.sub(a[0], a[1]);
-                           return s.mul(c, c);
-                         });
-  Value var = keepDims(
-      b, loc, scale(reduce(b, loc, sq, dims, ReductionKind::sum, element)), shape,
-      dims);
-  return {mean, var};
+  Value mean = scale(reduceOf(b, loc, ValueRange{x}, {}, dims, ReductionKind::sum,
+                              element, [&](OpBuilder &nb, Location l, ValueRange a) {
+                                return Scalar{nb, l, original}.convert(a[0], element);
+                              }));
+  Value var = scale(reduceOf(
+      b, loc, ValueRange{x}, ValueRange{mean}, dims, ReductionKind::sum, element,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Scalar s{nb, l, element};
+        Value c = s.sub(Scalar{nb, l, original}.convert(a[0], element), a[1]);
+        return s.mul(c, c);
+      }));
+  return {keepDims(b, loc, mean, shape, dims), keepDims(b, loc, var, shape, dims)};
 }
 
 /// (x - mean) * rsqrt(var + eps) * scale + bias, all broadcast to x.
@@ -142,7 +189,7 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
     SmallVector<int64_t> dims;
     for (int64_t d = op.getAxis(), e = op.getType().getRank(); d < e; ++d)
       dims.push_back(d);
-    auto [mean, var] = moments(rewriter, loc, x, dims, element);
+    auto [mean, var] = moments(rewriter, loc, adaptor.getInput(), dims, original);
     Value y = normalize(rewriter, loc, x, mean, var, wide(adaptor.getScale()),
                         wide(adaptor.getBias()),
                         op.getEpsilon().convertToDouble(), element);
@@ -195,7 +242,7 @@ struct BatchNormTrainingLowering : OpConversionPattern<BatchNormTrainingOp> {
       if (d != 1)
         dims.push_back(d);
     Value x = wide(adaptor.getInput());
-    auto [mean, var] = moments(rewriter, loc, x, dims, element);
+    auto [mean, var] = moments(rewriter, loc, adaptor.getInput(), dims, original);
     auto ch = [&](Value v) { return perChannel(rewriter, loc, wide(v), rank); };
     Value y = normalize(rewriter, loc, x, mean, var, ch(adaptor.getScale()),
                         ch(adaptor.getBias()),
@@ -207,16 +254,18 @@ struct BatchNormTrainingLowering : OpConversionPattern<BatchNormTrainingOp> {
   }
 };
 
-/// Per-sample negative log-likelihood of log-probabilities `logp`
-/// ([N, C, d...]) at `labels` ([N, d...]): returns {loss_i, weight_i} with
-/// ignored samples at weight 0.
-std::pair<Value, Value> perSampleNll(OpBuilder &b, Location loc, Value logp,
-                                     Value labels, Value weight,
+/// A sample's log-probability of class `coords[1]` at `coords` ([N, C,
+/// d...]), in `element`.
+using PickFn = function_ref<Value(OpBuilder &, Location, ValueRange coords)>;
+
+/// Per-sample negative log-likelihood of the log-probabilities `pick`
+/// reads ([N, C, d...], C = `classes`) at `labels` ([N, d...]): returns
+/// {loss_i, weight_i} with ignored samples at weight 0.
+std::pair<Value, Value> perSampleNll(OpBuilder &b, Location loc, int64_t classes,
+                                     PickFn pick, Value labels, Value weight,
                                      std::optional<int64_t> ignoreIndex,
                                      Type element) {
-  ArrayRef<int64_t> shape = shapeOf(logp);
   ArrayRef<int64_t> labelShape = shapeOf(labels);
-  int64_t classes = shape[1];
   SmallVector<Value> results = elementwiseN(
       b, loc, labelShape, TypeRange{signless(element), signless(element)},
       ValueRange{labels}, [&](OpBuilder &nb, Location l, ValueRange a) {
@@ -238,7 +287,7 @@ std::pair<Value, Value> perSampleNll(OpBuilder &b, Location loc, Value logp,
         SmallVector<Value> coords{linalg::IndexOp::create(nb, l, 0), i};
         for (int64_t d = 1, e = labelShape.size(); d < e; ++d)
           coords.push_back(linalg::IndexOp::create(nb, l, d));
-        Value picked = tensor::ExtractOp::create(nb, l, logp, coords);
+        Value picked = pick(nb, l, coords);
         Value w = weight ? Value(tensor::ExtractOp::create(nb, l, weight,
                                                            ValueRange{i}))
                          : s.constant(1);
@@ -278,14 +327,33 @@ struct ClassLossLowering : OpConversionPattern<OpTy> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type element = originalElement(op.getInput());
-    Value logp = adaptor.getInput();
-    if (fromLogits)
-      logp = logSoftmax(rewriter, loc, logp, 1, element);
+    Value x = adaptor.getInput();
+    int64_t classes = shapeOf(x)[1];
     std::optional<int64_t> ignore;
     if (op.getIgnoreIndex())
       ignore = *op.getIgnoreIndex();
-    auto [loss, weight] = perSampleNll(rewriter, loc, logp, adaptor.getLabels(),
-                                       adaptor.getWeight(), ignore, element);
+    // From logits: log_softmax(x) is read only at the labels, computed
+    // there from x and the rows' statistics in f32 and rounded to x's type
+    // (PyTorch's log_softmax of 16-bit logits); nothing of x's size is
+    // written.
+    Value m, sum;
+    if (fromLogits)
+      std::tie(m, sum) = softmaxStats(rewriter, loc, x, 1, element);
+    auto pick = [&](OpBuilder &b, Location l, ValueRange coords) -> Value {
+      Value v = tensor::ExtractOp::create(b, l, x, coords);
+      if (!fromLogits)
+        return v;
+      SmallVector<Value> row{coords[0]};
+      row.append(coords.begin() + 2, coords.end());
+      Scalar acc{b, l, accumulatorType(element)};
+      Value lp = logSoftmaxOf(acc, element, v,
+                              tensor::ExtractOp::create(b, l, m, row),
+                              tensor::ExtractOp::create(b, l, sum, row));
+      return acc.convert(lp, element);
+    };
+    auto [loss, weight] = perSampleNll(rewriter, loc, classes, pick,
+                                       adaptor.getLabels(), adaptor.getWeight(),
+                                       ignore, element);
     rewriter.replaceOp(op, applyReduction(rewriter, loc, loss, weight,
                                           op.getReduction(), element));
     return success();

@@ -219,13 +219,23 @@ func.func @dropout(%x: tensor<4x8xf32>, %s: tensor<i64>) -> (tensor<4x8xf32>, te
 
 // -----
 
-// Cross-entropy: log-softmax over classes, then per-sample picks with
-// weights that are 0 for ignored labels; mean divides by the total weight.
+// Cross-entropy: each row's maximum and sum of exp(x - max), the
+// exponentials computed inside the sum (nothing of x's size is written),
+// then per-sample picks of x - max - log(sum) at the labels with weights
+// that are 0 for ignored labels; mean divides by the total weight.
 // CHECK-LABEL: func.func @cross_entropy
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%arg0 : tensor<4x5xf32>)
+// CHECK: arith.maximumf
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%arg0, %[[MAX]] : tensor<4x5xf32>, tensor<4xf32>)
+// CHECK: arith.subf
 // CHECK: math.exp
-// CHECK: math.log
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}}ins(%arg1 : tensor<4xi64>)
 // CHECK: arith.cmpi ne
-// CHECK: tensor.extract
+// CHECK: tensor.extract %arg0
+// CHECK: tensor.extract %[[MAX]]
+// CHECK: tensor.extract %[[SUM]]
+// CHECK: math.log
 // CHECK: tensor.extract %arg2
 // CHECK: arith.divf
 func.func @cross_entropy(%x: tensor<4x5xf32>, %l: tensor<4xi64>, %w: tensor<5xf32>) -> tensor<f32> {
