@@ -20,16 +20,20 @@ using namespace mlir::loom;
 
 namespace {
 /// Gives every use of a `tensor.empty` or of a `linalg.fill` of one its own
-/// copy. CSE merges identical initial values of different ops; empty-tensor
-/// elimination would then rewrite the shared value into one result's
-/// output buffer while another op still reads it as zeros.
+/// copy, just before the op that uses it. CSE merges identical initial
+/// values of different ops; empty-tensor elimination would then rewrite the
+/// shared value into one result's output buffer while another op still
+/// reads it as zeros. And the buffer is allocated where the value is
+/// defined: a zero-filled 512 MiB product of the backward whose fill CSE
+/// had merged into the forward's would be allocated and filled in the
+/// forward and held through the step.
 static void unshareDestinations(func::FuncOp fn) {
   OpBuilder b(fn.getContext());
   auto unshare = [&](Operation *op) {
     SmallVector<OpOperand *> uses;
     for (OpOperand &use : op->getResult(0).getUses())
       uses.push_back(&use);
-    for (OpOperand *use : llvm::drop_begin(uses)) {
+    for (OpOperand *use : uses) {
       b.setInsertionPoint(use->getOwner());
       Operation *copy = b.clone(*op);
       if (auto fill = dyn_cast<linalg::FillOp>(copy))
@@ -40,6 +44,8 @@ static void unshareDestinations(func::FuncOp fn) {
         }
       use->set(copy->getResult(0));
     }
+    if (op->use_empty())
+      op->erase();
   };
   SmallVector<Operation *> fills, empties;
   fn.walk([&](Operation *op) {
@@ -101,7 +107,12 @@ struct PrepareForExecutionPass
       // Results are written into caller-provided buffers.
       SmallVector<Value> outs;
       for (Type t : fn.getResultTypes()) {
-        auto tensor = cast<RankedTensorType>(t);
+        auto tensor = dyn_cast<RankedTensorType>(t);
+        if (!tensor) {
+          fn.emitError() << "a step's results must be ranked tensors; result "
+                         << outs.size() << " is " << t;
+          return signalPassFailure();
+        }
         outs.push_back(entry.addArgument(
             MemRefType::get(tensor.getShape(), tensor.getElementType()),
             fn.getLoc()));

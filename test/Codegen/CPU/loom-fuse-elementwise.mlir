@@ -80,3 +80,56 @@ func.func @two_users(%m: tensor<8xf32>, %g: tensor<8xf32>, %p: tensor<8xf32>) ->
   %p2 = loom.sub %p1, %v1 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
   return %m1, %v1, %p2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A one-hot against the class ids 0..C-1 (a cross-entropy's gradient):
+// the constant ids become the loop's index, not a table read per element
+// (the constant is then an unused input, which canonicalization drops).
+// CHECK-LABEL: func.func @one_hot
+// CHECK: ^bb0(%[[L:.*]]: i64, %{{.*}}: i64, %{{.*}}: i1):
+// CHECK: %[[J:.*]] = linalg.index 1 : index
+// CHECK: %[[C:.*]] = arith.index_cast %[[J]] : index to i64
+// CHECK: arith.cmpi eq, %[[L]], %[[C]]
+func.func @one_hot(%labels: tensor<4xi64>) -> tensor<4x5xi1> {
+  %ids = loom.constant dense<[0, 1, 2, 3, 4]> : tensor<5xi64>
+  %l = loom.broadcast %labels dims = [0] : (tensor<4xi64>) -> tensor<4x5xi64>
+  %c = loom.broadcast %ids dims = [1] : (tensor<5xi64>) -> tensor<4x5xi64>
+  %eq = loom.compare eq, %l, %c : (tensor<4x5xi64>, tensor<4x5xi64>) -> tensor<4x5xi1>
+  return %eq : tensor<4x5xi1>
+}
+
+// -----
+
+// A scalar computed with transcendental math (Adam's bias correction
+// 1 - beta^t) and read broadcast by a large elementwise op stays its own
+// op in either mode: fused, it would be recomputed for every element (and,
+// as a shared producer, stored by every thread).
+// CHECK-LABEL: func.func @costly_scalar
+// CHECK: %[[S:.*]] = linalg.generic {{.*}}iterator_types = []
+// CHECK: math.powf
+// CHECK: linalg.generic {{.*}}ins(%{{.*}}, %[[S]] : tensor<64xf32>, tensor<f32>)
+// CHECK-NOT: math.powf
+// CHECK: return
+func.func @costly_scalar(%p: tensor<64xf32>, %t: tensor<f32>) -> (tensor<f32>, tensor<64xf32>) {
+  %b = loom.constant dense<0.9> : tensor<f32>
+  %c = loom.pow %b, %t : tensor<f32>
+  %u = loom.mul %p, %c : (tensor<64xf32>, tensor<f32>) -> tensor<64xf32>
+  return %c, %u : tensor<f32>, tensor<64xf32>
+}
+
+// -----
+
+// The same scalar read only by the large op (one use): still not fused.
+// CHECK-LABEL: func.func @costly_scalar_one_use
+// CHECK: %[[S:.*]] = linalg.generic {{.*}}iterator_types = []
+// CHECK: math.powf
+// CHECK: linalg.generic {{.*}}ins(%{{.*}}, %[[S]] : tensor<64xf32>, tensor<f32>)
+// CHECK-NOT: math.powf
+// CHECK: return
+func.func @costly_scalar_one_use(%p: tensor<64xf32>, %t: tensor<f32>) -> tensor<64xf32> {
+  %b = loom.constant dense<0.9> : tensor<f32>
+  %c = loom.pow %b, %t : tensor<f32>
+  %u = loom.mul %p, %c : (tensor<64xf32>, tensor<f32>) -> tensor<64xf32>
+  return %u : tensor<64xf32>
+}
