@@ -46,6 +46,11 @@ static void addKernelLoops(OpPassManager &pm, int blockSize,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLoomGpuRegisterAccumulators());
   pm.addPass(createLoomGpuSerialKernels());
+  // Elementwise threads of 16 contiguous bytes (one vector access each);
+  // alignment is declared on the device only.
+  LoomGpuContiguousLanesOptions lanes;
+  lanes.assumeAlignment = deviceAllocations;
+  pm.addPass(createLoomGpuContiguousLanes(lanes));
   pm.addPass(createLoomGpuFlattenParallelLoops());
   pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
       {static_cast<int64_t>(blockSize)}, /*noMinMaxBounds=*/true));

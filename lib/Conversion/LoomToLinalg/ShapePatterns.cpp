@@ -207,6 +207,98 @@ Value addInChunk(OpBuilder &b, Location l, Value acc, Value at,
   return branch.getResult(0);
 }
 
+/// A scatter-add's serial nest over its index dimensions, accumulating into
+/// `line` (the output's line along the axis, 1-D, or a chunk of it) at the
+/// free coordinates `freeIvs` (update dimension -> value).
+struct ScatterNest {
+  Type element; // the output's element type
+  Value updates, indices;
+  ArrayRef<int64_t> out, upd;
+  int64_t axis, idxRank, chunkLen;
+
+  /// The clamped output index the update at `ivs` (index dims) goes to.
+  Value indexAt(OpBuilder &nb, Location nl, ValueRange ivs) const {
+    Value i = tensor::ExtractOp::create(nb, nl, indices, ivs);
+    i = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), i);
+    Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
+    Value n = arith::ConstantIndexOp::create(nb, nl, out[axis]);
+    Value neg = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, i, zero);
+    i = arith::SelectOp::create(nb, nl, neg, arith::AddIOp::create(nb, nl, i, n), i);
+    i = arith::MaxSIOp::create(nb, nl, i, zero);
+    return arith::MinSIOp::create(
+        nb, nl, i, arith::ConstantIndexOp::create(nb, nl, out[axis] - 1));
+  }
+
+  /// `acc` with the update at `ivs` added at output index `i`.
+  Value addAt(OpBuilder &nb, Location nl, Value acc, Value i, ValueRange ivs,
+              const DenseMap<int64_t, Value> &freeIvs, Value chunkStart) const {
+    SmallVector<Value> u;
+    for (int64_t x = 0; x < int64_t(upd.size()); ++x)
+      u.push_back(x >= axis && x < axis + idxRank ? ivs[x - axis]
+                                                  : freeIvs.lookup(x));
+    return addInChunk(
+        nb, nl, acc, i, chunkStart, chunkLen,
+        [&](OpBuilder &ab, Location al, Value to, Value at) -> Value {
+          Value update = tensor::ExtractOp::create(ab, al, updates, u);
+          Value old = tensor::ExtractOp::create(ab, al, to, ValueRange{at});
+          Scalar sb{ab, al, element};
+          return tensor::InsertOp::create(ab, al, sb.add(old, update), to,
+                                          ValueRange{at});
+        });
+  }
+
+  Value build(OpBuilder &b, Location l, Value line,
+              const DenseMap<int64_t, Value> &freeIvs, Value chunkStart) const {
+    // A chunk's thread mostly skips updates (1 in `chunks` is its): it
+    // walks the indices, a chain of dependent loads. The innermost index
+    // loop reads `group` indices before it adds any (all in flight at
+    // once on a GPU); the updates are still added in order.
+    int64_t innermost = upd[axis + idxRank - 1], group = 1;
+    if (chunkStart)
+      for (int64_t g : {16, 8, 4, 2})
+        if (innermost % g == 0) {
+          group = g;
+          break;
+        }
+    SmallVector<Value> idxIvs;
+    std::function<Value(OpBuilder &, Location, Value, int64_t)> nest =
+        [&](OpBuilder &nb, Location nl, Value acc, int64_t d) -> Value {
+      if (d == idxRank)
+        return addAt(nb, nl, acc, indexAt(nb, nl, idxIvs), idxIvs, freeIvs,
+                     chunkStart);
+      bool grouped = d == idxRank - 1 && group > 1;
+      Value lb = arith::ConstantIndexOp::create(nb, nl, 0);
+      Value ub = arith::ConstantIndexOp::create(nb, nl, upd[axis + d]);
+      Value step = arith::ConstantIndexOp::create(nb, nl, grouped ? group : 1);
+      auto loop = scf::ForOp::create(
+          nb, nl, lb, ub, step, ValueRange{acc},
+          [&](OpBuilder &lb2, Location ll, Value iv, ValueRange iter) {
+            if (!grouped) {
+              idxIvs.push_back(iv);
+              Value next = nest(lb2, ll, iter[0], d + 1);
+              idxIvs.pop_back();
+              scf::YieldOp::create(lb2, ll, next);
+              return;
+            }
+            SmallVector<SmallVector<Value>> ivs;
+            SmallVector<Value> at;
+            for (int64_t g = 0; g < group; ++g) {
+              ivs.push_back(idxIvs);
+              ivs.back().push_back(arith::AddIOp::create(
+                  lb2, ll, iv, arith::ConstantIndexOp::create(lb2, ll, g)));
+              at.push_back(indexAt(lb2, ll, ivs.back()));
+            }
+            Value next = iter[0];
+            for (int64_t g = 0; g < group; ++g)
+              next = addAt(lb2, ll, next, at[g], ivs[g], freeIvs, chunkStart);
+            scf::YieldOp::create(lb2, ll, next);
+          });
+      return loop.getResult(0);
+    };
+    return nest(b, l, line, 0);
+  }
+};
+
 struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
   ScatterAddLowering(const TypeConverter &tc, MLIRContext *ctx, int64_t threads)
       : OpConversionPattern(tc, ctx), threads(threads) {}
@@ -239,54 +331,12 @@ struct ScatterAddLowering : OpConversionPattern<ScatterAddOp> {
         freeDims.empty() ? 1 : scatterChunks(out[axis], lines, threads);
     int64_t chunkLen = out[axis] / chunks;
 
-    // The serial nest over the index dimensions, accumulating into `line`
-    // (the output's line along the axis, 1-D) at the free coordinates
-    // `freeIvs` (update dimension -> value).
+    ScatterNest nest{op.getType().getElementType(), updates, indices, out, upd,
+                     axis, idxRank, chunkLen};
     auto serialNest = [&](OpBuilder &b, Location l, Value line,
-                          DenseMap<int64_t, Value> freeIvs, Value chunkStart) {
-      SmallVector<Value> idxIvs;
-      std::function<Value(OpBuilder &, Location, Value, int64_t)> nest =
-          [&](OpBuilder &nb, Location nl, Value acc, int64_t d) -> Value {
-        if (d == idxRank) {
-          Value i = tensor::ExtractOp::create(nb, nl, indices, idxIvs);
-          i = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), i);
-          Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
-          Value n = arith::ConstantIndexOp::create(nb, nl, out[axis]);
-          Value neg = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt,
-                                            i, zero);
-          i = arith::SelectOp::create(nb, nl, neg,
-                                      arith::AddIOp::create(nb, nl, i, n), i);
-          i = arith::MaxSIOp::create(nb, nl, i, zero);
-          i = arith::MinSIOp::create(
-              nb, nl, i, arith::ConstantIndexOp::create(nb, nl, out[axis] - 1));
-          SmallVector<Value> u;
-          for (int64_t x = 0; x < int64_t(upd.size()); ++x)
-            u.push_back(x >= axis && x < axis + idxRank ? idxIvs[x - axis]
-                                                        : freeIvs.lookup(x));
-          return addInChunk(
-              nb, nl, acc, i, chunkStart, chunkLen,
-              [&](OpBuilder &ab, Location al, Value to, Value at) -> Value {
-                Value update = tensor::ExtractOp::create(ab, al, updates, u);
-                Value old = tensor::ExtractOp::create(ab, al, to, ValueRange{at});
-                Scalar sb{ab, al, op.getType().getElementType()};
-                return tensor::InsertOp::create(ab, al, sb.add(old, update), to,
-                                                ValueRange{at});
-              });
-        }
-        Value lb = arith::ConstantIndexOp::create(nb, nl, 0);
-        Value ub = arith::ConstantIndexOp::create(nb, nl, upd[axis + d]);
-        Value step = arith::ConstantIndexOp::create(nb, nl, 1);
-        auto loop = scf::ForOp::create(
-            nb, nl, lb, ub, step, ValueRange{acc},
-            [&](OpBuilder &lb2, Location ll, Value iv, ValueRange iter) {
-              idxIvs.push_back(iv);
-              Value next = nest(lb2, ll, iter[0], d + 1);
-              idxIvs.pop_back();
-              scf::YieldOp::create(lb2, ll, next);
-            });
-        return loop.getResult(0);
-      };
-      return nest(b, l, line, 0);
+                          const DenseMap<int64_t, Value> &freeIvs,
+                          Value chunkStart) {
+      return nest.build(b, l, line, freeIvs, chunkStart);
     };
     auto lineType = RankedTensorType::get({chunkLen}, element);
 

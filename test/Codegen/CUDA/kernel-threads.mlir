@@ -5,7 +5,8 @@
 // gradient of a layer norm's scale, is split in two stages
 // (loom-gpu-split-reductions): 64 lanes per column, each summing 8 of the
 // 512 rows (65,536 threads in 256 blocks, after the partial sums are set to
-// -0.0), then one thread per column (1024 in 4 blocks) adding its 64
+// -0.0 by 16,384 threads of 4 contiguous floats, loom-gpu-contiguous-lanes),
+// then one thread per column (1024 in 4 blocks) adding its 64
 // partial sums; not one block walking every row. A scatter-add, an
 // embedding's gradient into 100 rows of 1024, is one thread per (chunk of
 // 2 rows, hidden element): 50 x 1024 = 51,200 threads in 200 blocks (the
@@ -13,7 +14,7 @@
 // adding those in its chunk; not one thread per hidden element (4 blocks),
 // nor one thread for everything.
 
-// CHECK: gpu.func @column_sum_kernel_0({{.*}}memref<64x1024xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 256, 1, 1>
+// CHECK: gpu.func @column_sum_kernel_0({{.*}}memref<64x1024xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 64, 1, 1>
 // CHECK: gpu.func @column_sum_kernel_1({{.*}}memref<64x1024xf32>, %{{.*}}: memref<8x64x1024xf32>{{.*}}known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 256, 1, 1>
 // CHECK: gpu.func @column_sum_kernel_2(%{{.*}}: memref<1024xf32>, %{{.*}}: memref<64x1024xf32>{{.*}}known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 4, 1, 1>
 func.func @column_sum(%x: tensor<8x64x1024xf32>) -> tensor<1024xf32> {

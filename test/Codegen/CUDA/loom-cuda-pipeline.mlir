@@ -35,9 +35,10 @@
 // LLVM-DAG: declare void @_mlir_ciface_loom_rt_cublas_batch_matmul_f32(ptr, ptr, ptr, i64, i64, i64)
 
 // The kernels' loop structure, as loom-run --gpu-loops-on-cpu runs it: the
-// 16 x 64 elementwise chain is 4 blocks of 256 guarded iterations; the mean
-// one guarded iteration.
-// LOOPS: scf.parallel (%[[B:.*]]) = (%c0) to (%c1024) step (%c256) {
+// 16 x 64 elementwise chain is one block of 256 guarded iterations, each 4
+// contiguous floats (loom-gpu-contiguous-lanes); the mean one guarded
+// iteration.
+// LOOPS: scf.parallel (%[[B:.*]]) = (%c0) to (%c256) step (%c256) {
 // LOOPS-NEXT: scf.parallel (%[[T:.*]]) = (%c0) to (%c256) step (%c1) {
 // LOOPS: scf.if
 // LOOPS: scf.parallel (%{{.*}}) = (%c0) to (%c1) step (%c256) {
