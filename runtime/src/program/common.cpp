@@ -5,6 +5,8 @@
 #include "loom/kernels.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <cmath>
 #include <random>
 #include <cerrno>
@@ -325,18 +327,45 @@ bool randomValue(const Value &v, uint64_t seed, Tensor &global,
             loom_dtype_name(v.dtype) + ", not a float";
     return false;
   }
-  std::mt19937_64 gen(fingerprintBytes(v.parameter.data(), v.parameter.size(),
-                                       seed ^ 0x9e3779b97f4a7c15ull));
-  auto uniform = [&] { // (0, 1]
-    return (double(gen() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-  };
-  const double kPi = 3.14159265358979323846;
+  // Chunks of 2^20 values, each from its own generator (the parameter's
+  // name, the seed and the chunk's index), drawn by every core: the same
+  // values whatever the number of threads, and a GPT of 1.6 billion
+  // parameters drawn in seconds rather than the minutes one thread took
+  // (which the lent GPU machines' time paid for).
+  uint64_t base = fingerprintBytes(v.parameter.data(), v.parameter.size(),
+                                   seed ^ 0x9e3779b97f4a7c15ull);
+  const int64_t kChunk = int64_t(1) << 20;
   int64_t n = global.numElements();
-  for (int64_t i = 0; i < n; ++i) {
-    double x = 0.02 * std::sqrt(-2.0 * std::log(uniform())) *
-               std::cos(2.0 * kPi * uniform());
-    setFromDouble(global, i, x);
-  }
+  int64_t chunks = (n + kChunk - 1) / kChunk;
+  auto draw = [&](int64_t chunk) {
+    std::mt19937_64 gen(base + 0x9e3779b97f4a7c15ull * uint64_t(chunk + 1));
+    auto uniform = [&] { // (0, 1]
+      return (double(gen() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    };
+    const double kPi = 3.14159265358979323846;
+    int64_t end = std::min(n, (chunk + 1) * kChunk);
+    for (int64_t i = chunk * kChunk; i < end; i += 2) {
+      // Box-Muller: two independent normals per pair of uniforms.
+      double r = 0.02 * std::sqrt(-2.0 * std::log(uniform()));
+      double t = 2.0 * kPi * uniform();
+      setFromDouble(global, i, r * std::cos(t));
+      if (i + 1 < end)
+        setFromDouble(global, i + 1, r * std::sin(t));
+    }
+  };
+  int64_t threads = std::min<int64_t>(
+      chunks, std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 32));
+  std::atomic<int64_t> next{0};
+  auto worker = [&] {
+    for (int64_t c; (c = next++) < chunks;)
+      draw(c);
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < threads; ++t)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &t : pool)
+    t.join();
   return true;
 }
 
