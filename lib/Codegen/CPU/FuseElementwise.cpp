@@ -126,8 +126,9 @@ void iotaInputsAsIndices(Operation *root) {
       OpBuilder b = OpBuilder::atBlockBegin(op.getBody());
       Value index = linalg::IndexOp::create(
           b, op.getLoc(), cast<AffineDimExpr>(map.getResult(0)).getPosition());
-      arg.replaceAllUsesWith(
-          arith::IndexCastOp::create(b, op.getLoc(), arg.getType(), index));
+      if (!arg.getType().isIndex())
+        index = arith::IndexCastOp::create(b, op.getLoc(), arg.getType(), index);
+      arg.replaceAllUsesWith(index);
     }
   });
 }

@@ -37,6 +37,8 @@ constexpr int64_t kBytes = 16;
 /// Whether `type`'s rows start 16-byte aligned when its buffer does: unit
 /// innermost stride, static offset and outer strides that keep alignment.
 bool alignedRows(MemRefType type) {
+  if (!type.getElementType().isIntOrFloat())
+    return false; // index, complex: no byte width to vectorize by
   SmallVector<int64_t> strides;
   int64_t offset;
   if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty() ||
