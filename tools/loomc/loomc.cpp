@@ -414,9 +414,30 @@ std::string checkFlags(double &beta1, double &beta2) {
       pipelineRanks() <= 1)
     return "--schedule, --virtual-stages and --stage-boundaries need "
            "pipeline stages: give a pp mesh axis, e.g. --mesh pp=2,dp=2";
-  if (planMeshAxes != 0 && planMeshAxes != 2 && planMeshAxes != 3)
+  if ((planMeshAxes.getNumOccurrences() || planMeshAxes != 0) &&
+      planMeshAxes != 2 && planMeshAxes != 3)
     return "--plan-mesh-axes must be 2 or 3, not " +
            std::to_string(planMeshAxes);
+  if (remat != "auto" && remat != "none" && remat != "layers" &&
+      remat != "full")
+    return "--remat takes auto, none, layers or full, not '" + remat + "'";
+  if (precision.getNumOccurrences() && precision != "bf16" &&
+      precision != "fp16" && precision != "fp32")
+    return "--precision takes bf16, fp16 or fp32, not '" + precision + "'";
+  return "";
+}
+
+/// A flag given as `--name=` with nothing after the `=` (an unset shell
+/// variable, usually): the empty value would parse as 0 or "" and mean
+/// the default or nonsense, silently. Returns the flag, or "".
+std::string emptyValuedFlag(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    if (arg == "--")
+      break;
+    if (arg.starts_with("-") && arg.ends_with("=") && arg.count('=') == 1)
+      return arg.str();
+  }
   return "";
 }
 
@@ -789,6 +810,9 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   registerDebugOptions();
   cl::HideUnrelatedOptions(category);
+  if (std::string flag = emptyValuedFlag(argc, argv); !flag.empty())
+    return fail(flag + " has an empty value (an unset shell variable?): give "
+                       "a value or leave the flag out");
   cl::ParseCommandLineOptions(argc, argv,
                               "Loom compiler: build a training artifact\n");
   double beta1 = 0.9, beta2 = 0.999;

@@ -29,13 +29,26 @@ bool loom::program::InputFile::open(const std::string &path,
   if (fd >= 0)
     ::close(fd);
   name = path;
-  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer (a data
+  // file or manifest that is a named pipe hung the reader); only regular
+  // files are read.
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st;
   int why = 0;
   if (fd < 0 || ::fstat(fd, &st) != 0)
     why = errno;
   else if (S_ISDIR(st.st_mode))
     why = EISDIR;
+  if (!why && !S_ISREG(st.st_mode)) {
+    error = "cannot read " + path + ": not a regular file (" +
+            (S_ISFIFO(st.st_mode) ? "a named pipe"
+             : S_ISSOCK(st.st_mode) ? "a socket"
+                                    : "a device") +
+            ")";
+    ::close(fd);
+    fd = -1;
+    return false;
+  }
   if (why) {
     error = "cannot read " + path + ": " + std::strerror(why);
     if (fd >= 0)

@@ -151,9 +151,21 @@ void removeDirectory(const std::string &dir) {
 }
 
 bool readWholeFile(const std::string &path, std::string &out) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
+  // Regular files only, opened without waiting (a FIFO named
+  // manifest.json would block the reader until a writer came).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0)
     return false;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return false;
+  }
+  FILE *f = ::fdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    return false;
+  }
   out.clear();
   char buf[65536];
   size_t n;
@@ -458,7 +470,7 @@ struct ManifestReader {
     const JValue *v = o.get(key);
     std::optional<int64_t> i = v ? v->getInteger() : std::nullopt;
     if (!i)
-      fail("'" + key + "' missing");
+      fail("'" + key + "' " + (v ? "is not an integer" : "missing"));
     return i.value_or(0);
   }
 };
@@ -510,7 +522,11 @@ std::optional<Checkpoint> Checkpoint::open(const std::string &path,
   }
   std::string text, why;
   if (!readWholeFile(manifest, text)) {
-    error = "cannot read " + manifest;
+    struct stat st;
+    error = "cannot read " + manifest +
+            (::stat(manifest.c_str(), &st) == 0 && !S_ISREG(st.st_mode)
+                 ? ": not a regular file"
+                 : "");
     return std::nullopt;
   }
   ManifestReader r{manifest, error};
@@ -533,6 +549,18 @@ std::optional<Checkpoint> Checkpoint::open(const std::string &path,
   c.state.step = r.integer(root, "step");
   c.state.seed = uint64_t(r.integer(root, "seed"));
   c.state.microBatches = r.integer(root, "micro_batches");
+  // The step decides where training resumes and which folder the next
+  // save replaces: it must be the one the folder was saved as.
+  if (error.empty() && c.state.step < 0)
+    r.fail("'step' is negative (" + std::to_string(c.state.step) + ")");
+  std::string folder = lastComponent(c.dir);
+  if (error.empty() && folder.rfind("step-", 0) == 0 &&
+      folder != stepDirName(c.state.step))
+    r.fail("'step' is " + std::to_string(c.state.step) + " but the folder is " +
+           folder + " (a manifest of another save?)");
+  if (error.empty() && c.state.microBatches < 1)
+    r.fail("'micro_batches' is " + std::to_string(c.state.microBatches) +
+           " (at least 1)");
   const JValue *data = root.get("data");
   c.state.data = data && data->getString() ? *data->getString() : "";
   const JValue *tensors = root.get("tensors");

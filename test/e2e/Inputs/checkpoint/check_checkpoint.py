@@ -39,6 +39,7 @@ Prints one line per check and exits 1 on the first failure.
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -295,7 +296,9 @@ def main():
 
     # bad checkpoints: each a copy of zero3's step 3 with one fault.
     def bad(label, mutate, expect, name="zero3"):
-        d = os.path.join(a.work, f"bad-{label}")
+        # Kept under its step-NNNNNNNN name (the loader checks it against
+        # the manifest's step).
+        d = os.path.join(a.work, f"bad-{label}", os.path.basename(src))
         shutil.copytree(src, d)
         mutate(d)
         before = tree_digest(d)
@@ -335,6 +338,20 @@ def main():
     bad("no-manifest", lambda d: os.remove(os.path.join(d, "manifest.json")),
         "no complete checkpoint")
     bad("other-model", lambda d: None, "a checkpoint of another model", name="other")
+
+    # The manifest's step (issue 45 item 7): it decides where training
+    # resumes and which folder the next save replaces.
+    def manifest_step(value):
+        def mutate(d):
+            path = os.path.join(d, "manifest.json")
+            m = json.load(open(path))
+            m["step"] = value
+            open(path, "w").write(json.dumps(m))
+        return mutate
+    bad("other-step", manifest_step(EVERY - 1),
+        f"'step' is {EVERY - 1} but the folder is step-{EVERY:08d}")
+    bad("negative-step", manifest_step(-5), "'step' is negative (-5)")
+    bad("fractional-step", manifest_step(2.5), "'step' is not an integer")
     print("PASS")
     return 0
 
