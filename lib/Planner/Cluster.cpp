@@ -207,6 +207,23 @@ class ClusterFileParser {
 public:
   explicit ClusterFileParser(StringRef path) : path(path) {}
 
+  /// `key` of `o` into `out` (`fallback` when absent); present, it must be
+  /// a string (a name of any JSON type was taken as absent).
+  llvm::Error optionalString(const llvm::json::Object &o, StringRef key,
+                             const llvm::Twine &where, std::string &out,
+                             StringRef fallback) {
+    const llvm::json::Value *v = o.get(key);
+    if (!v) {
+      out = fallback.str();
+      return llvm::Error::success();
+    }
+    std::optional<StringRef> s = v->getAsString();
+    if (!s)
+      return fail(where + ": \"" + key + "\" must be a string");
+    out = s->str();
+    return llvm::Error::success();
+  }
+
   Expected<Cluster> parse(const llvm::json::Value &v) {
     const llvm::json::Object *o = v.getAsObject();
     if (!o)
@@ -214,7 +231,8 @@ public:
     if (auto e = onlyKeys(*o, "the cluster", {"name", "device", "devices", "levels"}))
       return std::move(e);
     Cluster c;
-    c.name = o->getString("name").value_or(path).str();
+    if (auto e = optionalString(*o, "name", "the cluster", c.name, path))
+      return std::move(e);
     const llvm::json::Object *dev = o->getObject("device");
     const llvm::json::Array *devs = o->getArray("devices");
     if (bool(dev) == bool(devs))
@@ -296,7 +314,8 @@ private:
     if (auto e = onlyKeys(dev, where, keys))
       return e;
     DeviceSpec &d = kind.spec;
-    d.name = dev.getString("name").value_or("device").str();
+    if (auto e = optionalString(dev, "name", where, d.name, "device"))
+      return e;
     if (auto e = number(dev, where, "flops_f32", d.flopsF32, true))
       return e;
     d.flops16 = d.flopsF32;
@@ -328,7 +347,8 @@ private:
       if (!l)
         return fail("a level is not an object");
       LinkLevel level;
-      level.name = l->getString("name").value_or("level").str();
+      if (auto e = optionalString(*l, "name", "a level", level.name, "level"))
+        return e;
       std::string where = "level '" + level.name + "'";
       if (auto e = onlyKeys(*l, where,
                             {"name", "size", "bandwidth", "latency"}))
