@@ -166,9 +166,16 @@ void spread(scf::ParallelOp loop, int64_t lanes, bool assumeAlignment) {
   Value scaled = arith::MulIOp::create(
       b, loc, wide.getInductionVars().back(),
       arith::ConstantIndexOp::create(b, loc, lanes), nsw);
-  llvm::MaybeAlign align;
-  if (assumeAlignment)
-    align = llvm::Align(kBytes);
+  // A vector of `lanes` elements of b bytes starts at a multiple of
+  // lanes * b bytes from a 16-byte aligned row: that (a power of two), at
+  // most 16, is its alignment (8 bf16 lanes: 16; 4 when a row of 12 bf16
+  // allowed only 4 lanes: 8).
+  auto alignOf = [&](Type element) -> llvm::MaybeAlign {
+    if (!assumeAlignment)
+      return std::nullopt;
+    return llvm::Align(std::min<uint64_t>(
+        kBytes, uint64_t(lanes) * (element.getIntOrFloatBitWidth() / 8)));
+  };
   auto vectorIndices = [&](ValueRange indices) {
     SmallVector<Value> out;
     for (Value v : indices.drop_back())
@@ -184,9 +191,9 @@ void spread(scf::ParallelOp loop, int64_t lanes, bool assumeAlignment) {
   for (Operation &op : body->without_terminator())
     if (auto access = contiguousAccess(&op, inner); access && isa<memref::LoadOp>(op)) {
       auto type = VectorType::get({lanes}, op.getResult(0).getType());
-      vectors[&op] = vector::LoadOp::create(b, loc, type, access->first,
-                                            vectorIndices(access->second),
-                                            /*nontemporal=*/false, align);
+      vectors[&op] = vector::LoadOp::create(
+          b, loc, type, access->first, vectorIndices(access->second),
+          /*nontemporal=*/false, alignOf(type.getElementType()));
     }
   // The body once per lane, reading its element of each vector and
   // collecting the values each contiguous store writes.
@@ -217,7 +224,8 @@ void spread(scf::ParallelOp loop, int64_t lanes, bool assumeAlignment) {
       Value v = vector::FromElementsOp::create(b, loc, type, it->second);
       vector::StoreOp::create(b, loc, v, store.getMemRef(),
                               vectorIndices(store.getIndices()),
-                              /*nontemporal=*/false, align);
+                              /*nontemporal=*/false,
+                              alignOf(type.getElementType()));
     }
   loop.erase();
 }

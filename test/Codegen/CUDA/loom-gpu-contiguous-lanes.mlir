@@ -41,11 +41,16 @@ func.func @widen_add(%x: memref<4x128xbf16>, %r: memref<4xf32>, %y: memref<4x128
 
 // -----
 
-// f32 rows of 12: 4 lanes (16 bytes); rows of 6 floats: 2 lanes would
+// f32 rows of 12: 4 lanes (16 bytes); bf16 rows of 12 (in rows of 16): 4
+// lanes, 8 bytes, aligned to 8 (not 16); rows of 6 floats: 2 lanes would
 // leave rows 24 bytes apart, not 16-byte aligned: unchanged.
 // CHECK-LABEL: func.func @lanes_divide
 // CHECK: to (%c3) step
 // CHECK: vector.store %{{.*}} : memref<12xf32>, vector<4xf32>
+// CHECK-LABEL: func.func @bf16_rows_of_12
+// CHECK: to (%c2, %c3) step
+// CHECK: vector.load %arg0{{.*}} {alignment = 8 : i64} : memref<2x16xbf16>, vector<4xbf16>
+// CHECK: vector.store %{{.*}} {alignment = 8 : i64} : memref<2x16xbf16>, vector<4xbf16>
 // CHECK-LABEL: func.func @rows_misaligned
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c2, %c6) step
 // CHECK-NOT: vector
@@ -56,6 +61,18 @@ func.func @lanes_divide(%y: memref<12xf32>) {
   %z = arith.constant 0.0 : f32
   scf.parallel (%j) = (%c0) to (%c12) step (%c1) {
     memref.store %z, %y[%j] : memref<12xf32>
+  }
+  return
+}
+func.func @bf16_rows_of_12(%x: memref<2x16xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c12 = arith.constant 12 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c2, %c12) step (%c1, %c1) {
+    %a = memref.load %x[%i, %j] : memref<2x16xbf16>
+    %b = arith.addf %a, %a : bf16
+    memref.store %b, %x[%i, %j] : memref<2x16xbf16>
   }
   return
 }
