@@ -424,19 +424,22 @@ std::string checkFlags(double &beta1, double &beta2) {
   if (precision.getNumOccurrences() && precision != "bf16" &&
       precision != "fp16" && precision != "fp32")
     return "--precision takes bf16, fp16 or fp32, not '" + precision + "'";
+  if (emit != "mlir" && emit != "executable")
+    return "unknown --emit '" + emit + "' (expected mlir or executable)";
   return "";
 }
 
 /// A flag given as `--name=` with nothing after the `=` (an unset shell
 /// variable, usually): the empty value would parse as 0 or "" and mean
-/// the default or nonsense, silently. Returns the flag, or "".
+/// the default or nonsense, silently. Returns the message naming it, or "".
 std::string emptyValuedFlag(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     StringRef arg(argv[i]);
     if (arg == "--")
       break;
     if (arg.starts_with("-") && arg.ends_with("=") && arg.count('=') == 1)
-      return arg.str();
+      return arg.str() + " has an empty value (an unset shell variable?): "
+                         "give a value or leave the flag out";
   }
   return "";
 }
@@ -811,15 +814,12 @@ int main(int argc, char **argv) {
   registerDebugOptions();
   cl::HideUnrelatedOptions(category);
   if (std::string flag = emptyValuedFlag(argc, argv); !flag.empty())
-    return fail(flag + " has an empty value (an unset shell variable?): give "
-                       "a value or leave the flag out");
+    return fail(flag);
   cl::ParseCommandLineOptions(argc, argv,
                               "Loom compiler: build a training artifact\n");
   double beta1 = 0.9, beta2 = 0.999;
   if (std::string err = checkFlags(beta1, beta2); !err.empty())
     return fail(err);
-  if (emit != "mlir" && emit != "executable")
-    return fail("unknown --emit '" + emit + "' (expected mlir or executable)");
   std::string targetError;
   std::string chip = cudaChip(targetError);
   if (!targetError.empty())
