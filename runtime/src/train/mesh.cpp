@@ -2,6 +2,8 @@
 
 #include "mesh.h"
 
+#include <cstdio>
+
 #include <set>
 
 using namespace loom::program;
@@ -40,6 +42,14 @@ bool mesh::allGather(loom_mesh_t m, const std::vector<int64_t> &values,
 bool mesh::agree(loom_mesh_t m, bool ok, const std::string &what,
                  std::string &error) {
   std::string mine = error;
+  // A rank that failed says why now, before the ranks agree: once rank 0
+  // learns of the failure it exits, the launcher ends the job, and a
+  // message printed after the agreement was often lost (only "rank R
+  // failed to ..." was left).
+  if (!ok && size(m) > 1) {
+    std::fprintf(stderr, "loom: rank %d: %s\n", int(rank(m)), mine.c_str());
+    std::fflush(stderr);
+  }
   std::vector<int64_t> all;
   if (!allGather(m, {ok ? 0 : 1}, all, error))
     return false;

@@ -20,7 +20,8 @@ bool allGather(loom_mesh_t mesh, const std::vector<int64_t> &values,
                std::vector<int64_t> &all, std::string &error);
 /// Returns when every rank has called it; false (with `error`) when a rank
 /// failed (`ok` false on some rank: "rank R failed to <what>") or the
-/// collective did. A rank that failed keeps its own error.
+/// collective did. A rank that failed keeps its own error, and prints it
+/// at once (before the agreement: rank 0 may end the job right after).
 bool agree(loom_mesh_t mesh, bool ok, const std::string &what,
            std::string &error);
 /// Whether this rank holds the first copy of its block: its coordinate is
