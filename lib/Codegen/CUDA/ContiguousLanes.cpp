@@ -53,10 +53,18 @@ bool alignedRows(MemRefType type) {
   return true;
 }
 
-/// The lanes per thread for `loop`, or 0 where it does not qualify.
-/// `contiguous` receives the buffers read or written along the innermost
-/// index.
-int64_t lanesFor(scf::ParallelOp loop, SetVector<Value> &contiguous) {
+/// A load's or store's buffer and indices; nullopt for any other op.
+std::optional<std::pair<Value, ValueRange>> accessOf(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return std::make_pair(load.getMemRef(), ValueRange(load.getIndices()));
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return std::make_pair(store.getMemRef(), ValueRange(store.getIndices()));
+  return std::nullopt;
+}
+
+/// The lanes per thread for `loop`, or 0 where it does not qualify (or
+/// accesses nothing along the innermost index).
+int64_t lanesFor(scf::ParallelOp loop) {
   int64_t rank = loop.getNumLoops();
   for (int64_t d = 0; d < rank; ++d)
     if (getConstantIntValue(loop.getLowerBound()[d]) != 0 ||
@@ -69,24 +77,17 @@ int64_t lanesFor(scf::ParallelOp loop, SetVector<Value> &contiguous) {
   SetVector<Operation *> slice;
   getForwardSlice(inner, &slice);
   int64_t minBytes = kBytes;
-  bool ok = true;
+  bool ok = true, contiguous = false;
   loop.getBody()->walk([&](Operation *op) {
     if (op->getNumRegions() || (!isMemoryEffectFree(op) &&
                                 !isa<memref::LoadOp, memref::StoreOp>(op))) {
       ok = false;
       return WalkResult::interrupt();
     }
-    Value memref;
-    ValueRange indices;
-    if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      memref = load.getMemRef();
-      indices = load.getIndices();
-    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      memref = store.getMemRef();
-      indices = store.getIndices();
-    } else {
+    std::optional<std::pair<Value, ValueRange>> access = accessOf(op);
+    if (!access)
       return WalkResult::advance();
-    }
+    auto [memref, indices] = *access;
     auto type = cast<MemRefType>(memref.getType());
     bool along = !indices.empty() && indices.back() == inner;
     for (Value index : along ? indices.drop_back() : indices)
@@ -117,10 +118,10 @@ int64_t lanesFor(scf::ParallelOp loop, SetVector<Value> &contiguous) {
       return WalkResult::interrupt();
     }
     minBytes = std::min<int64_t>(minBytes, type.getElementTypeBitWidth() / 8);
-    contiguous.insert(memref);
+    contiguous = true;
     return WalkResult::advance();
   });
-  if (!ok || contiguous.empty())
+  if (!ok || !contiguous)
     return 0;
   int64_t lanes = kBytes / minBytes;
   while (lanes > 1 && extent % lanes)
@@ -132,20 +133,10 @@ int64_t lanesFor(scf::ParallelOp loop, SetVector<Value> &contiguous) {
 /// along the innermost index (contiguous), else null.
 std::optional<std::pair<Value, ValueRange>>
 contiguousAccess(Operation *op, Value inner) {
-  Value memref;
-  ValueRange indices;
-  if (auto load = dyn_cast<memref::LoadOp>(op)) {
-    memref = load.getMemRef();
-    indices = load.getIndices();
-  } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
-    memref = store.getMemRef();
-    indices = store.getIndices();
-  } else {
+  std::optional<std::pair<Value, ValueRange>> access = accessOf(op);
+  if (!access || access->second.empty() || access->second.back() != inner)
     return std::nullopt;
-  }
-  if (indices.empty() || indices.back() != inner)
-    return std::nullopt;
-  return std::make_pair(memref, indices);
+  return access;
 }
 
 void spread(scf::ParallelOp loop, int64_t lanes, bool assumeAlignment) {
@@ -241,8 +232,7 @@ struct ContiguousLanesPass
         loops.push_back(loop);
     });
     for (scf::ParallelOp loop : loops) {
-      SetVector<Value> contiguous;
-      if (int64_t lanes = lanesFor(loop, contiguous))
+      if (int64_t lanes = lanesFor(loop))
         spread(loop, lanes, assumeAlignment);
     }
   }

@@ -309,12 +309,13 @@ Value mlir::loom::lowering::convertTensor(OpBuilder &b, Location loc, Value v,
                      });
 }
 
-Value mlir::loom::lowering::reduce(OpBuilder &b, Location loc, Value input,
-                                   ArrayRef<int64_t> dims, ReductionKind kind,
-                                   Type element, bool wide) {
+Value mlir::loom::lowering::reduceOf(OpBuilder &b, Location loc,
+                                     ValueRange full, ValueRange rows,
+                                     ArrayRef<int64_t> dims, ReductionKind kind,
+                                     Type acc, BodyFn value) {
   MLIRContext *ctx = b.getContext();
-  ArrayRef<int64_t> inShape = shapeOf(input);
-  int64_t rank = inShape.size();
+  ArrayRef<int64_t> shape = shapeOf(full.front());
+  int64_t rank = shape.size();
   SmallVector<int64_t> outShape;
   SmallVector<AffineExpr> outExprs;
   SmallVector<utils::IteratorType> iterators;
@@ -323,24 +324,37 @@ Value mlir::loom::lowering::reduce(OpBuilder &b, Location loc, Value input,
     iterators.push_back(reduced ? utils::IteratorType::reduction
                                 : utils::IteratorType::parallel);
     if (!reduced) {
-      outShape.push_back(inShape[d]);
+      outShape.push_back(shape[d]);
       outExprs.push_back(getAffineDimExpr(d, ctx));
     }
   }
+  AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+  SmallVector<AffineMap> maps(full.size(),
+                              AffineMap::getMultiDimIdentityMap(rank, ctx));
+  maps.append(rows.size(), outMap);
+  maps.push_back(outMap);
+  SmallVector<Value> inputs(full);
+  inputs.append(rows.begin(), rows.end());
+  Value init = filledTensor(b, loc, outShape, Scalar{b, loc, acc}.identity(kind));
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value v = value(nb, nl, args.drop_back());
+        linalg::YieldOp::create(
+            nb, nl, Scalar{nb, nl, acc}.combine(kind, args.back(), v));
+      });
+  return generic.getResult(0);
+}
+
+Value mlir::loom::lowering::reduce(OpBuilder &b, Location loc, Value input,
+                                   ArrayRef<int64_t> dims, ReductionKind kind,
+                                   Type element, bool wide) {
   bool widen = kind == ReductionKind::sum || kind == ReductionKind::prod;
   Type acc = widen ? accumulatorType(element) : element;
-  Scalar s{b, loc, acc};
-  Value init = filledTensor(b, loc, outShape, s.identity(kind));
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
-                                 AffineMap::get(rank, 0, outExprs, ctx)};
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{init.getType()}, ValueRange{input}, ValueRange{init},
-      maps, iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Scalar ns{nb, nl, acc};
-        Value x = Scalar{nb, nl, element}.convert(args[0], acc);
-        linalg::YieldOp::create(nb, nl, ns.combine(kind, args[1], x));
-      });
-  Value r = generic.getResult(0);
+  Value r = reduceOf(b, loc, ValueRange{input}, {}, dims, kind, acc,
+                     [&](OpBuilder &nb, Location nl, ValueRange args) {
+                       return Scalar{nb, nl, element}.convert(args[0], acc);
+                     });
   return wide ? r : convertTensor(b, loc, r, acc, element);
 }
 

@@ -85,6 +85,16 @@ Type accumulatorType(Type element);
 /// Converts every element of `v` from `from` to `to` (no-op when equal).
 Value convertTensor(OpBuilder &b, Location loc, Value v, Type from, Type to);
 
+/// A reduction over `dims` whose value is computed from its inputs in the
+/// reduction's own body: `full` inputs have the reduced tensor's shape,
+/// `rows` the result's (one value per output element, e.g. a row's
+/// maximum). Nothing between the inputs and the reduction is
+/// materialized: a softmax's `exp(x - max)` and a variance's squares are
+/// computed where they are summed (as every framework's fused kernels do),
+/// in `acc`. The result drops the reduced dimensions.
+Value reduceOf(OpBuilder &b, Location loc, ValueRange full, ValueRange rows,
+               ArrayRef<int64_t> dims, ReductionKind kind, Type acc,
+               BodyFn value);
 /// Reduces `input` over `dims` (sorted) with `kind`; the result drops the
 /// reduced dimensions. `element` is the original element type. Sums and
 /// products of 16-bit floats accumulate in f32; the result is rounded back

@@ -28,49 +28,6 @@ Value narrowed(OpBuilder &b, Location loc, Value v, Type element) {
   return convertTensor(b, loc, v, accumulatorType(element), element);
 }
 
-/// A reduction over `dims` whose value is computed from its inputs in the
-/// reduction's own body: `full` inputs have the reduced tensor's shape,
-/// `rows` the result's (one value per output element, e.g. a row's
-/// maximum). Nothing between the inputs and the reduction is
-/// materialized: a softmax's `exp(x - max)` and a variance's squares are
-/// computed where they are summed (as every framework's fused kernels do),
-/// in `acc`. The result drops the reduced dimensions.
-Value reduceOf(OpBuilder &b, Location loc, ValueRange full, ValueRange rows,
-               ArrayRef<int64_t> dims, ReductionKind kind, Type acc,
-               BodyFn value) {
-  MLIRContext *ctx = b.getContext();
-  ArrayRef<int64_t> shape = shapeOf(full.front());
-  int64_t rank = shape.size();
-  SmallVector<int64_t> outShape;
-  SmallVector<AffineExpr> outExprs;
-  SmallVector<utils::IteratorType> iterators;
-  for (int64_t d = 0; d < rank; ++d) {
-    bool reduced = llvm::is_contained(dims, d);
-    iterators.push_back(reduced ? utils::IteratorType::reduction
-                                : utils::IteratorType::parallel);
-    if (!reduced) {
-      outShape.push_back(shape[d]);
-      outExprs.push_back(getAffineDimExpr(d, ctx));
-    }
-  }
-  AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
-  SmallVector<AffineMap> maps(full.size(),
-                              AffineMap::getMultiDimIdentityMap(rank, ctx));
-  maps.append(rows.size(), outMap);
-  maps.push_back(outMap);
-  SmallVector<Value> inputs(full);
-  inputs.append(rows.begin(), rows.end());
-  Value init = filledTensor(b, loc, outShape, Scalar{b, loc, acc}.identity(kind));
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
-      iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value v = value(nb, nl, args.drop_back());
-        linalg::YieldOp::create(
-            nb, nl, Scalar{nb, nl, acc}.combine(kind, args.back(), v));
-      });
-  return generic.getResult(0);
-}
-
 /// A softmax's statistics along `axis` of `x` (elements of `original`),
 /// computed in accumulatorType(original) straight from x: {max(x),
 /// sum(exp(x - max))}, the reduced dimension dropped. A cross-entropy and
