@@ -8,24 +8,27 @@ nvidia-* Python packages. So everything is built here and checked there:
   gpu_check.py prepare DIR   (this machine, no GPU) builds into DIR the GPU
       programs of the MLP, the CNN, the transformer block (one GPU, and
       dp=2,tp=2 on 4 processes) and a GPT benchmark step (f32, bf16), the
-      CPU's losses and parameters after 3 steps of the first four, the
+      CPU's losses and parameters after 4 steps of the first four, the
       gpu-selftest binary, Loom's libraries and the system libraries they
       need. Weights of the GPT steps are drawn on the device
       (--init-random), not carried. DIR must stay under 40 MiB.
 
   gpu_check.py prepare --bench DIR   also bench/h100's GPT configurations
       (f32 2x2048x16x1024x4; bf16 4x2048x16x2048x4, 2x4096x32x2048x2,
-      1x8192x64x2048x1), each measured against PyTorch eager by `run`
-      (DIR under 60 MiB: the lent machines carry 64).
+      1x8192x64x2048x1) and bench/gpu/models.py's MLP and ResNet-18 (f32,
+      bf16), each measured against PyTorch eager by `run` (DIR under 60
+      MiB: the lent machines carry 64).
 
   gpu_check.py run DIR       (the GPU machine) checks: nvidia-smi; ldd of
-      every binary (nothing "not found"); gpu-selftest; each model 3 steps
+      every binary (nothing "not found"); gpu-selftest; each model 4 steps
       on the GPU against the CPU (losses 1e-5 relative, parameters 1e-6 of
       each tensor's largest magnitude) and two GPU runs bitwise equal; the
       block on 4 processes on one GPU (torchrun-style environment, TCP
       store, Gloo, collectives staged through host memory); the GPT step's
       median time, MFU and device-memory peak against PyTorch eager on the
-      same GPU (and torch.compile with LOOM_GPU_CHECK_COMPILE=1), kept as
+      same GPU (and torch.compile with LOOM_GPU_CHECK_COMPILE=1), steps
+      replayed from CUDA graphs bitwise equal to steps launched kernel by
+      kernel (LOOM_CUDA_GRAPHS=0), kept as
       measured-<device>-<date>.json beside the logs (LOOM_GPU_CHECK_ONLY=gpt
       runs only the rows whose names start so). Prints one table
       and "N passed, M failed"; logs go to $OUT/gpu-check (or DIR/logs).
@@ -58,9 +61,11 @@ GPT = (2, 1024, 16, 1024, 8)
 # each against PyTorch eager on the same GPU.
 BENCH_GPTS = [("2x2048x16x1024x4", "f32"), ("4x2048x16x2048x4", "bf16"),
               ("2x4096x32x2048x2", "bf16"), ("1x8192x64x2048x1", "bf16")]
+# --bench also measures these (bench/gpu/models.py) in f32 and bf16.
+BENCH_MODELS = ["mlp", "resnet18"]
 # The carry limit of the lent machines is 64 MiB.
 BENCH_LIMIT_MIB = 60
-STEPS = 3
+STEPS = 4
 # Libraries every Linux has (glibc's); everything else a binary loads that
 # is not Loom's own is carried.
 SYSTEM = re.compile(r"^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|"
@@ -125,6 +130,12 @@ def gpt_rows(bench):
     return rows
 
 
+def model_rows(bench):
+    """(model, dtype, program name) of bench/gpu/models.py's rows."""
+    return [(m, d, f"{m}-bench-{d}") for m in BENCH_MODELS for d in ("f32", "bf16")] \
+        if bench else []
+
+
 def prepare(dest, bench=False):
     build = os.environ.get("LOOM_BUILD_DIR", os.path.join(ROOT, "build"))
     loomc = os.path.join(build, "bin", "loomc")
@@ -181,6 +192,20 @@ def prepare(dest, bench=False):
             if os.path.exists(os.path.join(gpu, extra)):
                 os.remove(os.path.join(gpu, extra))
         shutil.rmtree(os.path.join(gpu, "cache"), ignore_errors=True)
+    # --bench: the MLP and ResNet-18 (bench/gpu/models.py), f32 and bf16.
+    for model, dtype, name in model_rows(bench):
+        must([py, os.path.join(ROOT, "bench/gpu/models.py"), "export", model, models])
+        spec = json.load(open(os.path.join(models, model + ".json")))
+        gpu = os.path.join(dest, "programs", name)
+        must([loomc, os.path.join(models, model + ".onnx"), "--train", "--loss=" + spec["loss"],
+              *spec["flags"], *(["--precision=bf16"] if dtype == "bf16" else []),
+              "--target=cuda:sm_90", "--emit=executable", "-o", gpu])
+        for extra in ("params.bin", "train.mlir", "train.cuda.mlir"):
+            if os.path.exists(os.path.join(gpu, extra)):
+                os.remove(os.path.join(gpu, extra))
+        shutil.rmtree(os.path.join(gpu, "cache"), ignore_errors=True)
+        with open(os.path.join(gpu, "bench.json"), "w") as f:
+            json.dump(spec, f)
     os.makedirs(os.path.join(dest, "bin"))
     os.makedirs(os.path.join(dest, "lib"))
     shutil.copy2(os.path.join(build, "bin", "gpu-selftest"), os.path.join(dest, "bin"))
@@ -203,6 +228,7 @@ def prepare(dest, bench=False):
     info = {"commit": commit, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
             "models": [m[0] for m in MODELS], "gpt": "x".join(map(str, GPT)),
             "gpts": [list(r) for r in gpt_rows(bench)],
+            "bench_models": [list(r) for r in model_rows(bench)],
             "steps": STEPS, "carried": sorted(carried), "bytes": size}
     with open(os.path.join(dest, "prepared.json"), "w") as f:
         json.dump(info, f, indent=1)
@@ -296,12 +322,12 @@ def compare(name, table, expected, runs):
               + (f"; missing {missing}" if missing else ""))
 
 
-def run_program(prog, logs, tag, env, extra=(), procs=1, timeout=180):
+def run_program(prog, logs, tag, env, extra=(), procs=1, timeout=180, steps=STEPS):
     """Runs a GPU program (procs processes: torchrun-style environment);
     returns (status, rank 0's output, params dir)."""
     params = os.path.join(logs, f"{tag}-params")
     shutil.rmtree(params, ignore_errors=True)
-    cmd = [os.path.join(prog, "train"), "--steps", str(STEPS), "--data", "synthetic",
+    cmd = [os.path.join(prog, "train"), "--steps", str(steps), "--data", "synthetic",
            "--params-out", params, *extra]
     log = os.path.join(logs, tag + ".log")
     if procs == 1:
@@ -452,6 +478,30 @@ def run(dest):
             continue
         compare(name + (f" ({procs} processes on one GPU, staged Gloo)" if procs > 1 else ""),
                 table, os.path.join(dest, "expected", name), results)
+    # CUDA graphs: steps replayed from a graph (the default) bitwise equal
+    # to steps launched kernel by kernel (LOOM_CUDA_GRAPHS=0), and the
+    # replay really happened (the profile says how the steps ran).
+    for name in ("mlp", "block"):
+        if late(name + " graphs"):
+            continue
+        prog = os.path.join(dest, "programs", name)
+        runs = []
+        for tag, extra_env in (("graphs", {}), ("direct", {"LOOM_CUDA_GRAPHS": "0"})):
+            status, out, params = run_program(prog, logs, f"{name}-{tag}", dict(env, **extra_env),
+                                              extra=("--profile",), steps=8, timeout=90)
+            note = re.search(r"^profile: ((?:steps replayed|no CUDA graph).*)$", out, re.M)
+            runs.append((status, out, losses(out), read_npy_dir(params),
+                         note.group(1) if note else "no note on how the steps ran"))
+        (s1, o1, l1, p1, n1), (s2, o2, l2, p2, n2) = runs
+        replayed = n1.startswith("steps replayed") and "6 replays" in n1
+        direct = n2.startswith("no CUDA graph (LOOM_CUDA_GRAPHS=0)")
+        same = bool(p1) and sorted(p1) == sorted(p2) and all(p1[f][0] == p2[f][0] for f in p1)
+        ok = s1 == 0 and s2 == 0 and replayed and direct and same and l1 == l2 and len(l1) == 8
+        table.add(name + " graphs", ok,
+                  f"8 steps: '{n1}' vs '{n2}'; losses {'==' if l1 == l2 else '!='} "
+                  f"({', '.join(f'{x:.6g}' for x in l1)}), parameters "
+                  f"{'bitwise equal' if same else 'DIFFER'}"
+                  + ("" if s1 == 0 and s2 == 0 else f"; status {s1}, {s2}: {(o1 + o2)[-400:]}"))
     # Checkpoints on the GPU: saved every step, resumed from step 1 to 3,
     # bitwise the uninterrupted run (parameters come back from the device).
     if not late("mlp checkpoint"):
@@ -474,70 +524,105 @@ def run(dest):
                   f"{'bitwise equal' if same else 'DIFFER'}"
                   + ("" if s1 == 0 and s2 == 0 else f"; status {s1}, {s2}: {(out1 + out2)[-400:]}"))
 
-    # The GPT steps against PyTorch eager, same GPU, same call.
-    rows = info.get("gpts") or [[info["gpt"], d, "gpt-" + d] for d in ("f32", "bf16")]
-    for config, dtype, name in rows:
-        L, H, A, S, B = (int(x) for x in config.split("x"))
-        row = f"gpt {dtype}" if config == info["gpt"] else f"gpt {config} {dtype}"
-        if late(row):
-            continue
-        prog = os.path.join(dest, "programs", name)
-        status, out = sh([os.path.join(prog, "train"), "--steps", "5", "--data", "synthetic",
+    def measure(row, config, dtype, prog, flops, torch_cmd, sane, steps=12):
+        """One bench row: Loom's program (`steps` steps, --init-random) against
+        torch_cmd's JSON (step_s, peak_bytes) on the same GPU; `sane(losses)`
+        says whether Loom's losses look like training."""
+        # With --profile the first two steps run directly (loading, then
+        # the kernel profile), the next two capture the two graphs (the
+        # trainer swaps parameters and results), the rest replay them:
+        # more than half, so that the median is a replay's.
+        name = os.path.basename(prog)
+        status, out = sh([os.path.join(prog, "train"), "--steps", str(steps), "--data", "synthetic",
                           "--init-random", "1", "--profile", "--params-out", "none"],
                          log=os.path.join(logs, f"{name}.log"), env=env, timeout=limit(150))
         m = re.search(r"profile: \d+ steps, median ([\d.]+) ms", out)
         got = losses(out)
         if status or not m:
             table.add(row, False, f"status {status}: {out.strip()[-600:]}")
-            continue
+            return
         loom_ms = float(m.group(1))
         pm = re.search(r"device memory peak (\d+) bytes", out)
         loom_peak = int(pm.group(1)) if pm else None
-        # Random weights of 0.02: the first loss is about ln(vocabulary).
-        sane = got and abs(got[0] - 10.843) < 0.5 and all(x == x for x in got)
-        status, tout = sh([sys.executable, os.path.join(ROOT, "bench/h100/gpt_step.py"),
-                           "--configs", config, "--dtype", dtype, "--no-extras"],
-                          log=os.path.join(logs, f"torch-{name}.log"), timeout=limit(150))
-        torch_ms = torch_peak = compile_ms = compile_first = None
-        try:
-            j = json.loads(tout[tout.index("{"):])
-            torch_ms = j["configs"][0]["step_s"] * 1e3
-            torch_peak = j["configs"][0]["peak_bytes"]
-        except (ValueError, KeyError, IndexError):
-            pass
-        if os.environ.get("LOOM_GPU_CHECK_COMPILE") == "1" and not late(f"{row} compile"):
-            status, cout = sh([sys.executable, os.path.join(ROOT, "bench/h100/gpt_step.py"),
-                               "--configs", config, "--dtype", dtype, "--compile",
-                               "--no-extras"],
-                              log=os.path.join(logs, f"torch-compile-{name}.log"),
-                              timeout=limit(300))
+        graphs = re.search(r"^profile: ((?:steps replayed|no CUDA graph)[^\n]*)", out, re.M)
+
+        def run_torch(extra, tag, seconds):
+            status, tout = sh(torch_cmd + extra, log=os.path.join(logs, f"torch-{tag}{name}.log"),
+                              timeout=limit(seconds))
             try:
-                c = json.loads(cout[cout.index("{"):])["configs"][0]
-                compile_ms, compile_first = c["step_s"] * 1e3, c["first_step_s"]
+                j = json.loads(tout[tout.index("{"):])
+                j = j["configs"][0] if "configs" in j else j
+                return j, status
             except (ValueError, KeyError, IndexError):
-                pass
-        flops = gpt_flops(L, H, S, B)
+                return None, status
+        j, status = run_torch([], "", 150)
+        torch_ms = j["step_s"] * 1e3 if j else None
+        torch_peak = j["peak_bytes"] if j else None
+        compile_ms = compile_first = None
+        if os.environ.get("LOOM_GPU_CHECK_COMPILE") == "1" and not late(f"{row} compile"):
+            c, _ = run_torch(["--compile"], "compile-", 300)
+            if c:
+                compile_ms, compile_first = c["step_s"] * 1e3, c["first_step_s"]
         peak = peak_flops(gpu_name, dtype)
         mfu = flops / (loom_ms / 1e3) / peak if peak else None
-        detail = (f"{config}: Loom {loom_ms:.1f} ms/step (median of 5"
+        detail = (f"{config}: Loom {loom_ms:.2f} ms/step (median of {steps}"
                   + (f", MFU {100 * mfu:.1f} %" if mfu else "") + "), PyTorch eager "
-                  + (f"{torch_ms:.1f} ms" + (f" (MFU {100 * flops / (torch_ms / 1e3) / peak:.1f} %)"
-                                             if peak else "")
+                  + (f"{torch_ms:.2f} ms" + (f" (MFU {100 * flops / (torch_ms / 1e3) / peak:.1f} %)"
+                                              if peak else "")
                      + f": Loom/PyTorch {loom_ms / torch_ms:.2f}x" if torch_ms
                      else f"failed ({status})")
-                  + (f"; torch.compile {compile_ms:.1f} ms (first step {compile_first:.0f} s)"
+                  + (f"; torch.compile {compile_ms:.2f} ms (first step {compile_first:.0f} s)"
                      if compile_ms else "")
-                  + f"; losses {', '.join(f'{x:.4f}' for x in got[:3])}")
-        measured["rows"].append({"config": "gpt-" + config, "dtype": dtype,
+                  + (f"; peak {loom_peak / 2**30:.2f} GiB" if loom_peak else "")
+                  + (f" vs {torch_peak / 2**30:.2f} GiB" if torch_peak else "")
+                  + f"; losses {', '.join(f'{x:.4f}' for x in got[:3])}"
+                  + (f"; {graphs.group(1)}" if graphs else ""))
+        measured["rows"].append({"config": config, "dtype": dtype,
                                  "loom_s": loom_ms / 1e3,
                                  "torch_s": torch_ms / 1e3 if torch_ms else None,
                                  "compile_s": compile_ms / 1e3 if compile_ms else None,
                                  "mfu": mfu, "flops": flops, "peak_bytes": loom_peak,
-                                 "torch_peak_bytes": torch_peak})
-        table.add(row, bool(sane and torch_ms), detail)
+                                 "torch_peak_bytes": torch_peak,
+                                 "graphs": graphs.group(1) if graphs else None})
+        table.add(row, bool(sane(got) and torch_ms), detail)
         # Kept after every row: a call cut short keeps what it measured.
         with open(measured_path, "w") as f:
             json.dump(measured, f, indent=1)
+
+    # The GPT steps against PyTorch eager, same GPU, same call: the default
+    # configuration, then the MLP and ResNet-18 (bench/gpu/models.py), then
+    # bench/h100's larger configurations (what the deadline cuts first).
+    def gpt_row(config, dtype, name):
+        L, H, A, S, B = (int(x) for x in config.split("x"))
+        row = f"gpt {dtype}" if config == info["gpt"] else f"gpt {config} {dtype}"
+        if late(row):
+            return
+        # Random weights of 0.02: the first loss is about ln(vocabulary).
+        measure(row, "gpt-" + config, dtype, os.path.join(dest, "programs", name),
+                gpt_flops(L, H, S, B),
+                [sys.executable, os.path.join(ROOT, "bench/h100/gpt_step.py"),
+                 "--configs", config, "--dtype", dtype, "--no-extras"],
+                lambda got: got and abs(got[0] - 10.843) < 0.5 and all(x == x for x in got))
+    rows = info.get("gpts") or [[info["gpt"], d, "gpt-" + d] for d in ("f32", "bf16")]
+    for config, dtype, name in rows:
+        if config == info["gpt"]:
+            gpt_row(config, dtype, name)
+    for model, dtype, name in info.get("bench_models", []):
+        row = f"{model} {dtype}"
+        if late(row):
+            continue
+        prog = os.path.join(dest, "programs", name)
+        spec = json.load(open(os.path.join(prog, "bench.json")))
+        # 9 steps (2 direct, 2 captures, 5 replays: the median is a replay).
+        measure(row, model + "-" + "x".join(map(str, spec["shape"])), dtype, prog,
+                spec["flops"],
+                [sys.executable, os.path.join(ROOT, "bench/gpu/models.py"), "torch", model,
+                 "--dtype", dtype],
+                lambda got: len(got) == 9 and all(x == x and abs(x) < 1e30 for x in got),
+                steps=9)
+    for config, dtype, name in rows:
+        if config != info["gpt"]:
+            gpt_row(config, dtype, name)
     if skipped:
         print(f"not run (LOOM_GPU_CHECK_ONLY={','.join(only)}): {', '.join(skipped)}")
     ok = table.print()

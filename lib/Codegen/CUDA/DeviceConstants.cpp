@@ -45,6 +45,16 @@ struct DeviceConstantsPass
         get.erase();
         continue;
       }
+      // The runtime uploads a host constant once and copies that copy at
+      // every call (mgpuMemcpy): the global must not change.
+      auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+          get, get.getNameAttr());
+      if (!global || !global.getConstant()) {
+        get.emitError("loom-gpu-device-constants: host code passes global ")
+            << get.getNameAttr()
+            << " to the GPU, but it is not a constant global";
+        return signalPassFailure();
+      }
       auto type = get.getType();
       auto fn = get->getParentOfType<func::FuncOp>();
       if (!type.hasStaticShape() || !type.getLayout().isIdentity() || !fn ||

@@ -16,6 +16,7 @@
 #include "loom/runtime.h"
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,20 @@ public:
   /// The most device memory the program's allocations held at once (0
   /// where the device does not count it: host).
   virtual uint64_t peakBytes() { return 0; }
+  /// Runs one call of the step (`call`) on the buffers at `buffers` (its
+  /// arguments' and results' addresses). When `replayable` (the call does
+  /// the same work on the same buffers every time and talks to no other
+  /// process) a GPU records a call once and replays the recording for
+  /// later calls on the same buffers: a CUDA graph. False with an error.
+  virtual bool runStep(const std::vector<const void *> &buffers,
+                       bool replayable, const std::function<void()> &call,
+                       std::string &error) {
+    (void)buffers, (void)replayable, (void)error;
+    call();
+    return true;
+  }
+  /// How the steps ran, for --profile (empty: nothing to say).
+  virtual std::string stepNote() const { return {}; }
 };
 
 /// This process's memory.
@@ -67,6 +82,9 @@ struct DeviceOptions {
   bool syncEveryLaunch = false;
   bool profile = false;
   bool tf32 = false;
+  /// Steps replayed as CUDA graphs where they can be (LOOM_CUDA_GRAPHS=0:
+  /// never).
+  bool graphs = true;
 };
 
 } // namespace loom::program

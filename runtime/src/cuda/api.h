@@ -37,7 +37,11 @@ namespace loom::cuda {
   X(cuLaunchKernel) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)                  \
   X(cuMemcpyDtoDAsync) X(cuMemcpyAsync) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuMemsetD2D8Async) X(cuEventCreate) \
   X(cuEventRecord)    \
-  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
+  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)               \
+  X(cuMemAlloc) X(cuMemcpyHtoD) X(cuPointerGetAttribute) X(cuMemPoolTrimTo)    \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) \
+  X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)                     \
+  X(cuDeviceGetGraphMemAttribute)
 
 #define LOOM_CUDA_XSTR(x) LOOM_CUDA_STR(x)
 #define LOOM_CUDA_STR(x) #x

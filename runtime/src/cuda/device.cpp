@@ -1,6 +1,7 @@
 //===- device.cpp - The CUDA device a GPU program's trainer runs on -------===//
 
 #include "gpu.h"
+#include "graph.h"
 
 #include "loom/device.h"
 
@@ -10,7 +11,7 @@ namespace {
 
 class CudaDevice final : public loom::program::Device {
 public:
-  explicit CudaDevice(Gpu &gpu) : gpu(gpu) {}
+  explicit CudaDevice(Gpu &gpu) : gpu(gpu), graphs(gpu) {}
   std::string name() const override { return gpu.name(); }
   bool isHost() const override { return false; }
   bool allocate(size_t bytes, void **out, std::string &error) override {
@@ -36,9 +37,16 @@ public:
   }
   uint64_t peakBytes() override { return gpu.peakBytes(); }
   void restartProfile() override { gpu.restartProfile(); }
+  bool runStep(const std::vector<const void *> &buffers, bool replayable,
+               const std::function<void()> &call,
+               std::string &error) override {
+    return graphs.run(buffers, replayable, call, error);
+  }
+  std::string stepNote() const override { return graphs.note(); }
 
 private:
   Gpu &gpu;
+  StepGraphs graphs;
 };
 
 } // namespace
@@ -50,6 +58,7 @@ loom_cuda_open_device(const loom::program::DeviceOptions &options,
   o.syncEveryLaunch = options.syncEveryLaunch;
   o.profile = options.profile;
   o.tf32 = options.tf32;
+  o.graphs = options.graphs;
   Gpu *gpu = Gpu::open(options.ordinal, o, error);
   if (!gpu)
     return nullptr;

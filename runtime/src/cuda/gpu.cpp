@@ -172,8 +172,18 @@ bool Gpu::makeCurrent(std::string &error) {
                error);
 }
 
+bool Gpu::refuseCapture(const std::string &what) {
+  if (!inCapture)
+    return false;
+  if (problem.empty())
+    problem = what;
+  return true;
+}
+
 bool Gpu::check(CUresult r, const std::string &what, std::string &error) {
   if (r == CUDA_SUCCESS)
+    return true;
+  if (refuseCapture(what + ": " + errorText(r)))
     return true;
   error = description.empty() ? what + ": " + errorText(r)
                               : description + ": " + what + ": " +
@@ -195,6 +205,9 @@ void Gpu::require(CUresult r, const std::string &what) {
 }
 
 bool Gpu::synchronize(std::string &error) {
+  if (refuseCapture("the step waits for the GPU" +
+                    (last.empty() ? std::string() : " after " + last)))
+    return true;
   CUresult r = drv->cuStreamSynchronize(rankStream);
   if (r == CUDA_SUCCESS)
     return true;
@@ -222,13 +235,25 @@ bool Gpu::allocate(size_t bytes, void **out, std::string &error) {
     return false;
   }
   *out = reinterpret_cast<void *>(p);
+  if (p)
+    live[uintptr_t(p)] = bytes;
   return true;
 }
 
 void Gpu::release(void *p) {
-  if (p)
-    require(drv->cuMemFreeAsync(CUdeviceptr(p), rankStream),
-            "freeing device memory");
+  if (!p)
+    return;
+  live.erase(uintptr_t(p));
+  require(drv->cuMemFreeAsync(CUdeviceptr(p), rankStream),
+          "freeing device memory");
+}
+
+bool Gpu::allocated(const void *p) const {
+  auto it = live.upper_bound(uintptr_t(p));
+  if (it == live.begin())
+    return false;
+  --it;
+  return uintptr_t(p) < it->first + it->second;
 }
 
 bool Gpu::copy(void *dst, const void *src, size_t bytes,
@@ -270,7 +295,7 @@ CUevent Gpu::takeEvent() {
 
 void Gpu::beginWork(const std::string &name) {
   last = name;
-  if (!opts.profile)
+  if (!opts.profile || inCapture)
     return;
   Pending p{name, takeEvent(), takeEvent()};
   require(drv->cuEventRecord(p.start, rankStream), "recording an event");
@@ -281,6 +306,8 @@ void Gpu::beginWork(const std::string &name) {
 }
 
 void Gpu::endWork() {
+  if (inCapture)
+    return;
   if (opts.profile && !pending.empty())
     require(drv->cuEventRecord(pending.back().stop, rankStream),
             "recording an event");
@@ -315,14 +342,32 @@ void Gpu::restartProfile() {
   times.clear();
 }
 
+bool Gpu::trimPool(std::string &error) {
+  CUmemoryPool pool;
+  return synchronize(error) &&
+         check(drv->cuDeviceGetDefaultMemPool(&pool, dev),
+               "finding the GPU's memory pool", error) &&
+         check(drv->cuMemPoolTrimTo(pool, 0), "trimming the memory pool",
+               error);
+}
+
 uint64_t Gpu::peakBytes() {
   CUmemoryPool pool;
-  cuuint64_t used = 0;
+  cuuint64_t high = 0, used = 0, graphs = 0;
   if (drv->cuDeviceGetDefaultMemPool(&pool, dev) != CUDA_SUCCESS ||
-      drv->cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &used) !=
-          CUDA_SUCCESS)
+      drv->cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &high) !=
+          CUDA_SUCCESS ||
+      drv->cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                                 &used) != CUDA_SUCCESS)
     return 0;
-  return used;
+  // A replayed step's temporaries are the graphs' memory (graph.cpp), not
+  // the pool's: what the pool holds now (parameters, state, batch) plus
+  // the most the graphs held, or the pool's own peak (the steps run
+  // directly) if higher.
+  if (drv->cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
+                                        &graphs) != CUDA_SUCCESS)
+    graphs = 0;
+  return std::max<uint64_t>(high, used + graphs);
 }
 
 std::vector<loom::program::DeviceTime> Gpu::profile() {

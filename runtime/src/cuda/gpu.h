@@ -22,6 +22,7 @@
 #include "loom/device.h"
 #include "loom/runtime.h"
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ struct Options {
   bool profile = false;
   /// f32 GEMMs on tensor cores in TF32 (LOOM_CUBLAS_TF32=1); off: f32 math.
   bool tf32 = false;
+  /// The step recorded once as a CUDA graph and replayed (graph.cpp);
+  /// LOOM_CUDA_GRAPHS=0 turns it off.
+  bool graphs = true;
 };
 
 class Gpu {
@@ -71,6 +75,10 @@ public:
   /// Stream-ordered device memory from the pool (null for 0 bytes).
   bool allocate(size_t bytes, void **out, std::string &error);
   void release(void *p);
+  /// Whether `p` lies in memory allocate() returned and release() has not
+  /// taken back: the driver cannot say so for a captured step's memory,
+  /// which exists only once the graph runs.
+  bool allocated(const void *p) const;
   bool copy(void *dst, const void *src, size_t bytes, loom_copy_kind_t kind,
             std::string &error);
 
@@ -84,12 +92,32 @@ public:
   /// Profile mode: the times so far, most expensive first (waits for the
   /// stream).
   std::vector<loom::program::DeviceTime> profile();
-  /// The memory pool's high-water mark of bytes in use (0 if unknown).
+  /// The most device memory in use at once: the pool's high-water mark,
+  /// or what the pool holds plus the CUDA graphs' peak (0 if unknown).
   uint64_t peakBytes();
+  /// Waits for the stream and gives the pool's free memory back.
+  bool trimPool(std::string &error);
   /// Drops the kernel times recorded so far.
   void restartProfile();
   /// The name of the last kernel or GEMM enqueued, for messages.
   const std::string &lastWork() const { return last; }
+
+  /// Stream capture (graph.cpp). While the stream is captured nothing
+  /// runs: an error, or a wait for the GPU (which a captured step cannot
+  /// do), does not end the process but becomes the capture's problem (the
+  /// first is kept), the step's host code goes on, and the caller abandons
+  /// the capture and runs the step directly, where a real error is
+  /// reported as usual.
+  bool capturing() const { return inCapture; }
+  void setCapturing(bool on) {
+    inCapture = on;
+    if (on)
+      problem.clear();
+  }
+  const std::string &captureProblem() const { return problem; }
+  /// While capturing: keeps `what` as the problem (unless one is) and
+  /// returns true; otherwise false.
+  bool refuseCapture(const std::string &what);
 
 private:
   Gpu() = default;
@@ -105,6 +133,10 @@ private:
   std::string description;
   loom_device_t device;
   std::string last;
+  bool inCapture = false;
+  std::string problem;
+  /// allocate()'s live allocations: start -> bytes.
+  std::map<uintptr_t, size_t> live;
   /// Profile mode: events recorded and not yet read, by work name.
   struct Pending {
     std::string name;

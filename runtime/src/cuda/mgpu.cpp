@@ -160,12 +160,46 @@ extern "C" void *mgpuMemAlloc(uint64_t sizeBytes, void *, bool isHostShared) {
 
 extern "C" void mgpuMemFree(void *ptr, void *) { Gpu::current().release(ptr); }
 
-// gpu.memcpy (a constant global host code passes to a device call, copied
-// by loom-gpu-device-constants): unified addressing tells host from device.
+namespace {
+
+/// Device copies of the host constants steps copy from, by address and
+/// size: uploaded once, at the first step (a CUDA graph cannot record a
+/// copy from pageable host memory, and the bytes never change).
+std::map<std::pair<const void *, size_t>, CUdeviceptr> gConstants;
+
+/// `src` in device memory: itself, or its constant's device copy. (The
+/// driver does not know a captured step's temporaries: Gpu does.)
+CUdeviceptr deviceSource(Gpu &gpu, const void *src, size_t bytes) {
+  if (gpu.allocated(src))
+    return CUdeviceptr(src);
+  CUmemorytype type = CUmemorytype(0);
+  if (gpu.driver().cuPointerGetAttribute(&type,
+                                         CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                         CUdeviceptr(src)) == CUDA_SUCCESS &&
+      type != CU_MEMORYTYPE_HOST)
+    return CUdeviceptr(src);
+  CUdeviceptr &copy = gConstants[{src, bytes}];
+  if (!copy) {
+    std::string what = "uploading a " + std::to_string(bytes) +
+                       "-byte constant";
+    gpu.require(gpu.driver().cuMemAlloc(&copy, bytes), what);
+    gpu.require(gpu.driver().cuMemcpyHtoD(copy, src, bytes), what);
+  }
+  return copy;
+}
+
+} // namespace
+
+// gpu.memcpy: a constant global host code passes to a device call, copied
+// by loom-gpu-device-constants (which checks that the global is constant),
+// or device memory (unified addressing tells which).
 extern "C" void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *) {
   Gpu &gpu = Gpu::current();
-  gpu.require(gpu.driver().cuMemcpyAsync(CUdeviceptr(dst), CUdeviceptr(src),
-                                         sizeBytes, gpu.stream()),
+  if (!sizeBytes)
+    return;
+  gpu.require(gpu.driver().cuMemcpyDtoDAsync(
+                  CUdeviceptr(dst), deviceSource(gpu, src, sizeBytes),
+                  sizeBytes, gpu.stream()),
               "copying " + std::to_string(sizeBytes) + " bytes");
 }
 

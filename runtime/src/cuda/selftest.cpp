@@ -12,6 +12,10 @@
 //                generated code's llvm.global_ctors do), loaded on first
 //                use after the GPU was chosen, its kernel run and checked
 //   launch-error a bad launch ends the process naming the kernel
+//   graphs       a step (temporaries, a host constant, device copies,
+//                kernels) replayed from CUDA graphs on two alternating
+//                buffers, equal to running it directly; a step that waits
+//                for the GPU is refused a graph and still runs right
 //   nccl         single-rank NCCL through the runtime: every collective on
 //                device buffers, communicator splits, three element types
 //   staged       the same collectives through the host backend's staging
@@ -23,6 +27,7 @@
 
 #include "api.h"
 #include "gpu.h"
+#include "graph.h"
 
 #include "loom/gemm.h"
 #include "loom/runtime.h"
@@ -49,6 +54,7 @@ void *mgpuStreamCreate();
 void mgpuStreamSynchronize(void *stream);
 void *mgpuMemAlloc(uint64_t size, void *stream, bool hostShared);
 void mgpuMemFree(void *p, void *stream);
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
 void _mlir_ciface_loom_rt_cublas_batch_matmul_f32(Memref3 *, Memref3 *,
                                                   Memref3 *, int64_t, int64_t,
                                                   int64_t);
@@ -577,6 +583,111 @@ void checkLaunchError(const char *self) {
 }
 
 //===----------------------------------------------------------------------===//
+// CUDA graphs
+//===----------------------------------------------------------------------===//
+
+/// The test step: `x` += 2 through a temporary, `y` = a host constant + 1.
+/// `wait`: it also reads `x` back (a wait no graph can hold).
+struct GraphStep {
+  static constexpr uint32_t kN = 4096;
+  std::vector<float> constant = std::vector<float>(kN);
+  std::vector<float> readBack = std::vector<float>(kN);
+  GraphStep() {
+    for (uint32_t i = 0; i < kN; ++i)
+      constant[i] = float(i);
+  }
+  void operator()(Gpu &gpu, void *x, void *y, bool wait) {
+    void *stream = mgpuStreamCreate();
+    void *fn = mgpuModuleGetFunction(gModule, "loom_selftest_add_one");
+    void *t = mgpuMemAlloc(kN * 4, stream, false);
+    uint32_t count = kN;
+    void *params[] = {&t, &count};
+    mgpuMemcpy(t, x, kN * 4, stream);
+    for (int k = 0; k < 2; ++k)
+      mgpuLaunchKernel(fn, kN / 256, 1, 1, 256, 1, 1, 0, stream, params,
+                       nullptr, 2);
+    mgpuMemcpy(x, t, kN * 4, stream);
+    mgpuMemcpy(t, constant.data(), kN * 4, stream);
+    mgpuLaunchKernel(fn, kN / 256, 1, 1, 256, 1, 1, 0, stream, params,
+                     nullptr, 2);
+    mgpuMemcpy(y, t, kN * 4, stream);
+    mgpuMemFree(t, stream);
+    std::string error;
+    if (wait)
+      gpu.copy(readBack.data(), x, kN * 4, LOOM_COPY_DEVICE_TO_HOST, error);
+  }
+};
+
+/// Runs `calls` steps alternating between two buffers; true when both
+/// hold 2 per call and `y` the constant + 1. `note` = how they ran.
+bool runGraphSteps(Gpu &gpu, bool wait, int calls, std::string &note,
+                   std::string &why) {
+  GraphStep step;
+  const uint32_t n = GraphStep::kN;
+  std::vector<float> zeros(n, 0.0f), host(n);
+  void *stream = mgpuStreamCreate();
+  void *x[2] = {mgpuMemAlloc(n * 4, stream, false),
+                mgpuMemAlloc(n * 4, stream, false)};
+  void *y = mgpuMemAlloc(n * 4, stream, false);
+  std::string error;
+  bool ok = gpu.copy(x[0], zeros.data(), n * 4, LOOM_COPY_HOST_TO_DEVICE,
+                     error) &&
+            gpu.copy(x[1], zeros.data(), n * 4, LOOM_COPY_HOST_TO_DEVICE,
+                     error);
+  {
+    StepGraphs graphs(gpu);
+    for (int c = 0; ok && c < calls; ++c) {
+      void *buffer = x[c % 2];
+      ok = graphs.run({buffer, y}, true,
+                      [&] { step(gpu, buffer, y, wait); }, error);
+    }
+    note = graphs.note();
+  }
+  for (int b = 0; ok && b < 2; ++b) {
+    ok = gpu.copy(host.data(), x[b], n * 4, LOOM_COPY_DEVICE_TO_HOST, error);
+    float want = float(2 * ((calls + 1 - b) / 2));
+    for (uint32_t i = 0; ok && i < n; ++i)
+      if (host[i] != want) {
+        ok = false;
+        error = "buffer " + std::to_string(b) + "[" + std::to_string(i) +
+                "] = " + std::to_string(host[i]) + ", expected " +
+                std::to_string(want);
+      }
+  }
+  ok = ok && gpu.copy(host.data(), y, n * 4, LOOM_COPY_DEVICE_TO_HOST, error);
+  for (uint32_t i = 0; ok && i < n; ++i)
+    if (host[i] != float(i) + 1) {
+      ok = false;
+      error = "y[" + std::to_string(i) + "] = " + std::to_string(host[i]);
+    }
+  for (void *p : {x[0], x[1], y})
+    mgpuMemFree(p, stream);
+  if (!ok)
+    why += error + "; ";
+  return ok;
+}
+
+void checkGraphs(Gpu &gpu) {
+  std::string replayed, refused, why;
+  bool ok = runGraphSteps(gpu, false, 7, replayed, why);
+  if (ok && replayed.find("steps replayed as CUDA graphs: 6 replays of 2 "
+                          "graphs, 1 step run directly") == std::string::npos) {
+    ok = false;
+    why += "the steps were not replayed: " + replayed + "; ";
+  }
+  bool ok2 = runGraphSteps(gpu, true, 3, refused, why);
+  // Refused at the wait, or at the copy to pageable memory before it.
+  if (ok2 && refused.find("no CUDA graph (") == std::string::npos) {
+    ok2 = false;
+    why += "a step that waits was not refused a graph: " + refused + "; ";
+  }
+  report(ok && ok2, "graphs",
+         ok && ok2 ? "7 steps on 2 buffers: " + replayed +
+                         ", results equal; a step that waits: " + refused
+                   : why);
+}
+
+//===----------------------------------------------------------------------===//
 // Collectives on device buffers
 //===----------------------------------------------------------------------===//
 
@@ -725,6 +836,7 @@ int main(int argc, char **argv) {
   checkAllocator(*gpu);
   checkLazyModule(*gpu);
   checkLaunchError(argv[0]);
+  checkGraphs(*gpu);
   checkCollectives(*gpu, /*nccl=*/false);
   checkCollectives(*gpu, /*nccl=*/true);
   std::printf("gpu-selftest: %d passed, %d failed\n", passed, failed);

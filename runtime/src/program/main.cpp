@@ -69,7 +69,9 @@ const char *kUsage =
     "                      SEED instead of read from params.bin (benchmarks)\n"
     "GPU programs (loomc --target=cuda) also read LOOM_GPU_SYNC=1 (check for\n"
     "errors after every kernel, naming the one that failed),\n"
-    "LOOM_CUBLAS_TF32=1 (f32 GEMMs in TF32) and LOOM_CUDA_LIBRARY_PATH\n"
+    "LOOM_CUBLAS_TF32=1 (f32 GEMMs in TF32), LOOM_CUDA_GRAPHS=0 (every\n"
+    "step launched kernel by kernel; by default a single-rank program's\n"
+    "steps after the first replay a CUDA graph) and LOOM_CUDA_LIBRARY_PATH\n"
     "(where cuBLAS and NCCL are, when not found).\n";
 
 /// The directory and path of this executable.
@@ -218,6 +220,9 @@ void printProfile(const loom::program::TrainResult &result,
               steps.size() > 1 ? "the steps after the first (which loads the "
                                  "kernels)"
                                : "the step");
+  std::string note = device->stepNote();
+  if (!note.empty())
+    std::printf("profile: %s\n", note.c_str());
   if (uint64_t peak = device->peakBytes())
     std::printf("profile: device memory peak %llu bytes (%.2f GiB)\n",
                 static_cast<unsigned long long>(peak), peak / 1073741824.0);
@@ -301,6 +306,8 @@ int main(int argc, char **argv) {
     deviceOptions.syncEveryLaunch = flag("LOOM_GPU_SYNC");
     deviceOptions.tf32 = flag("LOOM_CUBLAS_TF32");
     deviceOptions.profile = profile;
+    const char *graphs = std::getenv("LOOM_CUDA_GRAPHS");
+    deviceOptions.graphs = !graphs || std::string(graphs) != "0";
     device = loom_cuda_open_device(deviceOptions, error);
     if (!device)
       return fail(error);

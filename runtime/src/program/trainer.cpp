@@ -446,7 +446,16 @@ bool Trainer::runStep(std::vector<Tensor> &values, double &loss,
   }
   if (o.resetTemporaries)
     o.resetTemporaries();
-  invoke(entry, args, outs);
+  // The same buffers every other step (params and results swap): a GPU
+  // replays the step where it talks to no other rank.
+  std::vector<const void *> buffers;
+  for (const DeviceBuffer *b : args)
+    buffers.push_back(b ? b->data() : nullptr);
+  for (const DeviceBuffer *b : outs)
+    buffers.push_back(b->data());
+  if (!device->runStep(buffers, result.ranks <= 1,
+                       [&] { invoke(entry, args, outs); }, error))
+    return false;
   if (o.peakTemporaries)
     memory.temporaries = o.peakTemporaries();
   if (!results[0].scalar(loss, error))

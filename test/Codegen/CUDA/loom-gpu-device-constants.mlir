@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-gpu-device-constants | FileCheck %s
+// RUN: loom-opt %s --split-input-file --verify-diagnostics --loom-gpu-device-constants | FileCheck %s
 
 // A constant a kernel reads moves into the launch (outlining then copies
 // the global into the kernel's module): nothing outside reads host memory.
@@ -39,6 +39,21 @@ module attributes {gpu.container_module} {
   func.func @host_passes() {
     %g = memref.get_global @w : memref<4x4xf32>
     call @device_call(%g) : (memref<4x4xf32>) -> ()
+    return
+  }
+}
+
+// -----
+
+// A mutable global cannot reach the GPU: the runtime uploads each global
+// once (a CUDA graph replays the copy) and would miss its changes.
+module attributes {gpu.container_module} {
+  memref.global "private" @m : memref<4xf32> = dense<1.0>
+  func.func private @device_call(memref<4xf32>)
+  func.func @host_passes_mutable() {
+    // expected-error @+1 {{host code passes global @m to the GPU, but it is not a constant global}}
+    %g = memref.get_global @m : memref<4xf32>
+    call @device_call(%g) : (memref<4xf32>) -> ()
     return
   }
 }
