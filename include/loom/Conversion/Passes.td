@@ -29,11 +29,22 @@ def ConvertLoomToLinalg : Pass<"loom-convert-to-linalg", "mlir::ModuleOp"> {
     of one line and walking every update, adding those that fall in it:
     N-way parallel instead of hidden-size-way, and every element still
     summed in update order (the same bits).
+
+    With `conv-as-gemm` (the CUDA pipelines) an ungrouped convolution is
+    one matrix product: its input's windows are copied out as patches
+    [C, K..., N, O...] (im2col) and multiplied by the filter as
+    [F, C x K] x [C x K, N x O] (a linalg.batch_matmul of batch 1, which
+    loom-lower-matmul-to-blas hands to cuBLAS), then transposed to
+    [N, F, O...]. Without it (the CPU) a convolution is one linalg.generic
+    summing its window in order.
   }];
   let options = [
     Option<"scatterThreads", "scatter-threads", "int64_t", /*default=*/"0",
            "Independent iterations a scatter-add should reach by cutting its "
            "axis into chunks (0: one iteration per line)">,
+    Option<"convAsGemm", "conv-as-gemm", "bool", /*default=*/"false",
+           "Ungrouped convolutions as im2col patches times the filter (one "
+           "GEMM each)">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",

@@ -24,11 +24,13 @@ using namespace mlir;
 
 void mlir::loom::buildLoomBufferizePipeline(OpPassManager &pm,
                                             int64_t scatterThreads,
-                                            bool sharedProducers) {
+                                            bool sharedProducers,
+                                            bool convAsGemm) {
   // loom -> tensors of linalg/tensor/arith/math, elementwise chains fused.
   pm.addPass(createCanonicalizerPass());
   ConvertLoomToLinalgOptions toLinalg;
   toLinalg.scatterThreads = scatterThreads;
+  toLinalg.convAsGemm = convAsGemm;
   pm.addPass(createConvertLoomToLinalg(toLinalg));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

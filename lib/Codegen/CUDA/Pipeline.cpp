@@ -58,7 +58,8 @@ static void addKernelLoops(OpPassManager &pm, int blockSize,
 } // namespace mlir::loom
 
 void mlir::loom::buildLoomCudaLoopsOnCpuPipeline(OpPassManager &pm) {
-  buildLoomBufferizePipeline(pm, kScatterThreads, /*sharedProducers=*/true);
+  buildLoomBufferizePipeline(pm, kScatterThreads, /*sharedProducers=*/true,
+                             /*convAsGemm=*/true);
   pm.addPass(createLoomLowerMatmulToBlas());
   addKernelLoops(pm, CudaPipelineOptions().blockSize, /*deviceAllocations=*/false);
   pm.addPass(createLoomGpuOrderedReductions());
@@ -69,7 +70,8 @@ const char *mlir::loom::configuredCudaToolkit() { return LOOM_CUDA_ROOT; }
 
 void mlir::loom::buildLoomCudaPipeline(OpPassManager &pm,
                                        const CudaPipelineOptions &options) {
-  buildLoomBufferizePipeline(pm, kScatterThreads, /*sharedProducers=*/true);
+  buildLoomBufferizePipeline(pm, kScatterThreads, /*sharedProducers=*/true,
+                             /*convAsGemm=*/true);
   LoomLowerMatmulToBlasOptions cublas;
   cublas.library = "cublas";
   pm.addPass(createLoomLowerMatmulToBlas(cublas));

@@ -115,8 +115,10 @@ inline ArrayRef<int64_t> shapeOf(Value v) { return tensorType(v).getShape(); }
 
 void populateElementwisePatterns(LoomTypeConverter &converter,
                                  RewritePatternSet &patterns);
+/// `convAsGemm`: see loom-convert-to-linalg's conv-as-gemm option.
 void populateStructuredPatterns(LoomTypeConverter &converter,
-                                RewritePatternSet &patterns);
+                                RewritePatternSet &patterns,
+                                bool convAsGemm = false);
 /// `scatterThreads`: see loom-convert-to-linalg's scatter-threads option.
 void populateShapePatterns(LoomTypeConverter &converter,
                            RewritePatternSet &patterns,

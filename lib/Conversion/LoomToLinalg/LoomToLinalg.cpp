@@ -27,7 +27,7 @@ struct ConvertLoomToLinalgPass
     LoomTypeConverter converter;
     RewritePatternSet patterns(ctx);
     populateElementwisePatterns(converter, patterns);
-    populateStructuredPatterns(converter, patterns);
+    populateStructuredPatterns(converter, patterns, convAsGemm);
     populateShapePatterns(converter, patterns, scatterThreads);
     populateNNPatterns(converter, patterns);
     populateCollectivePatterns(converter, patterns);

@@ -183,15 +183,87 @@ AffineExpr windowExpr(AffineExpr o, AffineExpr kk, int64_t stride,
   return o * stride + kk * dilation;
 }
 
+/// An ungrouped N-d convolution as one matrix product (`conv-as-gemm`):
+/// the padded input's windows copied out as patches P [C, K..., N, O...]
+/// (im2col), then y' [F, N x O] = w [F, C x K] P [C x K, N x O] (one GEMM:
+/// a BLAS or cuBLAS call), transposed to y [N, F, O...]. The forward
+/// convolution, its input gradient and its weight gradient are all
+/// loom.conv, so all three become GEMMs; the patches cost a copy of the
+/// input per kernel tap.
+Value convAsGemm(ConvOp op, Value x, Value filter,
+                 ConversionPatternRewriter &rewriter) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  Type element = originalElement(op.getInput());
+  Type acc = accumulatorType(element);
+  int64_t k = op.getNumSpatialDims();
+  ArrayRef<int64_t> xs = shapeOf(op.getInput()), ws = shapeOf(op.getFilter()),
+                    ys = op.getType().getShape();
+  int64_t nb = xs[0], c = xs[1], f = ws[0], taps = 1, outs = 1;
+  // Patches: iteration dims (c, k..., n, o...), all parallel.
+  SmallVector<int64_t> patchShape{c};
+  for (int64_t i = 0; i < k; ++i) {
+    patchShape.push_back(ws[2 + i]);
+    taps *= ws[2 + i];
+  }
+  patchShape.push_back(nb);
+  for (int64_t i = 0; i < k; ++i) {
+    patchShape.push_back(ys[2 + i]);
+    outs *= ys[2 + i];
+  }
+  int64_t numDims = 2 + 2 * k;
+  auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineExpr> xe{dim(1 + k), dim(0)};
+  for (int64_t i = 0; i < k; ++i)
+    xe.push_back(windowExpr(dim(2 + k + i), dim(1 + i), op.getStrides()[i],
+                            op.getDilations()[i]));
+  SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, xe, ctx),
+                                 AffineMap::getMultiDimIdentityMap(numDims, ctx)};
+  Value empty = tensor::EmptyOp::create(rewriter, loc, patchShape, element);
+  auto patches = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{empty.getType()}, ValueRange{x},
+      ValueRange{empty}, maps,
+      SmallVector<utils::IteratorType>(numDims, utils::IteratorType::parallel),
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        linalg::YieldOp::create(b, l, a[0]);
+      });
+  Value lhs = reshape(rewriter, loc, filter, {1, f, c * taps});
+  Value rhs =
+      reshape(rewriter, loc, patches.getResult(0), {1, c * taps, nb * outs});
+  Scalar s{rewriter, loc, acc};
+  Value init = filledTensor(rewriter, loc, {1, f, nb * outs}, s.constant(0));
+  auto mm = linalg::BatchMatmulOp::create(rewriter, loc,
+                                          TypeRange{init.getType()},
+                                          ValueRange{lhs, rhs}, ValueRange{init});
+  Value y = convertTensor(rewriter, loc, mm.getResult(0), acc, element);
+  SmallVector<int64_t> fno{f, nb};
+  fno.append(ys.begin() + 2, ys.end());
+  y = reshape(rewriter, loc, y, fno);
+  SmallVector<int64_t> perm{1, 0};
+  for (int64_t i = 0; i < k; ++i)
+    perm.push_back(2 + i);
+  return transpose(rewriter, loc, y, perm);
+}
+
 /// N-d convolution as one linalg.generic over
-/// (n, g, f, o..., c, k...) with the input padded first.
+/// (n, g, f, o..., c, k...) with the input padded first; with
+/// `conv-as-gemm` and one group, as a matrix product (convAsGemm).
 struct ConvLowering : OpConversionPattern<ConvOp> {
-  using OpConversionPattern::OpConversionPattern;
+  ConvLowering(const TypeConverter &tc, MLIRContext *ctx, bool asGemm)
+      : OpConversionPattern(tc, ctx), asGemm(asGemm) {}
+  bool asGemm;
 
   LogicalResult
   matchAndRewrite(ConvOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    if (asGemm && op.getGroups() == 1) {
+      Type element = originalElement(op.getInput());
+      Value x = padSpatial(rewriter, loc, adaptor.getInput(), op.getPadding(),
+                           Scalar{rewriter, loc, element}.constant(0));
+      rewriter.replaceOp(op, convAsGemm(op, x, adaptor.getFilter(), rewriter));
+      return success();
+    }
     MLIRContext *ctx = rewriter.getContext();
     Type element = originalElement(op.getInput());
     Type acc = accumulatorType(element);
@@ -423,11 +495,12 @@ struct MaxPoolIndicesLowering : OpConversionPattern<MaxPoolIndicesOp> {
 } // namespace
 
 void mlir::loom::lowering::populateStructuredPatterns(
-    LoomTypeConverter &tc, RewritePatternSet &patterns) {
+    LoomTypeConverter &tc, RewritePatternSet &patterns, bool convAsGemm) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<DotGeneralLowering, ConvLowering, MaxPoolIndicesLowering,
+  patterns.add<DotGeneralLowering, MaxPoolIndicesLowering,
                PoolLowering<MaxPoolOp, true>, PoolLowering<AvgPoolOp, false>>(
       tc, ctx);
+  patterns.add<ConvLowering>(tc, ctx, convAsGemm);
   patterns.add<ReduceLowering<ReduceSumOp>>(tc, ctx, ReductionKind::sum, false);
   patterns.add<ReduceLowering<ReduceMeanOp>>(tc, ctx, ReductionKind::sum, true);
   patterns.add<ReduceLowering<ReduceMaxOp>>(tc, ctx, ReductionKind::max, false);

@@ -37,10 +37,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
 /// last use: the front half of the CPU and CUDA pipelines.
 /// `scatterThreads`: loom-convert-to-linalg's scatter-threads (0 on the CPU;
 /// the CUDA pipelines cut a scatter-add's axis into chunks);
-/// `sharedProducers`: loom-fuse-elementwise's shared-producers (the CUDA
-/// pipelines).
+/// `sharedProducers`: loom-fuse-elementwise's shared-producers, and
+/// `convAsGemm` loom-convert-to-linalg's conv-as-gemm (the CUDA pipelines).
 void buildLoomBufferizePipeline(OpPassManager &pm, int64_t scatterThreads = 0,
-                                bool sharedProducers = false);
+                                bool sharedProducers = false,
+                                bool convAsGemm = false);
 
 /// Buffers (linalg, scf, library calls) -> loops -> the LLVM dialect: the
 /// CPU pipeline's back half.
