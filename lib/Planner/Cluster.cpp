@@ -60,6 +60,12 @@ static DeviceSpec h100() {
   d.memoryBandwidth = 2.54e12;
   d.memory = 80e9;
   d.efficiency = 0.7;
+  // Loom's own steps on an H100 (bench/gpu/measured-h100-2026-11-27.json,
+  // bench/gpu/predict.py): the 16-bit GPT steps were priced at 0.92-1.00
+  // of their measured time, the f32 ones at 1.23-1.26 with f32 products
+  // at 70 %: cuBLAS's SGEMM reached 51.5 of the 67 TFLOP/s there
+  // (gpu-selftest gemm-speed, 4096^3), 77 %; priced so, 1.13-1.16.
+  d.efficiencyF32 = 0.77;
   return d;
 }
 
@@ -308,7 +314,8 @@ private:
   llvm::Error parseDevice(const llvm::json::Object &dev, StringRef where,
                           bool counted, DeviceKind &kind) {
     llvm::SmallVector<StringRef> keys = {"name", "flops_f32", "flops_bf16",
-                                   "memory_bandwidth", "memory", "efficiency"};
+                                   "memory_bandwidth", "memory", "efficiency",
+                                   "efficiency_f32"};
     if (counted)
       keys.push_back("count");
     if (auto e = onlyKeys(dev, where, keys))
@@ -330,6 +337,11 @@ private:
     if (d.efficiency > 1)
       return fail(where + " \"efficiency\" is the fraction of peak FLOP/s "
                   "reached, in (0, 1]");
+    if (auto e = number(dev, where, "efficiency_f32", d.efficiencyF32, false))
+      return e;
+    if (d.efficiencyF32 > 1)
+      return fail(where + " \"efficiency_f32\" is the fraction of peak f32 "
+                  "FLOP/s reached, in (0, 1]");
     if (counted) {
       std::optional<int64_t> n = dev.getInteger("count");
       if (!n || *n < 1 || *n > kMaxDevices)
@@ -382,6 +394,10 @@ DeviceSpec mlir::loom::planner::slowestOf(llvm::ArrayRef<DeviceKind> kinds) {
   if (kinds.size() == 1)
     return d;
   d.name.clear();
+  auto f32Efficiency = [](const DeviceSpec &s) {
+    return s.efficiencyF32 > 0 ? s.efficiencyF32 : s.efficiency;
+  };
+  d.efficiencyF32 = f32Efficiency(d);
   for (const DeviceKind &k : kinds) {
     d.name += (d.name.empty() ? "" : " + ") + std::to_string(k.count) + "x " +
               k.spec.name;
@@ -390,6 +406,7 @@ DeviceSpec mlir::loom::planner::slowestOf(llvm::ArrayRef<DeviceKind> kinds) {
     d.memoryBandwidth = std::min(d.memoryBandwidth, k.spec.memoryBandwidth);
     d.memory = std::min(d.memory, k.spec.memory);
     d.efficiency = std::min(d.efficiency, k.spec.efficiency);
+    d.efficiencyF32 = std::min(d.efficiencyF32, f32Efficiency(k.spec));
     d.newUpdateBuffers |= k.spec.newUpdateBuffers;
   }
   d.name += " (priced as the slowest and smallest)";

@@ -21,7 +21,9 @@ double mlir::loom::planner::collectiveTime(CollectiveKind kind, double bytes,
 
 double mlir::loom::planner::computeTime(const DeviceSpec &device, double flops,
                                         double bytes, bool half) {
-  double peak = (half ? device.flops16 : device.flopsF32) * device.efficiency;
+  double efficiency = half || device.efficiencyF32 <= 0 ? device.efficiency
+                                                        : device.efficiencyF32;
+  double peak = (half ? device.flops16 : device.flopsF32) * efficiency;
   return std::max(flops / peak, bytes / device.memoryBandwidth);
 }
 

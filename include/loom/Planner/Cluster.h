@@ -13,7 +13,7 @@
 // or a JSON file (docs/planner.md):
 //   {"name": "...", "device": {"name": "...", "flops_f32": 6.7e13,
 //    "flops_bf16": 9.89e14, "memory_bandwidth": 3.35e12, "memory": 8.0e10,
-//    "efficiency": 0.6},
+//    "efficiency": 0.6, "efficiency_f32": 0.77},
 //    "levels": [{"name": "nvlink", "size": 8, "bandwidth": 4.5e11,
 //                "latency": 2e-6}, ...]}          (innermost level first)
 //
@@ -39,8 +39,11 @@ struct DeviceSpec {
   /// the data sheet's peak) and capacity (bytes) per device.
   double memoryBandwidth = 0;
   double memory = 0;
-  /// Fraction of peak FLOP/s that contractions reach.
+  /// Fraction of peak FLOP/s that contractions reach; `efficiencyF32` for
+  /// f32 contractions where it differs (0: `efficiency`): a GPU's f32 FMA
+  /// pipes and its tensor cores reach different fractions of their peaks.
   double efficiency = 0.6;
+  double efficiencyF32 = 0;
   /// The step writes the updated parameters and optimizer state to new
   /// buffers instead of updating them in place (Loom's CPU executor runs
   /// the step as a function: cpu-local), so both copies are held.
