@@ -22,6 +22,9 @@ static void checkSpec(const DeviceSpec &d) {
                        "or non-finite speed or memory");
   if (!(d.efficiency > 0 && d.efficiency <= 1))
     loomfuzz::fail("a parsed cluster has an efficiency outside (0, 1]");
+  if (!(d.efficiencyF32 >= 0 && d.efficiencyF32 <= 1))
+    loomfuzz::fail("a parsed cluster has an f32 efficiency outside [0, 1] "
+                   "(0: the efficiency)");
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
