@@ -26,6 +26,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <algorithm>
+
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMGPUSPLITREDUCTIONS
 #include "loom/Codegen/CUDA/Passes.h.inc"
@@ -68,32 +70,81 @@ SmallVector<ReassociationIndices> groupCollapse(int64_t rank, int64_t at,
 
 /// What a generic must be for the split: buffers, one output not indexed
 /// by any reduction dimension, its body `combine(out, f(ins))`, static
-/// reduction extents whose dimensions each input indexes all together
-/// (consecutive, in loop order) or not at all.
+/// reduction extents. The split group is the longest run of trailing
+/// reduction dimensions (in loop order) that each input indexes all
+/// together (consecutive, in loop order) or not at all; the reductions
+/// before it (`outer`: a batch norm's batch dimension, read apart from its
+/// spatial ones by the channel between) must be read as plain dimensions,
+/// and stay reductions of stage 1, walked by every lane.
 struct Candidate {
-  SmallVector<unsigned> reductions, parallels;
+  SmallVector<unsigned> reductions, parallels, outer;
   int64_t extent = 1;
   Operation *combiner = nullptr;
   bool outFirst = true; // combine(out, value) rather than combine(value, out)
-  /// Per input: the result position where its reduction dimensions start
-  /// (-1: it does not read them).
+  /// Per input: the result position where the group starts (-1: it does
+  /// not read it).
   SmallVector<int> groupAt;
 };
+
+/// Whether every input reads `group` (trailing reductions) consecutively
+/// in loop order or not at all, and `outer` only as plain dimensions; sets
+/// `groupAt`.
+bool groupsRead(linalg::GenericOp op, ArrayRef<unsigned> group,
+                ArrayRef<unsigned> outer, SmallVectorImpl<int> &groupAt) {
+  groupAt.clear();
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(in);
+    int at = -1;
+    for (auto [j, e] : llvm::enumerate(map.getResults())) {
+      auto d = dyn_cast<AffineDimExpr>(e);
+      bool inGroup = false, inOuter = false;
+      for (unsigned r : group)
+        inGroup |= e.isFunctionOfDim(r);
+      for (unsigned r : outer)
+        inOuter |= e.isFunctionOfDim(r);
+      if (inOuter && (inGroup || !d))
+        return false;
+      if (!inGroup)
+        continue;
+      // A group dimension only as itself, the group in loop order.
+      if (!d || (at < 0 && d.getPosition() != group.front()))
+        return false;
+      if (at < 0)
+        at = int(j);
+      if (int(j) - at >= int(group.size()) ||
+          d.getPosition() != group[j - at])
+        return false;
+    }
+    if (at >= 0) {
+      if (at + group.size() > map.getNumResults() ||
+          map.getResult(at + group.size() - 1) !=
+              getAffineDimExpr(group.back(), op.getContext()))
+        return false;
+      if (group.size() > 1) {
+        auto type = cast<MemRefType>(in->get().getType());
+        if (!memref::CollapseShapeOp::isGuaranteedCollapsible(
+                type, groupCollapse(type.getRank(), at, group.size())))
+          return false;
+      }
+    }
+    groupAt.push_back(at);
+  }
+  return true;
+}
 
 bool match(linalg::GenericOp op, Candidate &c) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1)
     return false;
+  SmallVector<unsigned> all;
   for (auto [i, t] : llvm::enumerate(op.getIteratorTypesArray()))
-    (t == utils::IteratorType::reduction ? c.reductions : c.parallels)
+    (t == utils::IteratorType::reduction ? all : c.parallels)
         .push_back(unsigned(i));
-  if (c.reductions.empty())
+  if (all.empty())
     return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  for (unsigned r : c.reductions) {
+  for (unsigned r : all)
     if (ShapedType::isDynamic(ranges[r]))
       return false;
-    c.extent *= ranges[r];
-  }
   Block &body = op.getRegion().front();
   BlockArgument out = body.getArgument(op.getNumDpsInputs());
   Value yielded = body.getTerminator()->getOperand(0);
@@ -107,55 +158,41 @@ bool match(linalg::GenericOp op, Candidate &c) {
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (!outMap.isProjectedPermutation())
     return false;
-  for (unsigned r : c.reductions)
+  for (unsigned r : all)
     if (outMap.isFunctionOfDim(r))
       return false;
-  for (OpOperand *in : op.getDpsInputOperands()) {
-    AffineMap map = op.getMatchingIndexingMap(in);
-    int at = -1;
-    for (auto [j, e] : llvm::enumerate(map.getResults())) {
-      auto d = dyn_cast<AffineDimExpr>(e);
-      bool isReduction = false;
-      for (unsigned r : c.reductions)
-        isReduction |= e.isFunctionOfDim(r);
-      if (!isReduction)
-        continue;
-      // A reduction dimension only as itself, the group in loop order.
-      if (!d || (at < 0 && d.getPosition() != c.reductions.front()))
-        return false;
-      if (at < 0)
-        at = int(j);
-      if (int(j) - at >= int(c.reductions.size()) ||
-          d.getPosition() != c.reductions[j - at])
-        return false;
-    }
-    if (at >= 0) {
-      if (at + c.reductions.size() > map.getNumResults() ||
-          map.getResult(at + c.reductions.size() - 1) !=
-              getAffineDimExpr(c.reductions.back(), op.getContext()))
-        return false;
-      if (c.reductions.size() > 1) {
-        auto type = cast<MemRefType>(in->get().getType());
-        if (!memref::CollapseShapeOp::isGuaranteedCollapsible(
-                type, groupCollapse(type.getRank(), at, c.reductions.size())))
-          return false;
-      }
-    }
-    c.groupAt.push_back(at);
+  // The longest trailing group the inputs read together.
+  for (size_t size = all.size(); size >= 1; --size) {
+    ArrayRef<unsigned> group = ArrayRef<unsigned>(all).take_back(size);
+    ArrayRef<unsigned> outer = ArrayRef<unsigned>(all).drop_back(size);
+    if (!groupsRead(op, group, outer, c.groupAt))
+      continue;
+    c.reductions.assign(group.begin(), group.end());
+    c.outer.assign(outer.begin(), outer.end());
+    for (unsigned r : group)
+      c.extent *= ranges[r];
+    return true;
   }
-  return true;
+  return false;
 }
 
 struct SplitReductionsPass
     : loom::impl::LoomGpuSplitReductionsBase<SplitReductionsPass> {
   using Base::Base;
 
-  /// The lanes for a reduction of `extent` elements: the most (a power of
-  /// two, at most `maxLanes`) dividing it with `minPerLane` each; 0: none.
-  int64_t lanesFor(int64_t extent) const {
+  /// The lanes for a reduction group of `extent` elements that each lane
+  /// walks `outer` times (the outer reductions' extent): the most (a power
+  /// of two, at most `maxLanes`) dividing it with `minPerLane` elements
+  /// each; with outer reductions, failing that, the largest divisor of at
+  /// least 16 (a batch norm's 14 x 14 = 196 per image); 0: none.
+  int64_t lanesFor(int64_t extent, int64_t outer) const {
     for (int64_t t = maxLanes; t >= 16; t /= 2)
-      if (extent % t == 0 && extent / t >= minPerLane)
+      if (extent % t == 0 && outer * (extent / t) >= minPerLane)
         return t;
+    if (outer > 1)
+      for (int64_t t = std::min<int64_t>(maxLanes, extent); t >= 16; --t)
+        if (extent % t == 0 && outer * (extent / t) >= minPerLane)
+          return t;
     return 0;
   }
 
@@ -167,7 +204,11 @@ struct SplitReductionsPass
       Candidate c;
       if (!match(op, c))
         continue;
-      int64_t lanes = lanesFor(c.extent);
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      int64_t outer = 1;
+      for (unsigned r : c.outer)
+        outer *= ranges[r];
+      int64_t lanes = lanesFor(c.extent, outer);
       if (lanes)
         split(rewriter, op, c, lanes);
     }
@@ -220,10 +261,15 @@ void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
             op.getMatchingIndexingMap(in).getNumResults();
       break;
     }
-  unsigned lanePos = row ? n : 0, stepPos = n + 1;
+  // Loops: the output's and the lanes (parallel), the outer reductions,
+  // the step along the group.
+  unsigned m = c.outer.size(), loops = n + 2 + m;
+  unsigned lanePos = row ? n : 0, stepPos = n + 1 + m;
   SmallVector<AffineExpr> dimOf(op.getNumLoops());
   for (auto [i, p] : llvm::enumerate(c.parallels))
     dimOf[p] = getAffineDimExpr(unsigned(i) + (row ? 0 : 1), ctx);
+  for (auto [i, r] : llvm::enumerate(c.outer))
+    dimOf[r] = getAffineDimExpr(n + 1 + unsigned(i), ctx);
   AffineExpr lane = getAffineDimExpr(lanePos, ctx);
   AffineExpr step = getAffineDimExpr(stepPos, ctx);
   for (unsigned r : c.reductions)
@@ -247,7 +293,7 @@ void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
     inputs.push_back(at < 0 ? in->get()
                             : laneView(rewriter, loc, in->get(), at,
                                        c.reductions.size(), c.extent, lanes));
-    maps.push_back(AffineMap::get(n + 2, 0, results, ctx));
+    maps.push_back(AffineMap::get(loops, 0, results, ctx));
   }
   Value out = op.getDpsInitOperand(0)->get();
   auto outType = cast<MemRefType>(out.getType());
@@ -268,10 +314,11 @@ void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
   Value identity = arith::ConstantOp::create(
       rewriter, loc, identityOf(c.combiner, outType.getElementType()));
   linalg::FillOp::create(rewriter, loc, identity, partial);
-  maps.push_back(AffineMap::get(n + 2, 0, partialResults, ctx));
-  SmallVector<utils::IteratorType> iterators(n + 2,
+  maps.push_back(AffineMap::get(loops, 0, partialResults, ctx));
+  SmallVector<utils::IteratorType> iterators(loops,
                                              utils::IteratorType::parallel);
-  iterators[stepPos] = utils::IteratorType::reduction;
+  for (unsigned i = n + 1; i < loops; ++i)
+    iterators[i] = utils::IteratorType::reduction;
 
   auto stage1 = linalg::GenericOp::create(rewriter, loc, TypeRange{}, inputs,
                                           ValueRange{partial}, maps, iterators);
@@ -320,6 +367,8 @@ void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
   for (auto [i, p] : llvm::enumerate(c.parallels))
     dim2[p] = getAffineDimExpr(unsigned(i), ctx);
   for (unsigned r : c.reductions)
+    dim2[r] = getAffineConstantExpr(0, ctx);
+  for (unsigned r : c.outer)
     dim2[r] = getAffineConstantExpr(0, ctx);
   for (AffineExpr e : outMap.getResults())
     outResults.push_back(e.replaceDims(dim2));

@@ -119,3 +119,69 @@ func.func @window(%x: memref<4x2048xf32>, %w: memref<1024xf32>, %out: memref<4x1
   }
   return
 }
+
+// -----
+
+// A batch norm's channel statistics: a sum over (n, h, w) per channel, the
+// channel between n and h. The trailing group (h, w) = 12544 is split into
+// 256 lanes (after the channel: a warp reads adjacent pixels); n stays a
+// reduction of stage 1 that every lane walks, outside its steps. Stage 2
+// adds each channel's 256 partial sums.
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3) -> (d2, d0, d3, d1)>
+// CHECK-DAG: #[[PART:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1)>
+// CHECK-LABEL: func.func @channel_sum
+// CHECK: %[[C:.*]] = memref.collapse_shape %arg0 {{\[\[}}0], [1], [2, 3]] : memref<32x64x112x112xf32> into memref<32x64x12544xf32>
+// CHECK: %[[X:.*]] = memref.expand_shape %[[C]] {{\[\[}}0], [1], [2, 3]] output_shape [32, 64, 49, 256]
+// CHECK: %[[P:.*]] = memref.alloc() : memref<64x256xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[PART]]], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%[[X]] : memref<32x64x49x256xf32>) outs(%[[P]] : memref<64x256xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[P]] : memref<64x256xf32>) outs(%arg1 : memref<64xf32>)
+func.func @channel_sum(%x: memref<32x64x112x112xf32>, %out: memref<64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>,
+                                   affine_map<(d0, d1, d2, d3) -> (d1)>],
+                  iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+      ins(%x : memref<32x64x112x112xf32>) outs(%out : memref<64xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// 14 x 14 = 196 per image has no power-of-two divisor of 16 or more: with
+// the batch (4) walked by every lane, the largest divisor leaving 8
+// elements per lane, 98 (2 steps x 4 images).
+// CHECK-LABEL: func.func @channel_sum_196
+// CHECK: memref.expand_shape %{{.*}} output_shape [4, 8, 2, 98]
+// CHECK: memref.alloc() : memref<8x98xf32>
+func.func @channel_sum_196(%x: memref<4x8x14x14xf32>, %out: memref<8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>,
+                                   affine_map<(d0, d1, d2, d3) -> (d1)>],
+                  iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+      ins(%x : memref<4x8x14x14xf32>) outs(%out : memref<8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// An outer reduction read inside an expression (a window) is not split.
+// CHECK-LABEL: func.func @outer_in_expression
+// CHECK-NOT: memref.alloc
+func.func @outer_in_expression(%x: memref<8x64x256xf32>, %y: memref<4x256xf32>, %out: memref<64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>,
+                                   affine_map<(d0, d1, d2) -> (d0 floordiv 2, d2)>,
+                                   affine_map<(d0, d1, d2) -> (d1)>],
+                  iterator_types = ["reduction", "parallel", "reduction"]}
+      ins(%x, %y : memref<8x64x256xf32>, memref<4x256xf32>) outs(%out : memref<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

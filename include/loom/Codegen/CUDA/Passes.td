@@ -85,7 +85,12 @@ def LoomGpuSplitReductions : Pass<"loom-gpu-split-reductions", "mlir::ModuleOp">
     the CPU emulation of the loop structure (`loom-run --gpu-loops-on-cpu`)
     runs the same sums in the same order. Several reduction dimensions
     (a layer norm's scale gradient over batch and sequence) are split as
-    one when the inputs can collapse them.
+    one when the inputs can collapse them. Where the inputs read only the
+    trailing reduction dimensions together (a batch norm's statistics over
+    (n, h, w), the channel between n and h), those are split and the
+    earlier ones stay reductions of stage 1 that every lane walks before
+    its steps; lanes then may be any divisor of at least 16 when no power
+    of two fits (14 x 14 = 196 pixels).
   }];
   let options = [
     Option<"maxLanes", "max-lanes", "int64_t", /*default=*/"256",
