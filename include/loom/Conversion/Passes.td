@@ -28,7 +28,12 @@ def ConvertLoomToLinalg : Pass<"loom-convert-to-linalg", "mlir::ModuleOp"> {
     times the other dimensions at most N), each iteration owning one chunk
     of one line and walking every update, adding those that fall in it:
     N-way parallel instead of hidden-size-way, and every element still
-    summed in update order (the same bits).
+    summed in update order (the same bits). With `scatter-threads`, a max
+    pool's gradient (the flat scatter-add at `loom.max_pool_indices` that
+    its gradient builds, which has no other dimension to spread over) is
+    gathered instead: one iteration per input element visits the windows
+    covering it in ascending order and adds the gradients of those that
+    took it (the same additions in the same order).
 
     With `conv-as-gemm` (the CUDA pipelines) an ungrouped convolution is
     one matrix product: its input's windows are copied out as patches

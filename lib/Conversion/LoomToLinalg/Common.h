@@ -115,10 +115,13 @@ inline ArrayRef<int64_t> shapeOf(Value v) { return tensorType(v).getShape(); }
 
 void populateElementwisePatterns(LoomTypeConverter &converter,
                                  RewritePatternSet &patterns);
-/// `convAsGemm`: see loom-convert-to-linalg's conv-as-gemm option.
+/// `convAsGemm`: see loom-convert-to-linalg's conv-as-gemm option;
+/// `gatherPoolGradients`: max-pool gradients gathered per input element
+/// (the scatter-threads option, the CUDA pipelines).
 void populateStructuredPatterns(LoomTypeConverter &converter,
                                 RewritePatternSet &patterns,
-                                bool convAsGemm = false);
+                                bool convAsGemm = false,
+                                bool gatherPoolGradients = false);
 /// `scatterThreads`: see loom-convert-to-linalg's scatter-threads option.
 void populateShapePatterns(LoomTypeConverter &converter,
                            RewritePatternSet &patterns,

@@ -27,7 +27,8 @@ struct ConvertLoomToLinalgPass
     LoomTypeConverter converter;
     RewritePatternSet patterns(ctx);
     populateElementwisePatterns(converter, patterns);
-    populateStructuredPatterns(converter, patterns, convAsGemm);
+    populateStructuredPatterns(converter, patterns, convAsGemm,
+                               /*gatherPoolGradients=*/scatterThreads > 0);
     populateShapePatterns(converter, patterns, scatterThreads);
     populateNNPatterns(converter, patterns);
     populateCollectivePatterns(converter, patterns);
