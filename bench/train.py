@@ -12,7 +12,9 @@ Loom: loomc builds the artifact, `loom-run DIR --steps S --data D` trains;
 its own timer gives seconds per step after compilation. PyTorch: the usual
 zero_grad / forward / backward / step loop, timed after 2 warm-up steps.
 Both single process with the same thread setting. Prints seconds per step,
-Loom's compile time and the ratio Loom / PyTorch (lower is better). With
+Loom's compile time and the ratio Loom / PyTorch (lower is better), and
+Loom's step with libm's exp/erf/tanh instead of the vectorizable
+polynomials (`loom-run --libm`) with the ratio of the two. With
 --precision bf16: Loom's --precision=bf16 against torch.autocast("cpu",
 bfloat16), both with fp32 weights.
 """
@@ -50,7 +52,7 @@ def torch_step_seconds(model, xs, ys, steps, precision="fp32"):
     return (time.perf_counter() - start) / steps
 
 
-def loom_step_seconds(tools, onnx_path, work, steps, threads, precision="fp32"):
+def loom_step_seconds(tools, onnx_path, work, steps, threads, precision="fp32", extra=()):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
     out = os.path.join(work, "out")
     subprocess.run([os.path.join(tools, "loomc"), onnx_path, "--train", "--loss=mse",
@@ -59,9 +61,11 @@ def loom_step_seconds(tools, onnx_path, work, steps, threads, precision="fp32"):
                     "--emit=mlir", "-o", out],
                    check=True, capture_output=True, env=env)
     run = subprocess.run([os.path.join(tools, "loom-run"), out, "--steps", str(steps),
-                          "--data", os.path.join(work, "data")],
+                          "--data", os.path.join(work, "data"), *extra],
                          check=True, capture_output=True, text=True, env=env).stdout
-    m = re.search(r"trained \d+ steps in ([\d.]+) s \(([\d.]+) s/step, compile ([\d.]+) s\)", run)
+    m = re.search(r"trained \d+ steps in ([\d.]+) s \(([\d.]+) s/step, compile ([\d.]+) s[,)]", run)
+    if not m:
+        sys.exit(f"bench/train.py: loom-run printed no step time:\n{run}")
     return float(m.group(2)), float(m.group(3))
 
 
@@ -79,7 +83,8 @@ def main():
     rng = np.random.default_rng(0)
     models = {"mlp": (MLP(), (256, 1024)), "block": (Block(), (8, 128, 512))}
     print(f"threads: {a.threads}, steps: {a.steps}, precision: {a.precision}")
-    print(f"{'model':8} {'torch s/step':>13} {'loom s/step':>12} {'loom compile s':>15} {'ratio':>7}")
+    print(f"{'model':8} {'torch s/step':>13} {'loom s/step':>12} {'loom compile s':>15} {'ratio':>7}"
+          f" {'loom --libm s/step':>19} {'polynomial / libm':>18}")
     for name, (model, shape) in models.items():
         with tempfile.TemporaryDirectory() as work:
             xs = rng.standard_normal((a.steps + 2, *shape)).astype(np.float32)
@@ -95,8 +100,12 @@ def main():
                               training=torch.onnx.TrainingMode.TRAINING)
             loom, compile_s = loom_step_seconds(tools, path, work, a.steps, a.threads,
                                                 a.precision)
+            # The same step with libm's exp/erf/tanh (loom-approximate-math off).
+            libm, _ = loom_step_seconds(tools, path, work, a.steps, a.threads, a.precision,
+                                        ["--libm"])
             t = torch_step_seconds(model, xs, ys, a.steps, a.precision)
-            print(f"{name:8} {t:13.4f} {loom:12.4f} {compile_s:15.2f} {loom / t:7.2f}")
+            print(f"{name:8} {t:13.4f} {loom:12.4f} {compile_s:15.2f} {loom / t:7.2f}"
+                  f" {libm:19.4f} {loom / libm:18.2f}")
 
 
 if __name__ == "__main__":

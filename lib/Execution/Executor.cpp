@@ -181,6 +181,7 @@ OwningOpRef<ModuleOp> lowerToLLVM(ModuleOp module, StringRef function,
   CpuPipelineOptions pipelineOptions;
   pipelineOptions.useBlas = options.useBlas;
   pipelineOptions.splitFunctions = options.splitFunctions;
+  pipelineOptions.approximateMath = options.approximateMath;
   if (options.gpuLoopsOnCpu)
     buildLoomCudaLoopsOnCpuPipeline(pm);
   else

@@ -87,6 +87,10 @@ static cl::opt<bool> specialize("specialize-inputs",
              "(needed when they are shapes, axes or bounds)"),
     cl::init(false), cl::cat(category));
 static cl::opt<bool> noBlas("no-blas", cl::desc("Do not call OpenBLAS for matmuls"), cl::cat(category));
+static cl::opt<bool> libm("libm",
+    cl::desc("Call libm for f32 exp, erf and tanh instead of the "
+             "vectorizable polynomials within 4 ulp of it (docs/training.md)"),
+    cl::cat(category));
 static cl::opt<bool> noCache("no-cache",
     cl::desc("Training: compile the step even when ARTIFACT/cache holds its "
              "machine code (and do not write it there)"),
@@ -173,6 +177,19 @@ static cl::opt<double> progressEvery("progress",
 
 namespace {
 
+/// The compiler's options from the flags.
+ExecutorOptions executorOptions() {
+  ExecutorOptions options;
+  options.useBlas = !noBlas;
+  options.approximateMath = !libm;
+  options.optLevel = optLevel;
+  options.splitFunctions = splitFunctions;
+  options.timePasses = timePasses;
+  options.compileThreads = compileThreads;
+  options.gpuLoopsOnCpu = gpuLoopsOnCpu;
+  return options;
+}
+
 int fail(const std::string &message) {
   // One write: errs() is unbuffered and mpirun splices the ranks' output
   // together, so a line written in pieces can be cut by another rank's.
@@ -247,8 +264,8 @@ int runExecutable() {
                 " (compile it with loomc --emit=executable)");
   for (const auto *opt :
        std::initializer_list<const cl::Option *>{
-           &noBlas, &optLevel, &gpuLoopsOnCpu, &noCache, &splitFunctions,
-           &timePasses, &compileThreads})
+           &noBlas, &libm, &optLevel, &gpuLoopsOnCpu, &noCache,
+           &splitFunctions, &timePasses, &compileThreads})
     if (opt->getNumOccurrences())
       return fail("--executable runs the program loomc compiled, which does "
                   "not take --" + opt->ArgStr.str() +
@@ -451,13 +468,7 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   if (steps < 1 || steps > int64_t(1e15))
     return fail("--steps must be from 1 to 1e15, not " + std::to_string(steps));
   namespace program = ::loom::program;
-  ExecutorOptions executor;
-  executor.useBlas = !noBlas;
-  executor.optLevel = optLevel;
-  executor.splitFunctions = splitFunctions;
-  executor.timePasses = timePasses;
-  executor.compileThreads = compileThreads;
-  executor.gpuLoopsOnCpu = gpuLoopsOnCpu;
+  ExecutorOptions executor = executorOptions();
   if (!noCache) {
     SmallString<256> cache(modelPath);
     llvm::sys::path::append(cache, "cache");
@@ -861,13 +872,7 @@ int runModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
         return fail(error);
     }
   }
-  ExecutorOptions options;
-  options.useBlas = !noBlas;
-  options.optLevel = optLevel;
-  options.splitFunctions = splitFunctions;
-  options.timePasses = timePasses;
-  options.compileThreads = compileThreads;
-  options.gpuLoopsOnCpu = gpuLoopsOnCpu;
+  ExecutorOptions options = executorOptions();
   auto compileStart = std::chrono::steady_clock::now();
   std::unique_ptr<Executor> executor =
       Executor::create(*module, function, options, error);

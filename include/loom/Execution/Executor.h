@@ -23,6 +23,9 @@ namespace mlir::loom {
 struct ExecutorOptions {
   /// Call OpenBLAS for f32/f64 matrix products.
   bool useBlas = true;
+  /// f32 exp, log, erf and tanh as vectorizable polynomials
+  /// (loom-approximate-math); false: libm calls (loom-run --libm).
+  bool approximateMath = true;
   /// LLVM optimization level (0-3). 3 adds aggressive unrolling that costs
   /// 2-4x the code-generation time of 2 on training steps and measured no
   /// faster on bench/forward.py's models.

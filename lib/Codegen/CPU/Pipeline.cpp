@@ -78,16 +78,19 @@ void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
   LoomSplitFunctionsOptions split;
   split.maxOps = options.splitFunctions;
   pm.addPass(createLoomSplitFunctions(split));
-  buildLoomCpuLoweringTail(pm);
+  buildLoomCpuLoweringTail(pm, options.approximateMath);
 }
 
-void mlir::loom::buildLoomCpuLoweringTail(OpPassManager &pm) {
+void mlir::loom::buildLoomCpuLoweringTail(OpPassManager &pm,
+                                          bool approximateMath) {
   // scf.forall (a scatter-add's independent lines) -> serial loops.
   pm.addPass(createForallToForLoopPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(math::createMathExtendToSupportedTypes());
+  if (approximateMath)
+    pm.addPass(createLoomApproximateMath());
   pm.addPass(arith::createArithExpandOpsPass());
   pm.addPass(createConvertMathToFuncs());
   pm.addPass(createConvertMathToLLVMPass());

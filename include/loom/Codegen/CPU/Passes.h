@@ -30,6 +30,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "functions into functions of their own "
                      "(loom-split-functions; 0: never)"),
       llvm::cl::init(300)};
+  Option<bool> approximateMath{
+      *this, "approximate-math",
+      llvm::cl::desc("f32 exp, log, erf and tanh as vectorizable polynomials "
+                     "(loom-approximate-math) instead of libm calls"),
+      llvm::cl::init(true)};
 };
 
 /// loom -> linalg on tensors, elementwise chains fused -> buffers, the entry
@@ -45,7 +50,8 @@ void buildLoomBufferizePipeline(OpPassManager &pm, int64_t scatterThreads = 0,
 
 /// Buffers (linalg, scf, library calls) -> loops -> the LLVM dialect: the
 /// CPU pipeline's back half.
-void buildLoomCpuLoweringTail(OpPassManager &pm);
+/// `approximateMath`: loom-approximate-math (else libm calls).
+void buildLoomCpuLoweringTail(OpPassManager &pm, bool approximateMath = true);
 
 /// loom -> linalg -> bufferized -> LLVM dialect, ready for the JIT or
 /// mlir-translate --mlir-to-llvmir.

@@ -109,6 +109,26 @@ def LoomFreeBuffersEarly : Pass<"loom-free-buffers-early", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def LoomApproximateMath : Pass<"loom-approximate-math", "mlir::ModuleOp"> {
+  let summary = "f32 exp, erf and tanh as polynomials the loop vectorizer can vectorize";
+  let description = [{
+    A libm call (`expf`, `erff`, `tanhf`) in a loop keeps LLVM's loop
+    vectorizer from vectorizing it: softmax, GELU, sigmoid and tanh ran one
+    element at a time. This rewrites `math.exp`, `math.erf` and `math.tanh`
+    on f32 (after math-extend-to-supported-types: 16-bit ones are f32 by
+    then) into MLIR's polynomial approximations, straight-line arithmetic
+    that vectorizes. Within 4 ulp of glibc's libm over each function's
+    whole f32 range, with libm's special values (the unit test
+    ExecutionTest.PolynomialMathIsWithinAFewUlpsOfLibm; docs/training.md).
+    The log family stays libm (MLIR's log treats subnormal inputs as
+    normal), as do sin and cos. `loom-run --libm` (the CPU pipeline's
+    `approximate-math=false`) keeps every libm call. The CPU pipelines
+    only: the CUDA pipeline's kernels call libdevice.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 def LoomSplitFunctions : Pass<"loom-split-functions", "mlir::ModuleOp"> {
   let summary = "Outline runs of a long function's ops into functions of bounded size";
   let description = [{
