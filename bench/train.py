@@ -3,10 +3,12 @@
 
     bench/train.py [--build build] [--threads N] [--steps S]
 
-Models (the ones of bench/forward.py, trained with AdamW):
-  mlp:   4 Linear layers of width 1024 with ReLU, batch 256, MSE loss
-  block: a GPT-style pre-norm transformer block, d=512, 8 heads, seq 128,
-         batch 8, MSE loss
+Models (trained with AdamW, MSE loss against random targets):
+  mlp:      4 Linear layers of width 1024 with ReLU, batch 256 (bench/forward.py's)
+  block:    a GPT-style pre-norm transformer block, d=512, 8 heads, seq 128,
+            batch 8 (bench/forward.py's)
+  resnet18: torchvision's, 10 classes, batch 32 of 3x32x32, batch norm in
+            training mode
 
 Loom: loomc builds the artifact, `loom-run DIR --steps S --data D` trains;
 its own timer gives seconds per step after compilation. PyTorch: the usual
@@ -14,7 +16,9 @@ zero_grad / forward / backward / step loop, timed after 2 warm-up steps.
 Both single process with the same thread setting. Prints seconds per step,
 Loom's compile time and the ratio Loom / PyTorch (lower is better), and
 Loom's step with libm's exp/erf/tanh instead of the vectorizable
-polynomials (`loom-run --libm`) with the ratio of the two. With
+polynomials (`loom-run --libm`) with the ratio of the two, and for
+ResNet-18 its step with convolutions as loop nests (`--conv-loops`)
+instead of im2col patches and a BLAS GEMM. With
 --precision bf16: Loom's --precision=bf16 against torch.autocast("cpu",
 bfloat16), both with fp32 weights.
 """
@@ -25,6 +29,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import warnings
 import time
 
 import numpy as np
@@ -70,6 +75,7 @@ def loom_step_seconds(tools, onnx_path, work, steps, threads, precision="fp32", 
 
 
 def main():
+    warnings.filterwarnings("ignore")
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.environ.get("LOOM_BUILD_DIR", "build"))
     p.add_argument("--threads", type=int, default=2)
@@ -81,14 +87,20 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    models = {"mlp": (MLP(), (256, 1024)), "block": (Block(), (8, 128, 512))}
+    import torchvision
+    # name: (model, input shape, output shape)
+    models = {"mlp": (MLP(), (256, 1024), (256, 1024)),
+              "block": (Block(), (8, 128, 512), (8, 128, 512)),
+              "resnet18": (torchvision.models.resnet18(num_classes=10), (32, 3, 32, 32),
+                           (32, 10))}
     print(f"threads: {a.threads}, steps: {a.steps}, precision: {a.precision}")
     print(f"{'model':8} {'torch s/step':>13} {'loom s/step':>12} {'loom compile s':>15} {'ratio':>7}"
-          f" {'loom --libm s/step':>19} {'polynomial / libm':>18}")
-    for name, (model, shape) in models.items():
+          f" {'loom --libm s/step':>19} {'polynomial / libm':>18}"
+          f" {'loom --conv-loops s/step':>25} {'GEMM / loops':>13}")
+    for name, (model, shape, out_shape) in models.items():
         with tempfile.TemporaryDirectory() as work:
             xs = rng.standard_normal((a.steps + 2, *shape)).astype(np.float32)
-            ys = rng.standard_normal((a.steps + 2, *shape)).astype(np.float32)
+            ys = rng.standard_normal((a.steps + 2, *out_shape)).astype(np.float32)
             data = os.path.join(work, "data")
             os.makedirs(data)
             np.save(os.path.join(data, "x.npy"), xs)
@@ -103,9 +115,13 @@ def main():
             # The same step with libm's exp/erf/tanh (loom-approximate-math off).
             libm, _ = loom_step_seconds(tools, path, work, a.steps, a.threads, a.precision,
                                         ["--libm"])
+            # Convolutions as loop nests instead of im2col patches and a GEMM.
+            loops = loom_step_seconds(tools, path, work, a.steps, a.threads, a.precision,
+                                      ["--conv-loops"])[0] if name == "resnet18" else None
             t = torch_step_seconds(model, xs, ys, a.steps, a.precision)
             print(f"{name:8} {t:13.4f} {loom:12.4f} {compile_s:15.2f} {loom / t:7.2f}"
-                  f" {libm:19.4f} {loom / libm:18.2f}")
+                  f" {libm:19.4f} {loom / libm:18.2f}"
+                  + (f" {loops:25.4f} {loom / loops:13.2f}" if loops else f" {'-':>25} {'-':>13}"))
 
 
 if __name__ == "__main__":

@@ -182,6 +182,7 @@ OwningOpRef<ModuleOp> lowerToLLVM(ModuleOp module, StringRef function,
   pipelineOptions.useBlas = options.useBlas;
   pipelineOptions.splitFunctions = options.splitFunctions;
   pipelineOptions.approximateMath = options.approximateMath;
+  pipelineOptions.convAsGemm = options.convAsGemm;
   if (options.gpuLoopsOnCpu)
     buildLoomCudaLoopsOnCpuPipeline(pm);
   else

@@ -87,6 +87,10 @@ static cl::opt<bool> specialize("specialize-inputs",
              "(needed when they are shapes, axes or bounds)"),
     cl::init(false), cl::cat(category));
 static cl::opt<bool> noBlas("no-blas", cl::desc("Do not call OpenBLAS for matmuls"), cl::cat(category));
+static cl::opt<bool> convLoops("conv-loops",
+    cl::desc("Compile each convolution as a loop nest instead of im2col "
+             "patches and a BLAS GEMM"),
+    cl::cat(category));
 static cl::opt<bool> libm("libm",
     cl::desc("Call libm for f32 exp, erf and tanh instead of the "
              "vectorizable polynomials within 4 ulp of it (docs/training.md)"),
@@ -182,6 +186,7 @@ ExecutorOptions executorOptions() {
   ExecutorOptions options;
   options.useBlas = !noBlas;
   options.approximateMath = !libm;
+  options.convAsGemm = !convLoops;
   options.optLevel = optLevel;
   options.splitFunctions = splitFunctions;
   options.timePasses = timePasses;
@@ -264,7 +269,7 @@ int runExecutable() {
                 " (compile it with loomc --emit=executable)");
   for (const auto *opt :
        std::initializer_list<const cl::Option *>{
-           &noBlas, &libm, &optLevel, &gpuLoopsOnCpu, &noCache,
+           &noBlas, &libm, &convLoops, &optLevel, &gpuLoopsOnCpu, &noCache,
            &splitFunctions, &timePasses, &compileThreads})
     if (opt->getNumOccurrences())
       return fail("--executable runs the program loomc compiled, which does "

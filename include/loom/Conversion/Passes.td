@@ -35,13 +35,14 @@ def ConvertLoomToLinalg : Pass<"loom-convert-to-linalg", "mlir::ModuleOp"> {
     covering it in ascending order and adds the gradients of those that
     took it (the same additions in the same order).
 
-    With `conv-as-gemm` (the CUDA pipelines) an ungrouped convolution is
-    one matrix product: its input's windows are copied out as patches
+    With `conv-as-gemm` (the CPU and CUDA pipelines; `loom-run
+    --conv-loops` turns it off) an ungrouped convolution is one matrix
+    product: its input's windows are copied out as patches
     [C, K..., N, O...] (im2col) and multiplied by the filter as
     [F, C x K] x [C x K, N x O] (a linalg.batch_matmul of batch 1, which
-    loom-lower-matmul-to-blas hands to cuBLAS), then transposed to
-    [N, F, O...]. Without it (the CPU) a convolution is one linalg.generic
-    summing its window in order.
+    loom-lower-matmul-to-blas hands to OpenBLAS or cuBLAS), then transposed
+    to [N, F, O...]. Without it, and for grouped convolutions, a
+    convolution is one linalg.generic summing its window in order.
   }];
   let options = [
     Option<"scatterThreads", "scatter-threads", "int64_t", /*default=*/"0",

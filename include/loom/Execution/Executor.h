@@ -26,6 +26,10 @@ struct ExecutorOptions {
   /// f32 exp, log, erf and tanh as vectorizable polynomials
   /// (loom-approximate-math); false: libm calls (loom-run --libm).
   bool approximateMath = true;
+  /// Ungrouped convolutions as im2col patches times the filter (one BLAS
+  /// GEMM each); false: a loop nest per convolution (loom-run
+  /// --conv-loops).
+  bool convAsGemm = true;
   /// LLVM optimization level (0-3). 3 adds aggressive unrolling that costs
   /// 2-4x the code-generation time of 2 on training steps and measured no
   /// faster on bench/forward.py's models.

@@ -69,7 +69,8 @@ void mlir::loom::buildLoomBufferizePipeline(OpPassManager &pm,
 
 void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
                                       const CpuPipelineOptions &options) {
-  buildLoomBufferizePipeline(pm);
+  buildLoomBufferizePipeline(pm, /*scatterThreads=*/0,
+                             /*sharedProducers=*/false, options.convAsGemm);
   // Buffers -> loops (or BLAS) -> LLVM.
   if (options.useBlas)
     pm.addPass(createLoomLowerMatmulToBlas());

@@ -30,6 +30,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "functions into functions of their own "
                      "(loom-split-functions; 0: never)"),
       llvm::cl::init(300)};
+  Option<bool> convAsGemm{
+      *this, "conv-as-gemm",
+      llvm::cl::desc("Ungrouped convolutions as im2col patches times the "
+                     "filter, one BLAS GEMM each (loom-convert-to-linalg's "
+                     "conv-as-gemm)"),
+      llvm::cl::init(true)};
   Option<bool> approximateMath{
       *this, "approximate-math",
       llvm::cl::desc("f32 exp, log, erf and tanh as vectorizable polynomials "
