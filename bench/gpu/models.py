@@ -153,25 +153,15 @@ def run_torch(name, dtype, compile_, steps=20, warmup=3):
             l = F.mse_loss(out.float(), y) if loss == "mse" else F.cross_entropy(out.float(), y)
         l.backward()
         opt.step()
+    from h100.gpt_step import timed  # the GPT rows' timer (CUDA events, median)
     t0 = time.time()
     step()
     torch.cuda.synchronize()
     first = time.time() - t0
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(steps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    times.sort()
+    median = timed(step, warmup, steps)
     json.dump({"model": name, "dtype": dtype, "compile": compile_,
-               "step_s": times[len(times) // 2], "first_step_s": first,
+               "step_s": median, "first_step_s": first,
                "peak_bytes": torch.cuda.max_memory_allocated(),
                "device": torch.cuda.get_device_name(), "torch": torch.__version__},
               sys.stdout, indent=1)
