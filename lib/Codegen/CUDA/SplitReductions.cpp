@@ -78,7 +78,9 @@ SmallVector<ReassociationIndices> groupCollapse(int64_t rank, int64_t at,
 /// and stay reductions of stage 1, walked by every lane.
 struct Candidate {
   SmallVector<unsigned> reductions, parallels, outer;
-  int64_t extent = 1;
+  /// The group's elements, and how many times each lane walks its share
+  /// (the outer reductions' extent).
+  int64_t extent = 1, outerExtent = 1;
   Operation *combiner = nullptr;
   bool outFirst = true; // combine(out, value) rather than combine(value, out)
   /// Per input: the result position where the group starts (-1: it does
@@ -171,6 +173,8 @@ bool match(linalg::GenericOp op, Candidate &c) {
     c.outer.assign(outer.begin(), outer.end());
     for (unsigned r : group)
       c.extent *= ranges[r];
+    for (unsigned r : outer)
+      c.outerExtent *= ranges[r];
     return true;
   }
   return false;
@@ -204,11 +208,7 @@ struct SplitReductionsPass
       Candidate c;
       if (!match(op, c))
         continue;
-      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      int64_t outer = 1;
-      for (unsigned r : c.outer)
-        outer *= ranges[r];
-      int64_t lanes = lanesFor(c.extent, outer);
+      int64_t lanes = lanesFor(c.extent, c.outerExtent);
       if (lanes)
         split(rewriter, op, c, lanes);
     }
