@@ -301,8 +301,24 @@ Tensor drawSynthetic(const Value &v, std::mt19937_64 &gen) {
   std::uniform_real_distribution<double> real(-1.0, 1.0);
   std::uniform_int_distribution<int64_t> ints(
       0, std::max<int64_t>(v.indexBound, 1) - 1);
+  int64_t n = global.numElements();
+  // Stored by type, not through setFromDouble's per-element switch: each
+  // rank draws the whole tensor every step (on the data thread, which
+  // shares the cores with the step where ranks fill them); same values.
+  if (v.dtype == LOOM_DTYPE_F32) {
+    float *p = reinterpret_cast<float *>(global.bytes.data());
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = static_cast<float>(real(gen));
+    return global;
+  }
+  if (v.dtype == LOOM_DTYPE_I64) {
+    int64_t *p = reinterpret_cast<int64_t *>(global.bytes.data());
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = static_cast<int64_t>(double(ints(gen)));
+    return global;
+  }
   bool f = isFloat(v.dtype);
-  for (int64_t i = 0; i < global.numElements(); ++i)
+  for (int64_t i = 0; i < n; ++i)
     setFromDouble(global, i, f ? real(gen) : double(ints(gen)));
   return global;
 }
