@@ -23,7 +23,12 @@ and on the mesh the planner chooses, and the presets dp, tp, dp-tp and
 zero3 (the planner prices presets as plans too). Each rank's BLAS runs on
 one thread (a cpu-local device is one core).
 
+First, `loom-run --calibrate -np 4` measures this machine again (one core's
+SGEMM and memory bandwidth, and what an all-reduce adds to a step on 4
+ranks: cpu-local:4's link), unless --no-calibrate.
+
   bench/cost-model/run.py [--steps 30] [--json out.json] [--models block,stack4,mlp]
+                          [--no-calibrate]
 """
 import argparse
 import json
@@ -106,7 +111,10 @@ def main():
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--json", default=None)
     p.add_argument("--models", default="block,stack4,mlp")
+    p.add_argument("--no-calibrate", action="store_true")
     a = p.parse_args()
+    if not a.no_calibrate:
+        print(run([os.path.join(BIN, "loom-run"), "--calibrate", "-np", "4"]), flush=True)
     work = tempfile.mkdtemp(prefix="loom-cost-model-")
     rows = []
     for model, path in models(work, a.models.split(",")).items():

@@ -607,11 +607,7 @@ void summarize(Plan &plan, const Candidate &best, const MeshShape &mesh,
                  std::to_string(mesh.sizes[a]);
     plan.axisNames.push_back(mesh.names[a]);
     plan.axisSizes.push_back(mesh.sizes[a]);
-    plan.axisLinks.push_back(
-        llvm::formatv("{0} {1:f0} GB/s {2:f1} us", mesh.links[a].level,
-                      mesh.links[a].bandwidth / 1e9,
-                      mesh.links[a].latency * 1e6)
-            .str());
+    plan.axisLinks.push_back(describeLink(mesh.links[a]));
   }
   plan.remat = best.remat;
   plan.stepTime = best.totals.time;

@@ -34,10 +34,18 @@ Link Cluster::link(int64_t stride, int64_t size) const {
   for (const LinkLevel &l : levels) {
     block *= l.size;
     if (span <= block)
-      return {l.bandwidth, l.latency, l.name};
+      return {l.bandwidth, l.latency, l.name, l.overhead};
   }
   const LinkLevel &top = levels.back();
-  return {top.bandwidth, top.latency, top.name};
+  return {top.bandwidth, top.latency, top.name, top.overhead};
+}
+
+std::string mlir::loom::planner::describeLink(const Link &link) {
+  std::string s = llvm::formatv("{0} {1:f0} GB/s {2:f1} us", link.level,
+                                link.bandwidth / 1e9, link.latency * 1e6);
+  if (link.overhead > 0)
+    s += llvm::formatv(" + {0:f1} us per call", link.overhead * 1e6).str();
+  return s;
 }
 
 /// The most devices a cluster file may describe.
@@ -131,17 +139,21 @@ static double measureSgemm() {
   return 2.0 * n * n * n * products / elapsed;
 }
 
-/// What one core of this machine reaches, measured once (about 0.1 s).
+/// What one core of this machine reaches (about 0.3 s): the best of three
+/// measurements each, as a shared machine's neighbours and frequency
+/// changes only ever make one slower (single measurements of the stream
+/// bandwidth here ranged over 27-43 GB/s).
 static DeviceSpec measureCpu() {
   DeviceSpec d = measureCpuDefaults();
-  d.memoryBandwidth = measureStreamBandwidth();
-  d.flopsF32 = d.flops16 = measureSgemm();
+  for (int i = 0; i < 3; ++i) {
+    d.memoryBandwidth = std::max(d.memoryBandwidth, measureStreamBandwidth());
+    d.flopsF32 = std::max(d.flopsF32, measureSgemm());
+  }
+  d.flops16 = d.flopsF32;
   return d;
 }
 
-/// Where cpu-local's calibration is kept: $LOOM_CPU_CALIBRATION, else
-/// $XDG_CACHE_HOME/loom/cpu-local.json, else ~/.cache/loom/cpu-local.json.
-static std::string calibrationPath() {
+std::string mlir::loom::planner::cpuCalibrationPath() {
   if (const char *p = std::getenv("LOOM_CPU_CALIBRATION"))
     return p;
   llvm::SmallString<256> path;
@@ -155,49 +167,119 @@ static std::string calibrationPath() {
   return std::string(path);
 }
 
-/// This machine's core, measured once and cached, so that the same command
-/// plans the same way every time (delete the file to measure again).
-static DeviceSpec calibratedCpu() {
-  std::string path = calibrationPath();
+/// The calibration file's object; empty when it is missing or not JSON.
+static llvm::json::Object readCalibration(const std::string &path) {
   if (!path.empty())
     if (auto buf = llvm::MemoryBuffer::getFile(path)) {
-      if (Expected<llvm::json::Value> v =
-              llvm::json::parse((*buf)->getBuffer())) {
-        const llvm::json::Object *o = v->getAsObject();
-        std::optional<double> f = o ? o->getNumber("sgemm_flops_f32") : std::nullopt;
-        std::optional<double> b =
-            o ? o->getNumber("memory_bandwidth") : std::nullopt;
-        if (f && b && *f > 0 && *b > 0) {
-          DeviceSpec d = measureCpuDefaults();
-          d.name = "cpu-core (calibrated, " + path + ")";
-          d.flopsF32 = d.flops16 = *f;
-          d.memoryBandwidth = *b;
-          return d;
-        }
-      } else {
+      Expected<llvm::json::Value> v = llvm::json::parse((*buf)->getBuffer());
+      if (!v)
         llvm::consumeError(v.takeError());
-      }
+      else if (llvm::json::Object *o = v->getAsObject())
+        return std::move(*o);
     }
-  DeviceSpec d = measureCpu();
-  if (path.empty())
-    return d;
-  // Written whole and renamed: ranks and tests may race to create it.
+  return {};
+}
+
+/// Written whole and renamed: ranks and tests may race to create it.
+static bool writeCalibration(const std::string &path, llvm::json::Object o) {
   llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path));
   std::string tmp = path + "." + std::to_string(::getpid());
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(tmp, ec);
     if (ec)
-      return d;
-    os << llvm::formatv("{{\"sgemm_flops_f32\": {0:e}, \"memory_bandwidth\": "
-                        "{1:e}}\n",
-                        d.flopsF32, d.memoryBandwidth);
+      return false;
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << "\n";
   }
-  if (llvm::sys::fs::rename(tmp, path))
+  if (llvm::sys::fs::rename(tmp, path)) {
     llvm::sys::fs::remove(tmp);
-  else
+    return false;
+  }
+  return true;
+}
+
+static int64_t hardwareCores() {
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+/// This machine's core, measured once and cached, so that the same command
+/// plans the same way every time (loom-run --calibrate measures again).
+static DeviceSpec calibratedCpu() {
+  std::string path = cpuCalibrationPath();
+  llvm::json::Object o = readCalibration(path);
+  std::optional<double> f = o.getNumber("sgemm_flops_f32");
+  std::optional<double> b = o.getNumber("memory_bandwidth");
+  if (f && b && *f > 0 && *b > 0) {
+    DeviceSpec d = measureCpuDefaults();
+    d.name = "cpu-core (calibrated, " + path + ")";
+    d.flopsF32 = d.flops16 = *f;
+    d.memoryBandwidth = *b;
+    return d;
+  }
+  DeviceSpec d = measureCpu();
+  if (path.empty())
+    return d;
+  o["sgemm_flops_f32"] = d.flopsF32;
+  o["memory_bandwidth"] = d.memoryBandwidth;
+  if (writeCalibration(path, std::move(o)))
     d.name = "cpu-core (measured, cached in " + path + ")";
   return d;
+}
+
+/// The link loom-run --calibrate -np `ranks` measured on this machine
+/// (same core count), if any.
+static std::optional<LinkCalibration> calibratedLink(int64_t ranks) {
+  llvm::json::Object o = readCalibration(cpuCalibrationPath());
+  const llvm::json::Object *links = o.getObject("links");
+  const llvm::json::Object *l =
+      links ? links->getObject(std::to_string(ranks)) : nullptr;
+  if (!l)
+    return std::nullopt;
+  LinkCalibration c;
+  c.ranks = ranks;
+  c.cores = l->getInteger("cores").value_or(0);
+  c.overhead = l->getNumber("overhead").value_or(-1);
+  c.bandwidth = l->getNumber("bandwidth").value_or(0);
+  c.computeShare = l->getNumber("compute_share").value_or(0);
+  c.streamShare = l->getNumber("stream_share").value_or(0);
+  auto share = [](double x) { return x >= 0.01 && x <= 1.5; };
+  if (!share(c.computeShare) || !share(c.streamShare))
+    c.computeShare = c.streamShare = 0;
+  if (c.cores != hardwareCores() || !(c.overhead >= 0) ||
+      !std::isfinite(c.overhead) || !(c.bandwidth > 0) ||
+      !std::isfinite(c.bandwidth))
+    return std::nullopt;
+  return c;
+}
+
+Expected<std::string>
+mlir::loom::planner::recalibrateCpu(const LinkCalibration *link) {
+  std::string path = cpuCalibrationPath();
+  if (path.empty())
+    return err("no place for cpu-local's calibration: neither "
+               "LOOM_CPU_CALIBRATION, XDG_CACHE_HOME nor HOME is set");
+  llvm::json::Object o = readCalibration(path);
+  DeviceSpec d = measureCpu();
+  o["sgemm_flops_f32"] = d.flopsF32;
+  o["memory_bandwidth"] = d.memoryBandwidth;
+  if (link) {
+    llvm::json::Object *links = o.getObject("links");
+    if (!links) {
+      o["links"] = llvm::json::Object();
+      links = o.getObject("links");
+    }
+    (*links)[std::to_string(link->ranks)] = llvm::json::Object{
+        {"cores", link->cores},
+        {"overhead", link->overhead},
+        {"bandwidth", link->bandwidth},
+        {"compute_share", link->computeShare},
+        {"stream_share", link->streamShare}};
+  }
+  if (!writeCalibration(path, std::move(o)))
+    return err("cannot write cpu-local's calibration to '" + path + "'");
+  return llvm::formatv("{0}: one core {1:f1} GFLOP/s (SGEMM), {2:f1} GB/s",
+                       path, d.flopsF32 / 1e9, d.memoryBandwidth / 1e9)
+      .str();
 }
 
 std::string mlir::loom::planner::describeClusterPresets() {
@@ -363,7 +445,8 @@ private:
         return e;
       std::string where = "level '" + level.name + "'";
       if (auto e = onlyKeys(*l, where,
-                            {"name", "size", "bandwidth", "latency"}))
+                            {"name", "size", "bandwidth", "latency",
+                             "overhead"}))
         return e;
       std::optional<int64_t> size = l->getInteger("size");
       if (!size || *size < 1)
@@ -379,6 +462,14 @@ private:
         return e;
       if (auto e = number(*l, where, "latency", level.latency, true))
         return e;
+      // Seconds per collective call besides its messages (0: none).
+      if (const llvm::json::Value *v = l->get("overhead")) {
+        std::optional<double> x = v->getAsNumber();
+        if (!x || !(*x >= 0) || !std::isfinite(*x))
+          return fail(where + " \"overhead\" must be a number of seconds "
+                      ">= 0");
+        level.overhead = *x;
+      }
       c.levels.push_back(level);
     }
     return llvm::Error::success();
@@ -457,10 +548,23 @@ Expected<Cluster> mlir::loom::planner::getCluster(StringRef spec) {
                  "': expected a number of ranks, e.g. cpu-local:4");
     static DeviceSpec measured = calibratedCpu();
     c.device = measured;
-    // More ranks than cores share them: each rank gets its share of a
-    // core's compute and memory bandwidth.
-    int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-    if (ranks > cores) {
+    std::optional<LinkCalibration> calibrated =
+        ranks > 1 ? calibratedLink(ranks) : std::nullopt;
+    // Each rank's share of a core's compute and memory bandwidth when all
+    // run at once: as loom-run --calibrate measured it, else its share of
+    // the cores.
+    int64_t cores = hardwareCores();
+    if (calibrated && calibrated->computeShare > 0) {
+      c.device.flopsF32 *= calibrated->computeShare;
+      c.device.flops16 *= calibrated->computeShare;
+      c.device.memoryBandwidth *= calibrated->streamShare;
+      c.device.name += llvm::formatv(" ({0} ranks on {1} cores: {2:f2} of "
+                                     "its compute, {3:f2} of its memory "
+                                     "bandwidth each, measured)",
+                                     ranks, cores, calibrated->computeShare,
+                                     calibrated->streamShare)
+                           .str();
+    } else if (ranks > cores) {
       double share = double(cores) / double(ranks);
       c.device.flopsF32 *= share;
       c.device.flops16 *= share;
@@ -469,8 +573,16 @@ Expected<Cluster> mlir::loom::planner::getCluster(StringRef spec) {
                                      cores)
                            .str();
     }
-    // MPI between processes of one machine (TCP loopback in the tests).
-    c.levels.push_back({"loopback", ranks, 1e9, 3e-5});
+    // MPI between processes of one machine: as loom-run --calibrate -np N
+    // measured it, else a guess (1 GB/s, 30 us per ring step).
+    LinkLevel loopback{"loopback", ranks, 1e9, 3e-5, 0};
+    if (calibrated) {
+      loopback.name = "loopback (calibrated)";
+      loopback.bandwidth = calibrated->bandwidth;
+      loopback.latency = 0;
+      loopback.overhead = calibrated->overhead;
+    }
+    c.levels.push_back(loopback);
     c.kinds.push_back({c.device, c.numDevices()});
     return c;
   }

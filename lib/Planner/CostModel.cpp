@@ -16,7 +16,7 @@ double mlir::loom::planner::collectiveTime(CollectiveKind kind, double bytes,
   if (n <= 1 || bytes <= 0)
     return 0;
   return collectiveBytesSent(kind, bytes, n) / link.bandwidth +
-         collectiveSteps(kind, n) * link.latency;
+         collectiveSteps(kind, n) * link.latency + link.overhead;
 }
 
 double mlir::loom::planner::computeTime(const DeviceSpec &device, double flops,
@@ -55,12 +55,13 @@ int64_t MeshShape::n(Mask m) const {
 }
 
 Link MeshShape::link(Mask m) const {
-  Link l{std::numeric_limits<double>::infinity(), 0, ""};
+  Link l{std::numeric_limits<double>::infinity(), 0, "", 0};
   for (int a = 0; a < rank(); ++a)
     if (m >> a & 1) {
       if (links[a].bandwidth < l.bandwidth)
         l = links[a];
       l.latency = std::max(l.latency, links[a].latency);
+      l.overhead = std::max(l.overhead, links[a].overhead);
     }
   return l;
 }
@@ -107,8 +108,10 @@ double Costs::collective(CollectiveKind kind, Mask axes, double bytes) {
   if (n <= 1 || bytes <= 0 || kind == CollectiveKind::AllSlice)
     return 0;
   Link l = mesh.link(axes);
-  if (bucketed)
+  if (bucketed) {
     l.latency = 0;
+    l.overhead = 0;
+  }
   double t = collectiveTime(kind, bytes, n, l);
   if (log)
     log->push_back({collectiveName(kind).str(), mesh.axes(axes), where,

@@ -171,7 +171,7 @@ mlir::loom::planner::layerCosts(const Graph &g, ArrayRef<int> choice,
         n.layer + 1 < g.layers) {
       double bytes = bytesOf(n.op->getResult(0).getType()) /
                      mesh.n(s.results[0].usedMask());
-      l.transfer = p2p.latency + (p2p.bandwidth > 0 ? bytes / p2p.bandwidth
+      l.transfer = p2p.latency + p2p.overhead + (p2p.bandwidth > 0 ? bytes / p2p.bandwidth
                                                     : 0);
       l.transferBytes = bytes;
     }
@@ -625,19 +625,12 @@ void PipelineSearch::describe(const Config &c, bool fixedNames) {
   plan.mesh = "pp=" + std::to_string(c.pp);
   plan.axisNames = {"pp"};
   plan.axisSizes = {c.pp};
-  plan.axisLinks = {llvm::formatv("{0} {1:f0} GB/s {2:f1} us", sh.p2p.level,
-                                  sh.p2p.bandwidth / 1e9,
-                                  sh.p2p.latency * 1e6)
-                        .str()};
+  plan.axisLinks = {describeLink(sh.p2p)};
   for (int a : keep) {
     plan.mesh += "," + mesh.names[a] + "=" + std::to_string(mesh.sizes[a]);
     plan.axisNames.push_back(mesh.names[a]);
     plan.axisSizes.push_back(mesh.sizes[a]);
-    plan.axisLinks.push_back(
-        llvm::formatv("{0} {1:f0} GB/s {2:f1} us", mesh.links[a].level,
-                      mesh.links[a].bandwidth / 1e9,
-                      mesh.links[a].latency * 1e6)
-            .str());
+    plan.axisLinks.push_back(describeLink(mesh.links[a]));
   }
   plan.stepTime = c.time;
   plan.remat = c.remat;

@@ -30,6 +30,33 @@ TEST(PlannerCost, RingCollectives) {
   EXPECT_EQ(collectiveTime(CollectiveKind::AllToAll, 0, 8, link), 0);
 }
 
+// A link's fixed cost per call (loom-run --calibrate's for cpu-local) is
+// paid once per collective, whatever the ring steps; bucketed gradient
+// reductions leave it out with the latency (one bucket for many tensors).
+TEST(PlannerCost, PerCallOverhead) {
+  Link plain{1e10, 2e-6, "l", 0}, costly{1e10, 2e-6, "l", 5e-4};
+  for (auto kind : {CollectiveKind::AllReduce, CollectiveKind::AllGather,
+                    CollectiveKind::ReduceScatter, CollectiveKind::AllToAll})
+    EXPECT_NEAR(collectiveTime(kind, 1e6, 4, costly),
+                collectiveTime(kind, 1e6, 4, plain) + 5e-4, 1e-15);
+  EXPECT_EQ(collectiveTime(CollectiveKind::AllReduce, 1e6, 1, costly), 0);
+  DeviceSpec d;
+  MeshShape mesh;
+  mesh.sizes = {2, 4};
+  mesh.names = {"dp", "tp"};
+  mesh.links = {Link{1e10, 1e-6, "a", 1e-4}, costly};
+  Costs costs(d, mesh);
+  // A group over both axes pays the larger per-call cost.
+  EXPECT_EQ(mesh.link(maskOf({0, 1})).overhead, 5e-4);
+  double full = costs.collective(CollectiveKind::AllReduce, maskOf({1}), 1e6);
+  costs.bucketed = true;
+  double bucketed =
+      costs.collective(CollectiveKind::AllReduce, maskOf({1}), 1e6);
+  EXPECT_NEAR(full - bucketed, 5e-4 + 6 * 2e-6, 1e-15);
+  EXPECT_EQ(describeLink(costly), "l 10 GB/s 2.0 us + 500.0 us per call");
+  EXPECT_EQ(describeLink(plain), "l 10 GB/s 2.0 us");
+}
+
 TEST(PlannerCost, Roofline) {
   DeviceSpec d;
   d.flopsF32 = 1e12;

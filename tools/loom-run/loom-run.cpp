@@ -23,6 +23,7 @@
 #include "loom/Execution/Executable.h"
 #include "loom/Execution/Executor.h"
 #include "loom/Execution/TensorIO.h"
+#include "Calibrate.h"
 #include "loom/Stages/Schedule.h"
 #include "loom/Support/Debug.h"
 #include "loom/Support/InputLimits.h"
@@ -62,7 +63,17 @@ namespace cl = llvm::cl;
 
 static cl::OptionCategory category("loom-run options");
 static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir|model.onnx>"),
-                                      cl::Required, cl::cat(category));
+                                      cl::cat(category));
+static cl::opt<bool> quickCalibration("calibrate-quick",
+    cl::desc("With --calibrate: fewer repetitions (tests; noisier)"),
+    cl::cat(category), cl::Hidden);
+static cl::opt<bool> calibrate("calibrate",
+    cl::desc("Measure this machine for the planner's cpu-local cluster and "
+             "keep it ($LOOM_CPU_CALIBRATION, else "
+             "~/.cache/loom/cpu-local.json): one core's SGEMM and memory "
+             "bandwidth and, with -np N, what a collective adds to a step "
+             "on N ranks (loom-calibrate under mpirun)"),
+    cl::cat(category));
 static cl::opt<std::string> functionName("function", cl::desc("Function to run (default: main, or the only public one)"),
                                          cl::cat(category));
 static cl::opt<std::string> inputDir("input-dir", cl::desc("Directory with input_<i>.pb or input_<i>.npy"),
@@ -255,6 +266,19 @@ int execute(std::vector<std::string> &command) {
                               "yourself: mpirun -np " +
                                   std::to_string(numRanks) + " ...)"
                             : std::string()));
+}
+
+/// `loom-run --calibrate [-np N]` (Calibrate.cpp).
+int runCalibration() {
+  if (!modelPath.empty())
+    return fail("--calibrate measures the machine and takes no model ('" +
+                modelPath + "')");
+  std::string error;
+  if (!calibrateMachine(numRanks > 1 ? mpirunCommand()
+                                     : std::vector<std::string>(),
+                        numRanks, quickCalibration, error))
+    return fail(error);
+  return 0;
 }
 
 /// `loom-run --executable ARTIFACT`: runs ARTIFACT/train (loomc
@@ -944,6 +968,11 @@ int main(int argc, char **argv) {
     return fail("--params-out needs a directory (or none to write no "
                 "parameters), not an empty value");
 
+  if (calibrate)
+    return runCalibration();
+  if (modelPath.empty())
+    return fail("give a model (model.mlir, model.onnx or a loomc artifact "
+                "directory), or --calibrate");
   if (useExecutable)
     return runExecutable();
   if (numRanks > 0) {

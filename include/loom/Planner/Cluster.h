@@ -9,13 +9,14 @@
 //   h100-cluster:NxM    N nodes of M H100 (M <= 8 on NVLink; 400 Gb/s
 //                       InfiniBand, 50 GB/s per GPU, between nodes)
 //   cpu-local[:N]       N MPI ranks on this machine (default: its cores);
-//                       FLOP/s and memory bandwidth measured when asked for
+//                       FLOP/s and memory bandwidth measured when asked for,
+//                       the link as `loom-run --calibrate -np N` measured it
 // or a JSON file (docs/planner.md):
 //   {"name": "...", "device": {"name": "...", "flops_f32": 6.7e13,
 //    "flops_bf16": 9.89e14, "memory_bandwidth": 3.35e12, "memory": 8.0e10,
 //    "efficiency": 0.6, "efficiency_f32": 0.77},
 //    "levels": [{"name": "nvlink", "size": 8, "bandwidth": 4.5e11,
-//                "latency": 2e-6}, ...]}          (innermost level first)
+//                "latency": 2e-6, "overhead": 0}, ...]}  (innermost first)
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,13 +58,43 @@ struct LinkLevel {
   /// Bytes/s per direction per device, and seconds per message.
   double bandwidth = 0;
   double latency = 0;
+  /// Seconds every collective call adds besides its messages (the
+  /// runtime's call, its signature check, ranks that share cores waiting to
+  /// be scheduled): what loom-run --calibrate measures for cpu-local.
+  double overhead = 0;
 };
 
 struct Link {
   double bandwidth = 0;
   double latency = 0;
   std::string level;
+  double overhead = 0;
 };
+
+/// "loopback 2 GB/s 0.0 us + 41.0 us per call" (the per-call cost only
+/// where there is one), as plan reports name an axis's link.
+std::string describeLink(const Link &link);
+
+/// What loom-run --calibrate measured for N ranks of this machine: the
+/// time an all-reduce adds to a step, fitted as overhead + bytes sent /
+/// bandwidth (loom-calibrate).
+struct LinkCalibration {
+  int64_t ranks = 0, cores = 0;
+  double overhead = 0, bandwidth = 0;
+  /// The fraction of one core's compute and of its memory bandwidth each
+  /// rank got when all N ranks ran at once (0: not measured; the planner
+  /// then assumes min(1, cores / N) for both).
+  double computeShare = 0, streamShare = 0;
+};
+
+/// Where cpu-local's measurements are kept: $LOOM_CPU_CALIBRATION, else
+/// $XDG_CACHE_HOME/loom/cpu-local.json, else ~/.cache/loom/cpu-local.json.
+std::string cpuCalibrationPath();
+
+/// Measures this machine's core again and writes it, with `link` (when
+/// given: kept per rank count beside earlier ones), to cpuCalibrationPath();
+/// returns the core's description.
+llvm::Expected<std::string> recalibrateCpu(const LinkCalibration *link);
 
 /// Devices of one kind: `count` consecutive ranks.
 struct DeviceKind {

@@ -32,7 +32,8 @@ using ::mlir::loom::collectiveBytesSent;
 using ::mlir::loom::collectiveName;
 
 /// Sent bytes over the bandwidth plus one latency per ring step
-/// (collectiveSteps). Zero for one device.
+/// (collectiveSteps) plus the link's fixed cost per call. Zero for one
+/// device.
 double collectiveTime(CollectiveKind kind, double bytes, int64_t n,
                       const Link &link);
 
@@ -91,7 +92,8 @@ struct Costs {
   std::string where;
   double weight = 1;
   /// Gradient reductions are bucketed (loom-bucket-all-reduce): their
-  /// latency is paid once per bucket, not per tensor, and is left out.
+  /// latency and per-call overhead are paid once per bucket, not per
+  /// tensor, and are left out.
   bool bucketed = false;
 
   Costs(const DeviceSpec &device, const MeshShape &mesh,
