@@ -4,8 +4,8 @@
 For each model (a GPT block and a 4-block stack from bench/planner/gpt.py at
 hidden 128, f32, and a two-layer MLP 784 -> 512 -> 16 at batch 64, as
 examples/mlp.mlir without its mesh) and each configuration on 4 CPU
-ranks, compiles the training step with loomc and trains it with loom-run
-(-np 4), then reports
+ranks (or --ranks 2), compiles the training step with loomc and trains it
+with loom-run (-np 4), then reports
 
   * predicted step time and per-device memory (loomc --plan-report=json,
     cluster cpu-local:4, whose measurement of this CPU is cached so plans are
@@ -21,14 +21,16 @@ ranks, compiles the training step with loomc and trains it with loom-run
 Configurations: --strategy auto on the fixed meshes dp=4, tp=4, dp=2,tp=2
 and on the mesh the planner chooses, and the presets dp, tp, dp-tp and
 zero3 (the planner prices presets as plans too). Each rank's BLAS runs on
-one thread (a cpu-local device is one core).
+one thread (a cpu-local device is one core). --ranks 2: the same on 2 ranks
+(dp=2, tp=2, chosen; dp, tp, zero3), one rank per core on a 2-core machine.
 
-First, `loom-run --calibrate -np 4` measures this machine again (one core's
-SGEMM and memory bandwidth, and what an all-reduce adds to a step on 4
-ranks: cpu-local:4's link), unless --no-calibrate.
+First, `loom-run --calibrate -np N` measures this machine again (one core's
+SGEMM and memory bandwidth, the executor's cost per op, what an all-reduce
+adds to a step on N ranks and each rank's share of a core: cpu-local:N),
+unless --no-calibrate.
 
   bench/cost-model/run.py [--steps 30] [--json out.json] [--models block,stack4,mlp]
-                          [--no-calibrate]
+                          [--no-calibrate] [--ranks 4|2]
 """
 import argparse
 import json
@@ -44,6 +46,9 @@ BIN = os.path.join(ROOT, "build", "bin")
 
 CONFIGS = [("auto", "dp=4"), ("auto", "tp=4"), ("auto", "dp=2,tp=2"), ("auto", None),
            ("dp", "dp=4"), ("tp", "tp=4"), ("dp-tp", "dp=2,tp=2"), ("zero3", "dp=4")]
+# --ranks 2: one rank per core on a 2-core machine (no mesh of two axes).
+CONFIGS_2 = [("auto", "dp=2"), ("auto", "tp=2"), ("auto", None), ("dp", "dp=2"),
+             ("tp", "tp=2"), ("zero3", "dp=2")]
 
 
 MLP = """loom.parameter @"fc1.weight" : tensor<784x512xf32> trainable
@@ -112,17 +117,19 @@ def main():
     p.add_argument("--json", default=None)
     p.add_argument("--models", default="block,stack4,mlp")
     p.add_argument("--no-calibrate", action="store_true")
+    p.add_argument("--ranks", type=int, default=4, choices=[2, 4])
     a = p.parse_args()
     if not a.no_calibrate:
-        print(run([os.path.join(BIN, "loom-run"), "--calibrate", "-np", "4"]), flush=True)
+        print(run([os.path.join(BIN, "loom-run"), "--calibrate", "-np", str(a.ranks)]),
+              flush=True)
     work = tempfile.mkdtemp(prefix="loom-cost-model-")
     rows = []
     for model, path in models(work, a.models.split(",")).items():
         loss = ["--loss=none"]  # every model computes its own loss
-        for strategy, mesh in CONFIGS:
+        for strategy, mesh in (CONFIGS if a.ranks == 4 else CONFIGS_2):
             out = os.path.join(work, f"{model}-{strategy}-{mesh or 'free'}")
             cmd = [os.path.join(BIN, "loomc"), path, "--train", *loss, "--optimizer=adamw",
-                   "--strategy", strategy, "--cluster", "cpu-local:4", "-o", out]
+                   "--strategy", strategy, "--cluster", f"cpu-local:{a.ranks}", "-o", out]
             if mesh:
                 cmd += ["--mesh", mesh]
             row = {"model": model, "strategy": strategy, "mesh": mesh or "chosen",
@@ -132,7 +139,7 @@ def main():
                 row["mesh"] = plan["mesh"] if not mesh else mesh
                 row["predicted_s"] = plan["step_s"]
                 row["predicted_mem"] = plan["memory"]["total"]
-                text = run([os.path.join(BIN, "loom-run"), out, "-np", "4", "--steps",
+                text = run([os.path.join(BIN, "loom-run"), out, "-np", str(a.ranks), "--steps",
                             str(a.steps), "--profile"], env=ONE_CORE)
             except RuntimeError as e:
                 row["error"] = str(e).splitlines()[-1][:120]

@@ -129,7 +129,8 @@ Strategy mlir::loom::planner::opStrategy(const Node &node,
     bytes += localBytes(op->getResult(r).getType(), s.results[r], mesh);
   }
   bool half = op->getNumResults() && isHalf(op->getResult(0).getType());
-  s.fwd = costs.compute(rule.getFlops() / mesh.n(all), bytes, half);
+  s.fwd = costs.compute(rule.getFlops() / mesh.n(all), bytes, half) +
+          costs.device.opOverhead;
   int grads = llvm::count(node.gradOperand, true);
   s.compute = s.fwd * (1 + grads);
   if (s.partial)

@@ -214,6 +214,9 @@ static DeviceSpec calibratedCpu() {
     d.name = "cpu-core (calibrated, " + path + ")";
     d.flopsF32 = d.flops16 = *f;
     d.memoryBandwidth = *b;
+    std::optional<double> op = o.getNumber("op_overhead");
+    if (op && *op >= 0 && *op < 1)
+      d.opOverhead = *op;
     return d;
   }
   DeviceSpec d = measureCpu();
@@ -252,7 +255,7 @@ static std::optional<LinkCalibration> calibratedLink(int64_t ranks) {
   return c;
 }
 
-Expected<std::string>
+Expected<DeviceSpec>
 mlir::loom::planner::recalibrateCpu(const LinkCalibration *link) {
   std::string path = cpuCalibrationPath();
   if (path.empty())
@@ -260,6 +263,9 @@ mlir::loom::planner::recalibrateCpu(const LinkCalibration *link) {
                "LOOM_CPU_CALIBRATION, XDG_CACHE_HOME nor HOME is set");
   llvm::json::Object o = readCalibration(path);
   DeviceSpec d = measureCpu();
+  d.name = "cpu-core (calibrated, " + path + ")";
+  if (std::optional<double> op = o.getNumber("op_overhead"))
+    d.opOverhead = *op;
   o["sgemm_flops_f32"] = d.flopsF32;
   o["memory_bandwidth"] = d.memoryBandwidth;
   if (link) {
@@ -277,9 +283,18 @@ mlir::loom::planner::recalibrateCpu(const LinkCalibration *link) {
   }
   if (!writeCalibration(path, std::move(o)))
     return err("cannot write cpu-local's calibration to '" + path + "'");
-  return llvm::formatv("{0}: one core {1:f1} GFLOP/s (SGEMM), {2:f1} GB/s",
-                       path, d.flopsF32 / 1e9, d.memoryBandwidth / 1e9)
-      .str();
+  return d;
+}
+
+llvm::Error mlir::loom::planner::setCpuOpOverhead(double perOp,
+                                                  double perStep) {
+  std::string path = cpuCalibrationPath();
+  llvm::json::Object o = readCalibration(path);
+  o["op_overhead"] = perOp;
+  o["step_overhead"] = perStep;
+  if (path.empty() || !writeCalibration(path, std::move(o)))
+    return err("cannot write cpu-local's calibration to '" + path + "'");
+  return llvm::Error::success();
 }
 
 std::string mlir::loom::planner::describeClusterPresets() {
@@ -397,7 +412,7 @@ private:
                           bool counted, DeviceKind &kind) {
     llvm::SmallVector<StringRef> keys = {"name", "flops_f32", "flops_bf16",
                                    "memory_bandwidth", "memory", "efficiency",
-                                   "efficiency_f32"};
+                                   "efficiency_f32", "op_overhead"};
     if (counted)
       keys.push_back("count");
     if (auto e = onlyKeys(dev, where, keys))
@@ -424,6 +439,14 @@ private:
     if (d.efficiencyF32 > 1)
       return fail(where + " \"efficiency_f32\" is the fraction of peak f32 "
                   "FLOP/s reached, in (0, 1]");
+    // Seconds per op besides its FLOPs and bytes (0: none).
+    if (const llvm::json::Value *v = dev.get("op_overhead")) {
+      std::optional<double> x = v->getAsNumber();
+      if (!x || !(*x >= 0) || !std::isfinite(*x))
+        return fail(where + " \"op_overhead\" must be a number of seconds "
+                    ">= 0");
+      d.opOverhead = *x;
+    }
     if (counted) {
       std::optional<int64_t> n = dev.getInteger("count");
       if (!n || *n < 1 || *n > kMaxDevices)
@@ -499,6 +522,7 @@ DeviceSpec mlir::loom::planner::slowestOf(llvm::ArrayRef<DeviceKind> kinds) {
     d.efficiency = std::min(d.efficiency, k.spec.efficiency);
     d.efficiencyF32 = std::min(d.efficiencyF32, f32Efficiency(k.spec));
     d.newUpdateBuffers |= k.spec.newUpdateBuffers;
+    d.opOverhead = std::max(d.opOverhead, k.spec.opOverhead);
   }
   d.name += " (priced as the slowest and smallest)";
   return d;
@@ -558,6 +582,7 @@ Expected<Cluster> mlir::loom::planner::getCluster(StringRef spec) {
       c.device.flopsF32 *= calibrated->computeShare;
       c.device.flops16 *= calibrated->computeShare;
       c.device.memoryBandwidth *= calibrated->streamShare;
+      c.device.opOverhead /= calibrated->computeShare;
       c.device.name += llvm::formatv(" ({0} ranks on {1} cores: {2:f2} of "
                                      "its compute, {3:f2} of its memory "
                                      "bandwidth each, measured)",
@@ -569,6 +594,7 @@ Expected<Cluster> mlir::loom::planner::getCluster(StringRef spec) {
       c.device.flopsF32 *= share;
       c.device.flops16 *= share;
       c.device.memoryBandwidth *= share;
+      c.device.opOverhead /= share;
       c.device.name += llvm::formatv(" ({0} ranks share {1} cores)", ranks,
                                      cores)
                            .str();

@@ -103,7 +103,8 @@ std::string mlir::loom::planner::describe(const AxisSharding &s,
 // Costs
 //===----------------------------------------------------------------------===//
 
-double Costs::collective(CollectiveKind kind, Mask axes, double bytes) {
+double Costs::collective(CollectiveKind kind, Mask axes, double bytes,
+                         ArrayRef<int> order) {
   int64_t n = mesh.n(axes);
   if (n <= 1 || bytes <= 0 || kind == CollectiveKind::AllSlice)
     return 0;
@@ -113,9 +114,19 @@ double Costs::collective(CollectiveKind kind, Mask axes, double bytes) {
     l.overhead = 0;
   }
   double t = collectiveTime(kind, bytes, n, l);
-  if (log)
-    log->push_back({collectiveName(kind).str(), mesh.axes(axes), where,
+  if (log) {
+    // A group over several axes is named in the collective's order
+    // ([tp, dp] and [dp, tp] are the same group, ranks ordered otherwise).
+    std::string named = mesh.axes(axes);
+    if (order.size() > 1) {
+      named = "[";
+      for (int a : order)
+        named += (named.size() > 1 ? ", " : "") + mesh.names[a];
+      named += "]";
+    }
+    log->push_back({collectiveName(kind).str(), named, where,
                     collectiveBytesSent(kind, bytes, n), t, weight});
+  }
   return t;
 }
 
@@ -129,7 +140,8 @@ double Costs::reshard(const AxisSharding &from, const AxisSharding &to,
     return std::numeric_limits<double>::infinity();
   double t = 0;
   for (const ReshardStep &s : *steps)
-    t += collective(s.kind, maskOf(s.axes), s.bufferElements() * elementBytes);
+    t += collective(s.kind, maskOf(s.axes), s.bufferElements() * elementBytes,
+                    s.axes);
   return t;
 }
 

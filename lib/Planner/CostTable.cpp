@@ -155,7 +155,9 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
     if (g.masterWeights && e.half())
       c.optimizer = (g.nStates + 1) * 2 * local;
     double elems = local / std::max(1.0, element);
-    c.update = costs.compute(10 * elems, (3 + 2 * g.nStates) * local, e.half());
+    c.update = costs.compute(10 * elems, (3 + 2 * g.nStates) * local,
+                             e.half()) +
+               costs.device.opOverhead;
     if (costs.device.newUpdateBuffers)
       c.updates = e.bytes() / costs.mesh.n(src.usedMask()) + c.optimizer;
   }

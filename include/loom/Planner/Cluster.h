@@ -45,6 +45,11 @@ struct DeviceSpec {
   /// pipes and its tensor cores reach different fractions of their peaks.
   double efficiency = 0.6;
   double efficiencyF32 = 0;
+  /// Seconds every op costs besides its FLOPs and bytes (the executor's
+  /// dispatch, allocation and a loop nest's fixed cost), per forward op,
+  /// per backward op and per parameter update: what loom-run --calibrate
+  /// measures for cpu-local (0: not priced).
+  double opOverhead = 0;
   /// The step writes the updated parameters and optimizer state to new
   /// buffers instead of updating them in place (Loom's CPU executor runs
   /// the step as a function: cpu-local), so both copies are held.
@@ -93,8 +98,12 @@ std::string cpuCalibrationPath();
 
 /// Measures this machine's core again and writes it, with `link` (when
 /// given: kept per rank count beside earlier ones), to cpuCalibrationPath();
-/// returns the core's description.
-llvm::Expected<std::string> recalibrateCpu(const LinkCalibration *link);
+/// returns the core as measured (opOverhead as kept before).
+llvm::Expected<DeviceSpec> recalibrateCpu(const LinkCalibration *link);
+
+/// Keeps the executor's measured cost per op (DeviceSpec::opOverhead) and
+/// per step (reported, not priced) in cpuCalibrationPath().
+llvm::Error setCpuOpOverhead(double perOp, double perStep);
 
 /// Devices of one kind: `count` consecutive ranks.
 struct DeviceKind {

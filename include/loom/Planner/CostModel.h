@@ -93,14 +93,19 @@ struct Costs {
   double weight = 1;
   /// Gradient reductions are bucketed (loom-bucket-all-reduce): their
   /// latency and per-call overhead are paid once per bucket, not per
-  /// tensor, and are left out.
+  /// tensor, and are left out. Known gap: the emitter buckets only
+  /// all-reduces, so ZeRO's per-parameter reduce-scatters and all-gathers
+  /// are under-priced by their fixed costs (docs/planner.md).
   bool bucketed = false;
 
   Costs(const DeviceSpec &device, const MeshShape &mesh,
         std::vector<Collective> *log = nullptr)
       : device(device), mesh(mesh), log(log) {}
 
-  double collective(CollectiveKind kind, Mask axes, double bytes);
+  /// `order`: the group's axes in the collective's order (the report names
+  /// them so; empty: ascending, as `axes`).
+  double collective(CollectiveKind kind, Mask axes, double bytes,
+                    ArrayRef<int> order = {});
   /// The collectives of planReshard from `from` to `to` for a value of
   /// global `shape` with `elementBytes` per element; infinite when the
   /// library cannot reshard (never for shardings the planner builds).
