@@ -49,6 +49,7 @@ void addStrategy(OpPassManager &pm, const ShardingPipelineOptions &options) {
     plan.pipelineStages = options.planStages;
     plan.microBatches = options.planMicroBatches;
     plan.schedule = options.planSchedule;
+    plan.bucketMb = options.bucketMb;
     if (preset) {
       // loom-mark-remat marked the layers (and with full the ops around
       // them); the preset is priced with every layer recomputed.

@@ -715,6 +715,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
     return failure();
 
   Graph base = buildGraph(fn, options.optimizerStates);
+  base.bucketBytes = options.bucketBytes;
   coarsen(base);
   Plan plan;
   plan.cluster = cluster->name;
@@ -762,8 +763,30 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
     return failure();
   }
   plan.runnersUp = search.runnersUp(best, bool(fixed));
-  MeshShape mesh = search.shapeOf(*best);
-  Graph &g = search.graphOf(*best);
+  // The ILP splits a weight's optimizer state over the axes its gradient
+  // is partial over (ZeRO: reduce-scatter, update a shard, all-gather)
+  // whenever it can; keeping the state whole (bucketed all-reduces, as
+  // plain data parallelism) is not one of its choices. The winner's mesh
+  // is planned again with the state whole, and the faster plan that fits
+  // is kept: on 2 CPU ranks the split plan measured 1.3-1.6x plain dp.
+  Plan scratch = plan;
+  Search whole(module, *cluster, options, scratch, limit, hasShardings);
+  Search *from = &search;
+  if (base.shardState) {
+    Graph wholeBase = base;
+    wholeBase.shardState = false;
+    std::string ignored;
+    MeshShape winner = search.shapeOf(*best);
+    if (succeeded(whole.run(wholeBase, {winner}, ignored)))
+      if (const Candidate *alt = whole.best();
+          alt && alt->totals.time < best->totals.time * (1 - 1e-9)) {
+        best = alt;
+        from = &whole;
+      }
+    plan.ilpSeconds += scratch.ilpSeconds;
+  }
+  MeshShape mesh = from->shapeOf(*best);
+  Graph &g = from->graphOf(*best);
   SmallVector<int> keep = nameAxes(mesh, g, best->choice, bool(fixed));
   summarize(plan, *best, mesh, keep);
   describeChoice(plan, g, best->choice, best->remat, cluster->device, mesh);

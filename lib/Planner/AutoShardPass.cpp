@@ -65,6 +65,7 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
     options.tpAxis = tpAxis;
     options.pipelineStages = pipelineStages;
     options.microBatches = microBatches;
+    options.bucketBytes = std::max(0.0, double(bucketMb)) * 1024.0 * 1024;
     options.schedule = schedule;
     std::string error;
     FailureOr<planner::Plan> plan =

@@ -109,16 +109,19 @@ double Costs::collective(CollectiveKind kind, Mask axes, double bytes,
   if (n <= 1 || bytes <= 0 || kind == CollectiveKind::AllSlice)
     return 0;
   Link l = mesh.link(axes);
-  if (bucketed) {
-    l.latency = 0;
-    l.overhead = 0;
+  if (bucketed && kind == CollectiveKind::AllReduce) {
+    l.latency *= bucketShare;
+    l.overhead *= bucketShare;
   }
   double t = collectiveTime(kind, bytes, n, l);
   if (log) {
     // A group over several axes is named in the collective's order
-    // ([tp, dp] and [dp, tp] are the same group, ranks ordered otherwise).
+    // ([tp, dp] and [dp, tp] are the same group, ranks ordered otherwise:
+    // a reduce-scatter's or gather's blocks go to other ranks). An
+    // all-reduce's result is the same in any order; the program names
+    // its axes in the mesh's order, and so does the report.
     std::string named = mesh.axes(axes);
-    if (order.size() > 1) {
+    if (order.size() > 1 && kind != CollectiveKind::AllReduce) {
       named = "[";
       for (int a : order)
         named += (named.size() > 1 ? ", " : "") + mesh.names[a];

@@ -116,7 +116,9 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
     // gradient into the state's layout and all-gathers the updated weight,
     // and the planner prices (and logs) exactly those two steps.
     AxisSharding grad = gradientLayout(e, b);
-    costs.bucketed = u.kind == NodeKind::Param;
+    costs.bucketed = u.kind == NodeKind::Param && g.bucketBytes > 0;
+    costs.bucketShare =
+        e.bytes() / std::max(1.0, std::min(g.gradientBytes, g.bucketBytes));
     // Compressed gradients (loom-compress-gradients) are reduced in 16
     // bits; the updated weight is gathered in its own type.
     double gradElement = element;

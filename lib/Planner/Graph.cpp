@@ -74,6 +74,13 @@ DenseSet<Value> savedValues(Block &block, const DenseSet<Operation *> &forward,
 
 } // namespace
 
+static void countGradientBytes(Graph &g) {
+  g.gradientBytes = 0;
+  for (const Node &n : g.nodes)
+    if (n.kind == NodeKind::Param && n.trainable)
+      g.gradientBytes += bytesOf(n.type);
+}
+
 Graph mlir::loom::planner::buildGraph(func::FuncOp fn, int defaultStates) {
   Graph g;
   g.fn = fn;
@@ -154,5 +161,6 @@ Graph mlir::loom::planner::buildGraph(func::FuncOp fn, int defaultStates) {
                          used.insert(u).second});
     }
   }
+  countGradientBytes(g);
   return g;
 }

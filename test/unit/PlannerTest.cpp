@@ -31,8 +31,8 @@ TEST(PlannerCost, RingCollectives) {
 }
 
 // A link's fixed cost per call (loom-run --calibrate's for cpu-local) is
-// paid once per collective, whatever the ring steps; bucketed gradient
-// reductions leave it out with the latency (one bucket for many tensors).
+// paid once per collective, whatever the ring steps; a bucketed gradient
+// all-reduce pays its share of its bucket's (one call for many tensors).
 TEST(PlannerCost, PerCallOverhead) {
   Link plain{1e10, 2e-6, "l", 0}, costly{1e10, 2e-6, "l", 5e-4};
   for (auto kind : {CollectiveKind::AllReduce, CollectiveKind::AllGather,
@@ -53,6 +53,14 @@ TEST(PlannerCost, PerCallOverhead) {
   double bucketed =
       costs.collective(CollectiveKind::AllReduce, maskOf({1}), 1e6);
   EXPECT_NEAR(full - bucketed, 5e-4 + 6 * 2e-6, 1e-15);
+  // A gradient that is half of its bucket pays half of the bucket's call.
+  costs.bucketShare = 0.5;
+  EXPECT_NEAR(full - costs.collective(CollectiveKind::AllReduce, maskOf({1}),
+                                      1e6),
+              0.5 * (5e-4 + 6 * 2e-6), 1e-15);
+  // Only all-reduces are bucketed: a ZeRO reduce-scatter pays its call.
+  EXPECT_EQ(costs.collective(CollectiveKind::ReduceScatter, maskOf({1}), 1e6),
+            collectiveTime(CollectiveKind::ReduceScatter, 1e6, 4, costly));
   EXPECT_EQ(describeLink(costly), "l 10 GB/s 2.0 us + 500.0 us per call");
   EXPECT_EQ(describeLink(plain), "l 10 GB/s 2.0 us");
 }

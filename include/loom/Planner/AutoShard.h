@@ -74,6 +74,8 @@ struct PlannerOptions {
   /// `microBatches` of them.
   int pipelineStages = 1;
   int microBatches = 1;
+  /// loom-bucket-all-reduce's bucket size (0: gradients not bucketed).
+  double bucketBytes = 25.0 * 1024 * 1024;
   /// The schedule to price (gpipe, 1f1b, zb-h1); empty: each of them.
   std::string schedule;
   /// Seconds each sub-mesh's ILP may take in the pipeline search.

@@ -91,12 +91,14 @@ struct Costs {
   std::vector<Collective> *log = nullptr;
   std::string where;
   double weight = 1;
-  /// Gradient reductions are bucketed (loom-bucket-all-reduce): their
+  /// Gradient all-reduces are bucketed (loom-bucket-all-reduce): their
   /// latency and per-call overhead are paid once per bucket, not per
-  /// tensor, and are left out. Known gap: the emitter buckets only
-  /// all-reduces, so ZeRO's per-parameter reduce-scatters and all-gathers
-  /// are under-priced by their fixed costs (docs/planner.md).
+  /// tensor; each pays `bucketShare` of them (its bytes over a bucket's,
+  /// or over all gradients' when they fill less than one). Only
+  /// all-reduces: the program buckets no other collective (ZeRO's
+  /// reduce-scatters and all-gathers pay their calls in full).
   bool bucketed = false;
+  double bucketShare = 0;
 
   Costs(const DeviceSpec &device, const MeshShape &mesh,
         std::vector<Collective> *log = nullptr)

@@ -125,6 +125,11 @@ struct Graph {
   /// Top-k compression ("topk:RATIO"): the fraction of each device's
   /// gradient entries it sends (0: none).
   double topKRatio = 0;
+  /// Gradient all-reduces are fused into buckets of this many bytes
+  /// (loom-bucket-all-reduce; 0: not bucketed), and the trainable weights'
+  /// bytes in all: a gradient pays its share of a bucket's fixed costs.
+  double bucketBytes = 25.0 * 1024 * 1024;
+  double gradientBytes = 0;
 };
 
 /// Forward ops, parameters and inputs of `fn`. `defaultStates`: optimizer

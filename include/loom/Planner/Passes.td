@@ -63,6 +63,9 @@ def LoomAutoShard : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
            "With preset: the data-parallel mesh axis">,
     Option<"tpAxis", "tp-axis", "std::string", /*default=*/"\"tp\"",
            "With preset: the tensor-parallel mesh axis">,
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25",
+           "Gradient all-reduces are fused into buckets of this many MiB "
+           "(loom-bucket-all-reduce; 0: not bucketed), as priced">,
     Option<"pipelineStages", "pipeline-stages", "int", /*default=*/"1",
            "Pipeline search: 1 none; 0 every stage count; N exactly N stages "
            "(the plan is reported, not written into the IR)">,

@@ -50,6 +50,15 @@ def program_collectives(text, groups_of_one=False):
                 yield kind, names, n, types, types
 
 
+def group(kind, names):
+    """An all-reduce's group is a set of axes (its result is the same
+    whatever order they are listed in); a reduce-scatter's, gather's or
+    all-to-all's order says which rank gets which block, and is kept."""
+    if kind == "all_reduce":
+        names = sorted(names)
+    return "[" + ", ".join(names) + "]"
+
+
 def emitted(path):
     text = open(path).read()
     # Every collective op of the program is read (none slips past the
@@ -69,14 +78,15 @@ def emitted(path):
                 sent = (n - 1) / n * tensor_bytes(result)
             else:
                 sent = (n - 1) / n * tensor_bytes(operand)
-            out[(kind, "[" + ", ".join(names) + "]", int(sent))] += 1
+            out[(kind, group(kind, names), int(sent))] += 1
     return out
 
 
 def priced(path):
     out = collections.Counter()
     for c in json.load(open(path))["collectives"]:
-        out[(c["kind"], c["axes"], int(c["bytes"]))] += int(round(c["count"]))
+        names = c["axes"].strip("[]").split(", ") if c["axes"] != "[]" else []
+        out[(c["kind"], group(c["kind"], names), int(c["bytes"]))] += int(round(c["count"]))
     return out
 
 
