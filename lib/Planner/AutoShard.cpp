@@ -784,6 +784,8 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
         from = &whole;
       }
     plan.ilpSeconds += scratch.ilpSeconds;
+    // What was searched now includes the whole-state plans of that mesh.
+    plan.searchBound = std::min(plan.searchBound, scratch.searchBound);
   }
   MeshShape mesh = from->shapeOf(*best);
   Graph &g = from->graphOf(*best);
