@@ -209,7 +209,7 @@ static DeviceSpec calibratedCpu() {
   llvm::json::Object o = readCalibration(path);
   std::optional<double> f = o.getNumber("sgemm_flops_f32");
   std::optional<double> b = o.getNumber("memory_bandwidth");
-  if (f && b && *f > 0 && *b > 0) {
+  if (f && b && *f > 0 && *b > 0 && std::isfinite(*f) && std::isfinite(*b)) {
     DeviceSpec d = measureCpuDefaults();
     d.name = "cpu-core (calibrated, " + path + ")";
     d.flopsF32 = d.flops16 = *f;
