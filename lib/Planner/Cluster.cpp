@@ -229,6 +229,19 @@ static DeviceSpec calibratedCpu() {
   return d;
 }
 
+LinkCalibration
+mlir::loom::planner::linkCalibrationFrom(const llvm::json::Object &o,
+                                         int64_t ranks) {
+  LinkCalibration c;
+  c.ranks = ranks;
+  c.cores = o.getInteger("cores").value_or(0);
+  c.overhead = o.getNumber("overhead").value_or(-1);
+  c.bandwidth = o.getNumber("bandwidth").value_or(0);
+  c.computeShare = o.getNumber("compute_share").value_or(0);
+  c.streamShare = o.getNumber("stream_share").value_or(0);
+  return c;
+}
+
 /// The link loom-run --calibrate -np `ranks` measured on this machine
 /// (same core count), if any.
 static std::optional<LinkCalibration> calibratedLink(int64_t ranks) {
@@ -238,13 +251,7 @@ static std::optional<LinkCalibration> calibratedLink(int64_t ranks) {
       links ? links->getObject(std::to_string(ranks)) : nullptr;
   if (!l)
     return std::nullopt;
-  LinkCalibration c;
-  c.ranks = ranks;
-  c.cores = l->getInteger("cores").value_or(0);
-  c.overhead = l->getNumber("overhead").value_or(-1);
-  c.bandwidth = l->getNumber("bandwidth").value_or(0);
-  c.computeShare = l->getNumber("compute_share").value_or(0);
-  c.streamShare = l->getNumber("stream_share").value_or(0);
+  LinkCalibration c = linkCalibrationFrom(*l, ranks);
   auto share = [](double x) { return x >= 0.01 && x <= 1.5; };
   if (!share(c.computeShare) || !share(c.streamShare))
     c.computeShare = c.streamShare = 0;

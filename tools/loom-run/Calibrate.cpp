@@ -29,13 +29,42 @@ using namespace mlir::loom;
 
 namespace {
 
+/// `name`, beside loom-run.
+std::string sibling(llvm::StringRef name) {
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(
+      llvm::sys::fs::getMainExecutable("loom-run", (void *)&sibling)));
+  llvm::sys::path::append(path, name);
+  return std::string(path);
+}
+
+/// Runs `program` with `args` (args[0] its name) and returns its exit
+/// status (-1 when it could not run, `why` says so); its standard output,
+/// and with `withErrors` its standard error, are read into `out`.
+int capture(llvm::StringRef program, const std::vector<std::string> &args,
+            bool withErrors, std::string &out, std::string &why) {
+  llvm::SmallString<128> file;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("loom-calibrate", "txt", file)) {
+    why = "cannot make a temporary file: " + ec.message();
+    return -1;
+  }
+  llvm::FileRemover remove(file);
+  std::optional<llvm::StringRef> redirects[] = {
+      std::nullopt, llvm::StringRef(file),
+      withErrors ? std::optional<llvm::StringRef>(file) : std::nullopt};
+  std::vector<llvm::StringRef> refs(args.begin(), args.end());
+  int rc = llvm::sys::ExecuteAndWait(program, refs, std::nullopt, redirects,
+                                     0, 0, &why);
+  auto text = llvm::MemoryBuffer::getFile(file);
+  out = text ? (*text)->getBuffer().str() : "";
+  return rc;
+}
+
 /// loom-calibrate's JSON line, run on `ranks` ranks.
 bool measureLink(std::vector<std::string> command, int ranks, bool quick,
                  planner::LinkCalibration &link, std::string &error) {
-  llvm::SmallString<256> tool(llvm::sys::path::parent_path(
-      llvm::sys::fs::getMainExecutable("loom-run", (void *)&measureLink)));
-  llvm::sys::path::append(tool, "loom-calibrate");
-  command.push_back(std::string(tool));
+  std::string tool = sibling("loom-calibrate");
+  command.push_back(tool);
   if (quick)
     command.push_back("--quick");
   std::string where = "--calibrate -np " + std::to_string(ranks) + ": ";
@@ -44,38 +73,18 @@ bool measureLink(std::vector<std::string> command, int ranks, bool quick,
     error = where + "cannot find " + command[0] + " (install OpenMPI)";
     return false;
   }
-  llvm::SmallString<128> out;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("loom-calibrate", "json", out)) {
-    error = where + "cannot make a temporary file: " + ec.message();
-    return false;
-  }
-  llvm::FileRemover remove(out);
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt,
-                                                llvm::StringRef(out),
-                                                std::nullopt};
-  std::vector<llvm::StringRef> args(command.begin(), command.end());
-  std::string why;
-  int rc = llvm::sys::ExecuteAndWait(*mpirun, args, std::nullopt, redirects, 0,
-                                     0, &why);
-  auto text = llvm::MemoryBuffer::getFile(out);
-  std::string printed = text ? (*text)->getBuffer().str() : "";
+  std::string printed, why;
+  int rc = capture(*mpirun, command, /*withErrors=*/false, printed, why);
   llvm::Expected<llvm::json::Value> v = llvm::json::parse(printed);
   const llvm::json::Object *o = v ? v->getAsObject() : nullptr;
   if (!v)
     llvm::consumeError(v.takeError());
   if (rc != 0 || !o) {
-    error = where + std::string(tool) + " failed" +
-            (why.empty() ? "" : ": " + why) +
+    error = where + tool + " failed" + (why.empty() ? "" : ": " + why) +
             (rc > 0 ? " (exit status " + std::to_string(rc) + ")" : "");
     return false;
   }
-  link.ranks = ranks;
-  link.cores = o->getInteger("cores").value_or(0);
-  link.overhead = o->getNumber("overhead").value_or(-1);
-  link.bandwidth = o->getNumber("bandwidth").value_or(0);
-  link.computeShare = o->getNumber("compute_share").value_or(0);
-  link.streamShare = o->getNumber("stream_share").value_or(0);
+  link = planner::linkCalibrationFrom(*o, ranks);
   if (link.cores < 1 || link.overhead < 0 || link.bandwidth <= 0) {
     error = where + "loom-calibrate printed no usable numbers: " + printed;
     return false;
@@ -135,31 +144,14 @@ std::string calibrationModel(int layers) {
              .str();
 }
 
-/// Runs `args` (a tool beside loom-run), its standard output into `out`.
+/// Runs `tool` (beside loom-run) with `args`; its output (standard output
+/// and error) into `out`.
 bool runTool(llvm::StringRef tool, std::vector<std::string> args,
              std::string &out, std::string &error) {
-  llvm::SmallString<256> path(llvm::sys::path::parent_path(
-      llvm::sys::fs::getMainExecutable("loom-run", (void *)&runTool)));
-  llvm::sys::path::append(path, tool);
-  args.insert(args.begin(), std::string(path));
-  llvm::SmallString<128> file;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("loom-calibrate", "txt", file)) {
-    error = "cannot make a temporary file: " + ec.message();
-    return false;
-  }
-  llvm::FileRemover remove(file);
-  std::optional<llvm::StringRef> redirects[] = {
-      std::nullopt, llvm::StringRef(file), llvm::StringRef(file)};
-  std::vector<llvm::StringRef> refs(args.begin(), args.end());
-  std::string why;
-  int rc = llvm::sys::ExecuteAndWait(path, refs, std::nullopt, redirects, 0, 0,
-                                     &why);
-  auto text = llvm::MemoryBuffer::getFile(file);
-  out = text ? (*text)->getBuffer().str() : "";
-  if (rc != 0) {
-    error = std::string(path) + " failed" + (why.empty() ? "" : ": " + why) +
-            ":\n" + out;
+  std::string path = sibling(tool), why;
+  args.insert(args.begin(), path);
+  if (capture(path, args, /*withErrors=*/true, out, why) != 0) {
+    error = path + " failed" + (why.empty() ? "" : ": " + why) + ":\n" + out;
     return false;
   }
   return true;

@@ -26,6 +26,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <string>
 
@@ -91,6 +92,11 @@ struct LinkCalibration {
   /// then assumes min(1, cores / N) for both).
   double computeShare = 0, streamShare = 0;
 };
+
+/// The numbers of a calibration file's "links" entry, or of loom-calibrate's
+/// output (missing ones: 0, overhead -1), for `ranks` ranks.
+LinkCalibration linkCalibrationFrom(const llvm::json::Object &o,
+                                    int64_t ranks);
 
 /// Where cpu-local's measurements are kept: $LOOM_CPU_CALIBRATION, else
 /// $XDG_CACHE_HOME/loom/cpu-local.json, else ~/.cache/loom/cpu-local.json.
