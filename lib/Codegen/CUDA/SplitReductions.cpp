@@ -81,6 +81,12 @@ struct Candidate {
   /// The group's elements, and how many times each lane walks its share
   /// (the outer reductions' extent).
   int64_t extent = 1, outerExtent = 1;
+  /// How many output elements (threads of stage 2).
+  int64_t outputs = 1;
+  /// Whether stage 1 runs the outer reductions as parallel dimensions
+  /// (one partial result per outer index and lane), for when the outputs
+  /// times the lanes are too few threads to fill the GPU.
+  bool outerParallel = false;
   Operation *combiner = nullptr;
   bool outFirst = true; // combine(out, value) rather than combine(value, out)
   /// Per input: the result position where the group starts (-1: it does
@@ -147,6 +153,8 @@ bool match(linalg::GenericOp op, Candidate &c) {
   for (unsigned r : all)
     if (ShapedType::isDynamic(ranges[r]))
       return false;
+  for (unsigned p : c.parallels)
+    c.outputs *= ShapedType::isDynamic(ranges[p]) ? 1 << 20 : ranges[p];
   Block &body = op.getRegion().front();
   BlockArgument out = body.getArgument(op.getNumDpsInputs());
   Value yielded = body.getTerminator()->getOperand(0);
@@ -200,6 +208,34 @@ struct SplitReductionsPass
     return 0;
   }
 
+  /// With the outer reductions parallel (each thread one outer index and
+  /// one lane): the most lanes dividing the group with `minPerLane`
+  /// elements each and at most `maxThreads` threads in all (a power of two
+  /// if one fits, else any divisor); 0: none.
+  int64_t outerParallelLanesFor(const Candidate &c) const {
+    auto fits = [&](int64_t t) {
+      return c.extent % t == 0 && c.extent / t >= minPerLane &&
+             c.outputs * c.outerExtent * t <= maxThreads;
+    };
+    for (int64_t t = maxLanes; t >= 1; t /= 2)
+      if (fits(t))
+        return t;
+    for (int64_t t = std::min<int64_t>(maxLanes, c.extent); t >= 1; --t)
+      if (fits(t))
+        return t;
+    return 0;
+  }
+
+  /// A later stage's lanes (its partial results as the reduction): the
+  /// most (a power of two, at least 4) leaving each lane at least 32, so
+  /// that the stage after it combines few.
+  static int64_t laterStageLanesFor(int64_t extent) {
+    for (int64_t t = extent / 32; t >= 4; --t)
+      if (llvm::isPowerOf2_64(t) && extent % t == 0)
+        return t;
+    return 0;
+  }
+
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> ops;
     getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
@@ -209,14 +245,69 @@ struct SplitReductionsPass
       if (!match(op, c))
         continue;
       int64_t lanes = lanesFor(c.extent, c.outerExtent);
-      if (lanes)
-        split(rewriter, op, c, lanes);
+      // Too few threads with the outer reductions walked by every lane (a
+      // batch norm's 64 channels x 64 lanes at 56 x 56): each outer index
+      // gets threads of its own, and the partial results are combined in
+      // further stages.
+      if (!c.outer.empty() && (!lanes || c.outputs * lanes < minThreads)) {
+        // Only where that makes enough threads (a small batch norm keeps
+        // its two kernels).
+        int64_t t = outerParallelLanesFor(c);
+        if (t && c.outputs * c.outerExtent * t >= minThreads) {
+          c.outerParallel = true;
+          lanes = t;
+        }
+      }
+      if (!lanes)
+        continue;
+      linalg::GenericOp next = split(rewriter, op, c, lanes);
+      // A combine of many partial results (the outer indices times the
+      // lanes) is split again, until each thread combines few.
+      while (next) {
+        Candidate later;
+        if (!match(next, later) || later.extent < 256)
+          break;
+        int64_t t = laterStageLanesFor(later.extent);
+        if (!t)
+          break;
+        next = split(rewriter, next, later, t);
+      }
     }
   }
 
-  void split(IRRewriter &rewriter, linalg::GenericOp op, const Candidate &c,
-             int64_t lanes) const;
+  /// Splits `op` (stage 1 with `lanes` lanes, then stage 2) and returns
+  /// stage 2.
+  linalg::GenericOp split(IRRewriter &rewriter, linalg::GenericOp op,
+                          const Candidate &c, int64_t lanes) const;
 };
+
+/// A partial result needs no fill with the combiner's identity (a kernel
+/// per split): the first iteration of `stage`'s reductions yields its
+/// element as it is instead of combining it with what the buffer holds,
+/// which is the same value (-0 + v, 1 * v, max(-inf, v), min(+inf, v) are
+/// v, NaN included: a maxnum or minnum over the lane keeps dropping it as
+/// before).
+void takeFirstElement(RewriterBase &rewriter, linalg::GenericOp stage,
+                      bool outFirst) {
+  Operation *yield = stage.getRegion().front().getTerminator();
+  Operation *combiner = yield->getOperand(0).getDefiningOp();
+  Value value = combiner->getOperand(outFirst ? 1 : 0);
+  Location loc = yield->getLoc();
+  rewriter.setInsertionPoint(yield);
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0), first;
+  for (auto [i, t] : llvm::enumerate(stage.getIteratorTypesArray())) {
+    if (t != utils::IteratorType::reduction)
+      continue;
+    Value atZero = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::eq,
+        linalg::IndexOp::create(rewriter, loc, i), zero);
+    first = first ? arith::AndIOp::create(rewriter, loc, first, atZero)
+                  : atZero;
+  }
+  Value result = arith::SelectOp::create(rewriter, loc, first, value,
+                                         combiner->getResult(0));
+  rewriter.modifyOpInPlace(yield, [&] { yield->setOperand(0, result); });
+}
 
 /// Input `v` with its reduction group (at `at`, `size` dimensions) as two
 /// dimensions [extent / lanes, lanes].
@@ -245,8 +336,10 @@ Value laneView(OpBuilder &b, Location loc, Value v, int at, size_t size,
   return memref::ExpandShapeOp::create(b, loc, shape, v, reassoc);
 }
 
-void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
-                                const Candidate &c, int64_t lanes) const {
+linalg::GenericOp SplitReductionsPass::split(IRRewriter &rewriter,
+                                             linalg::GenericOp op,
+                                             const Candidate &c,
+                                             int64_t lanes) const {
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
@@ -262,14 +355,23 @@ void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
       break;
     }
   // Loops: the output's and the lanes (parallel), the outer reductions,
-  // the step along the group.
+  // the step along the group. With the outer reductions parallel: the
+  // output's, the outer ones and the lanes for a row reduction (the lanes
+  // innermost); the outer ones, the lanes and the output's otherwise; then
+  // the step.
   unsigned m = c.outer.size(), loops = n + 2 + m;
   unsigned lanePos = row ? n : 0, stepPos = n + 1 + m;
+  unsigned outerAt = n + 1, parallelAt = row ? 0 : 1;
+  if (c.outerParallel) {
+    lanePos = row ? n + m : m;
+    outerAt = row ? n : 0;
+    parallelAt = row ? 0 : m + 1;
+  }
   SmallVector<AffineExpr> dimOf(op.getNumLoops());
   for (auto [i, p] : llvm::enumerate(c.parallels))
-    dimOf[p] = getAffineDimExpr(unsigned(i) + (row ? 0 : 1), ctx);
+    dimOf[p] = getAffineDimExpr(unsigned(i) + parallelAt, ctx);
   for (auto [i, r] : llvm::enumerate(c.outer))
-    dimOf[r] = getAffineDimExpr(n + 1 + unsigned(i), ctx);
+    dimOf[r] = getAffineDimExpr(outerAt + unsigned(i), ctx);
   AffineExpr lane = getAffineDimExpr(lanePos, ctx);
   AffineExpr step = getAffineDimExpr(stepPos, ctx);
   for (unsigned r : c.reductions)
@@ -301,23 +403,34 @@ void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
   // The partial sums in the threads' order: [out..., lanes] for a row
   // reduction, [lanes, out...] otherwise (each thread's accumulator next
   // to its neighbours').
+  // With the outer reductions parallel, they are dimensions of the partial
+  // results too, before the lanes: [out..., outer..., lanes] or
+  // [outer..., lanes, out...].
   SmallVector<AffineExpr> partialResults;
   SmallVector<int64_t> partialShape;
   for (AffineExpr e : outMap.getResults())
     partialResults.push_back(e.replaceDims(dimOf));
   llvm::append_range(partialShape, outType.getShape());
+  SmallVector<AffineExpr> laneResults;
+  SmallVector<int64_t> laneShape;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (c.outerParallel)
+    for (unsigned r : c.outer) {
+      laneResults.push_back(dimOf[r]);
+      laneShape.push_back(ranges[r]);
+    }
+  laneResults.push_back(lane);
+  laneShape.push_back(lanes);
   partialResults.insert(row ? partialResults.end() : partialResults.begin(),
-                        lane);
-  partialShape.insert(row ? partialShape.end() : partialShape.begin(), lanes);
+                        laneResults.begin(), laneResults.end());
+  partialShape.insert(row ? partialShape.end() : partialShape.begin(),
+                      laneShape.begin(), laneShape.end());
   auto partialType = MemRefType::get(partialShape, outType.getElementType());
   Value partial = memref::AllocOp::create(rewriter, loc, partialType);
-  Value identity = arith::ConstantOp::create(
-      rewriter, loc, identityOf(c.combiner, outType.getElementType()));
-  linalg::FillOp::create(rewriter, loc, identity, partial);
   maps.push_back(AffineMap::get(loops, 0, partialResults, ctx));
   SmallVector<utils::IteratorType> iterators(loops,
                                              utils::IteratorType::parallel);
-  for (unsigned i = n + 1; i < loops; ++i)
+  for (unsigned i = c.outerParallel ? stepPos : n + 1; i < loops; ++i)
     iterators[i] = utils::IteratorType::reduction;
 
   auto stage1 = linalg::GenericOp::create(rewriter, loc, TypeRange{}, inputs,
@@ -326,7 +439,6 @@ void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
   // rebuilt from (step, lane) and the other reductions' extents.
   rewriter.cloneRegionBefore(op.getRegion(), stage1.getRegion(),
                              stage1.getRegion().end());
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<linalg::IndexOp> indices;
   stage1.getRegion().walk([&](linalg::IndexOp i) { indices.push_back(i); });
   for (linalg::IndexOp index : indices) {
@@ -359,9 +471,12 @@ void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
         rewriter, l, v, arith::ConstantIndexOp::create(rewriter, l, ranges[d]));
     rewriter.replaceOp(index, v);
   }
+  takeFirstElement(rewriter, stage1, c.outFirst);
 
-  // Stage 2: out = combine(out, partial[0]), ..., partial[lanes - 1].
+  // Stage 2: out = combine(out, partial[0]), ..., partial[lanes - 1] (the
+  // partial results of each outer index in turn, if they are parallel).
   rewriter.setInsertionPoint(op);
+  unsigned k = laneResults.size();
   SmallVector<AffineExpr> outResults;
   SmallVector<AffineExpr> dim2(op.getNumLoops());
   for (auto [i, p] : llvm::enumerate(c.parallels))
@@ -372,18 +487,21 @@ void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
     dim2[r] = getAffineConstantExpr(0, ctx);
   for (AffineExpr e : outMap.getResults())
     outResults.push_back(e.replaceDims(dim2));
-  SmallVector<AffineExpr> partial2 = outResults;
-  partial2.insert(row ? partial2.end() : partial2.begin(),
-                  getAffineDimExpr(n, ctx));
-  SmallVector<utils::IteratorType> iterators2(n + 1,
+  SmallVector<AffineExpr> partial2 = outResults, reduced;
+  for (unsigned i = 0; i < k; ++i)
+    reduced.push_back(getAffineDimExpr(n + i, ctx));
+  partial2.insert(row ? partial2.end() : partial2.begin(), reduced.begin(),
+                  reduced.end());
+  SmallVector<utils::IteratorType> iterators2(n + k,
                                               utils::IteratorType::parallel);
-  iterators2[n] = utils::IteratorType::reduction;
+  for (unsigned i = n; i < n + k; ++i)
+    iterators2[i] = utils::IteratorType::reduction;
   Operation *combiner = c.combiner;
   bool outFirst = c.outFirst;
-  linalg::GenericOp::create(
+  auto stage2 = linalg::GenericOp::create(
       rewriter, loc, TypeRange{}, ValueRange{partial}, ValueRange{out},
-      {AffineMap::get(n + 1, 0, partial2, ctx),
-       AffineMap::get(n + 1, 0, outResults, ctx)},
+      {AffineMap::get(n + k, 0, partial2, ctx),
+       AffineMap::get(n + k, 0, outResults, ctx)},
       iterators2, [&](OpBuilder &b, Location l, ValueRange args) {
         IRMapping map;
         map.map(combiner->getOperand(outFirst ? 0 : 1), args[1]);
@@ -393,6 +511,7 @@ void SplitReductionsPass::split(IRRewriter &rewriter, linalg::GenericOp op,
       });
   memref::DeallocOp::create(rewriter, loc, partial);
   rewriter.eraseOp(op);
+  return stage2;
 }
 
 } // namespace

@@ -97,6 +97,11 @@ def LoomGpuSplitReductions : Pass<"loom-gpu-split-reductions", "mlir::ModuleOp">
            "The most lanes (threads) per output element">,
     Option<"minPerLane", "min-per-lane", "int64_t", /*default=*/"8",
            "The fewest elements each lane reduces">,
+    Option<"minThreads", "min-threads", "int64_t", /*default=*/"32768",
+           "With outer reductions: fewer threads than this (outputs x lanes) "
+           "make them parallel dimensions of stage 1">,
+    Option<"maxThreads", "max-threads", "int64_t", /*default=*/"131072",
+           "The most threads of a stage 1 with parallel outer reductions">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect",
                            "mlir::arith::ArithDialect"];
