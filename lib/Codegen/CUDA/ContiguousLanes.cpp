@@ -34,9 +34,10 @@ namespace {
 
 constexpr int64_t kBytes = 16;
 
-/// Whether `type`'s rows start 16-byte aligned when its buffer does: unit
-/// innermost stride, static offset and outer strides that keep alignment.
-bool alignedRows(MemRefType type) {
+/// Whether `type`'s rows start `align`-byte aligned when its buffer does
+/// (16): unit innermost stride, static offset and outer strides that keep
+/// that alignment.
+bool alignedRows(MemRefType type, int64_t align = kBytes) {
   if (!type.getElementType().isIntOrFloat())
     return false; // index, complex: no byte width to vectorize by
   SmallVector<int64_t> strides;
@@ -45,10 +46,10 @@ bool alignedRows(MemRefType type) {
       strides.back() != 1 || ShapedType::isDynamic(offset))
     return false;
   int64_t bytes = type.getElementTypeBitWidth() / 8;
-  if (bytes == 0 || (offset * bytes) % kBytes)
+  if (bytes == 0 || (offset * bytes) % align)
     return false;
   for (int64_t s : ArrayRef<int64_t>(strides).drop_back())
-    if (ShapedType::isDynamic(s) || (s * bytes) % kBytes)
+    if (ShapedType::isDynamic(s) || (s * bytes) % align)
       return false;
   return true;
 }
@@ -77,7 +78,8 @@ int64_t lanesFor(scf::ParallelOp loop) {
   SetVector<Operation *> slice;
   getForwardSlice(inner, &slice);
   int64_t minBytes = kBytes;
-  bool ok = true, contiguous = false;
+  bool ok = true;
+  SmallVector<MemRefType> contiguous;
   loop.getBody()->walk([&](Operation *op) {
     if (op->getNumRegions() || (!isMemoryEffectFree(op) &&
                                 !isa<memref::LoadOp, memref::StoreOp>(op))) {
@@ -93,7 +95,13 @@ int64_t lanesFor(scf::ParallelOp loop) {
     for (Value index : along ? indices.drop_back() : indices)
       if (index == inner || (index.getDefiningOp() &&
                              slice.contains(index.getDefiningOp()))) {
-        ok = false; // a transposed or computed use of the innermost index
+        // A transposed or computed use of the innermost index: a load is
+        // made once per lane (an im2col kernel's window read, x[.., ow +
+        // kw]), sharing the thread's index arithmetic; a store would not
+        // be one vector.
+        if (isa<memref::LoadOp>(op))
+          return WalkResult::advance();
+        ok = false;
         return WalkResult::interrupt();
       }
     if (!along) {
@@ -113,18 +121,29 @@ int64_t lanesFor(scf::ParallelOp loop) {
         ok = false;
         return WalkResult::interrupt();
       }
-    if (!alignedRows(type)) {
+    if (!alignedRows(type, type.getElementTypeBitWidth() / 8)) {
       ok = false;
       return WalkResult::interrupt();
     }
     minBytes = std::min<int64_t>(minBytes, type.getElementTypeBitWidth() / 8);
-    contiguous = true;
+    contiguous.push_back(type);
     return WalkResult::advance();
   });
-  if (!ok || !contiguous)
+  if (!ok || contiguous.empty())
     return 0;
+  // The most lanes that divide the rows and keep each vector aligned to
+  // its size (rows of 14 floats: 2 lanes, 8-byte vectors).
+  auto fits = [&](int64_t lanes) {
+    if (extent % lanes)
+      return false;
+    for (MemRefType type : contiguous)
+      if (!alignedRows(type, std::min<int64_t>(
+                                 kBytes, lanes * (type.getElementTypeBitWidth() / 8))))
+        return false;
+    return true;
+  };
   int64_t lanes = kBytes / minBytes;
-  while (lanes > 1 && extent % lanes)
+  while (lanes > 1 && !fits(lanes))
     lanes /= 2;
   return lanes > 1 ? lanes : 0;
 }

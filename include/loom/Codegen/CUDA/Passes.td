@@ -165,8 +165,10 @@ def LoomGpuContiguousLanes : Pass<"loom-gpu-contiguous-lanes", "mlir::ModuleOp">
     moves 1.5 TB/s of an H200's 4.8. An outermost `scf.parallel` whose
     body is straight-line code (no loops, no conditionals) and whose every
     access either ends with the innermost loop's index, with unit stride
-    and 16-byte aligned rows, or does not use it at all, gets `V` elements
-    per thread instead: the innermost dimension `E` becomes `E / V`
+    and 16-byte aligned rows, or does not use it at all (or is a load that
+    uses it otherwise: a transposed read, an im2col kernel's window read
+    x[.., ow + kw], made once per element with the thread's other index
+    arithmetic shared), gets `V` elements per thread instead: the innermost dimension `E` becomes `E / V`
     iterations of `V` copies of the body (`V` = 16 bytes over the smallest
     element read or written that way, halved until it divides `E`). Each
     contiguous load becomes one `vector.load` of `V` elements before the
