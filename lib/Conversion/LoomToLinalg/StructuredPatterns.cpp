@@ -189,7 +189,14 @@ AffineExpr windowExpr(AffineExpr o, AffineExpr kk, int64_t stride,
 /// a BLAS or cuBLAS call), transposed to y [N, F, O...]. The forward
 /// convolution, its input gradient and its weight gradient are all
 /// loom.conv, so all three become GEMMs; the patches cost a copy of the
-/// input per kernel tap.
+/// input per kernel tap. Where the window is wider than the output (a
+/// weight gradient: a 56 x 56 "kernel", the gradient, over a 3 x 3
+/// output), the patches are P^T [N, O..., C, K...] instead, read by the
+/// GEMM as a transposed operand: their innermost dimension is then the long
+/// one, which a GPU thread writes four or eight elements of at once
+/// (loom-gpu-contiguous-lanes), not 3. The padding is read, not
+/// materialized: a window element outside the input is 0 (a padded copy
+/// of the input cost a zero fill and a copy per convolution).
 Value convAsGemm(ConvOp op, Value x, Value filter,
                  ConversionPatternRewriter &rewriter) {
   Location loc = op.getLoc();
@@ -200,41 +207,96 @@ Value convAsGemm(ConvOp op, Value x, Value filter,
   ArrayRef<int64_t> xs = shapeOf(op.getInput()), ws = shapeOf(op.getFilter()),
                     ys = op.getType().getShape();
   int64_t nb = xs[0], c = xs[1], f = ws[0], taps = 1, outs = 1;
-  // Patches: iteration dims (c, k..., n, o...), all parallel.
-  SmallVector<int64_t> patchShape{c};
   for (int64_t i = 0; i < k; ++i) {
-    patchShape.push_back(ws[2 + i]);
     taps *= ws[2 + i];
-  }
-  patchShape.push_back(nb);
-  for (int64_t i = 0; i < k; ++i) {
-    patchShape.push_back(ys[2 + i]);
     outs *= ys[2 + i];
   }
+  bool transposed = k > 0 && ws[1 + k] > ys[1 + k];
+  // Patches: iteration dims (c, k..., n, o...), or (n, o..., c, k...) when
+  // transposed, all parallel; the positions of each group's first.
+  int64_t cAt = transposed ? 1 + k : 0, kAt = cAt + 1;
+  int64_t nAt = transposed ? 0 : 1 + k, oAt = nAt + 1;
   int64_t numDims = 2 + 2 * k;
+  SmallVector<int64_t> patchShape(numDims);
+  patchShape[cAt] = c;
+  patchShape[nAt] = nb;
+  for (int64_t i = 0; i < k; ++i) {
+    patchShape[kAt + i] = ws[2 + i];
+    patchShape[oAt + i] = ys[2 + i];
+  }
   auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-  SmallVector<AffineExpr> xe{dim(1 + k), dim(0)};
-  for (int64_t i = 0; i < k; ++i)
-    xe.push_back(windowExpr(dim(2 + k + i), dim(1 + i), op.getStrides()[i],
-                            op.getDilations()[i]));
-  SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, xe, ctx),
-                                 AffineMap::getMultiDimIdentityMap(numDims, ctx)};
+  ArrayRef<int64_t> padding = op.getPadding();
+  bool padded = llvm::any_of(padding, [](int64_t p) { return p != 0; });
   Value empty = tensor::EmptyOp::create(rewriter, loc, patchShape, element);
-  auto patches = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{empty.getType()}, ValueRange{x},
-      ValueRange{empty}, maps,
-      SmallVector<utils::IteratorType>(numDims, utils::IteratorType::parallel),
-      [&](OpBuilder &b, Location l, ValueRange a) {
-        linalg::YieldOp::create(b, l, a[0]);
-      });
+  auto parallel =
+      SmallVector<utils::IteratorType>(numDims, utils::IteratorType::parallel);
+  linalg::GenericOp patches;
+  if (!padded) {
+    SmallVector<AffineExpr> xe{dim(nAt), dim(cAt)};
+    for (int64_t i = 0; i < k; ++i)
+      xe.push_back(windowExpr(dim(oAt + i), dim(kAt + i), op.getStrides()[i],
+                              op.getDilations()[i]));
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(numDims, 0, xe, ctx),
+        AffineMap::getMultiDimIdentityMap(numDims, ctx)};
+    patches = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{empty.getType()}, ValueRange{x},
+        ValueRange{empty}, maps, parallel,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          linalg::YieldOp::create(b, l, a[0]);
+        });
+  } else {
+    // x[n, c, o * stride + k * dilation - low] where every spatial index
+    // is inside the input (compared unsigned: a negative one is huge),
+    // else 0; an index outside is replaced by 0 before the read.
+    patches = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{empty.getType()}, ValueRange{},
+        ValueRange{empty}, AffineMap::getMultiDimIdentityMap(numDims, ctx),
+        parallel, [&](OpBuilder &b, Location l, ValueRange) {
+          auto index = [&](int64_t v) {
+            return arith::ConstantIndexOp::create(b, l, v).getResult();
+          };
+          SmallVector<Value> at{linalg::IndexOp::create(b, l, nAt),
+                                linalg::IndexOp::create(b, l, cAt)};
+          Value inside;
+          for (int64_t i = 0; i < k; ++i) {
+            Value o = arith::MulIOp::create(
+                b, l, linalg::IndexOp::create(b, l, oAt + i),
+                index(op.getStrides()[i]));
+            Value kk = arith::MulIOp::create(
+                b, l, linalg::IndexOp::create(b, l, kAt + i),
+                index(op.getDilations()[i]));
+            Value h = arith::SubIOp::create(
+                b, l, arith::AddIOp::create(b, l, o, kk), index(padding[i]));
+            Value in = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                             h, index(xs[2 + i]));
+            inside = inside ? arith::AndIOp::create(b, l, inside, in) : in;
+            at.push_back(arith::SelectOp::create(b, l, in, h, index(0)));
+          }
+          Value v = tensor::ExtractOp::create(b, l, x, at);
+          Value zero = Scalar{b, l, element}.constant(0);
+          linalg::YieldOp::create(
+              b, l, arith::SelectOp::create(b, l, inside, v, zero).getResult());
+        });
+  }
   Value lhs = reshape(rewriter, loc, filter, {1, f, c * taps});
-  Value rhs =
-      reshape(rewriter, loc, patches.getResult(0), {1, c * taps, nb * outs});
+  Value rhs = reshape(rewriter, loc, patches.getResult(0),
+                      transposed ? SmallVector<int64_t>{1, nb * outs, c * taps}
+                                 : SmallVector<int64_t>{1, c * taps, nb * outs});
   Scalar s{rewriter, loc, acc};
   Value init = filledTensor(rewriter, loc, {1, f, nb * outs}, s.constant(0));
-  auto mm = linalg::BatchMatmulOp::create(rewriter, loc,
-                                          TypeRange{init.getType()},
-                                          ValueRange{lhs, rhs}, ValueRange{init});
+  AffineExpr db, dm, dn, dk;
+  bindDims(ctx, db, dm, dn, dk);
+  auto map = [&](ArrayRef<AffineExpr> e) {
+    return AffineMapAttr::get(AffineMap::get(4, 0, e, ctx));
+  };
+  SmallVector<Attribute> mmMaps = {
+      map({db, dm, dk}), transposed ? map({db, dn, dk}) : map({db, dk, dn}),
+      map({db, dm, dn})};
+  auto mm = linalg::BatchMatmulOp::create(
+      rewriter, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+      ValueRange{init},
+      {rewriter.getNamedAttr("indexing_maps", rewriter.getArrayAttr(mmMaps))});
   Value y = convertTensor(rewriter, loc, mm.getResult(0), acc, element);
   SmallVector<int64_t> fno{f, nb};
   fno.append(ys.begin() + 2, ys.end());
@@ -258,10 +320,8 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     if (asGemm && op.getGroups() == 1) {
-      Type element = originalElement(op.getInput());
-      Value x = padSpatial(rewriter, loc, adaptor.getInput(), op.getPadding(),
-                           Scalar{rewriter, loc, element}.constant(0));
-      rewriter.replaceOp(op, convAsGemm(op, x, adaptor.getFilter(), rewriter));
+      rewriter.replaceOp(op, convAsGemm(op, adaptor.getInput(),
+                                        adaptor.getFilter(), rewriter));
       return success();
     }
     MLIRContext *ctx = rewriter.getContext();
