@@ -31,7 +31,9 @@ nvidia-* Python packages. So everything is built here and checked there:
       kernel (LOOM_CUDA_GRAPHS=0), kept as
       measured-<device>-<date>.json beside the logs (LOOM_GPU_CHECK_ONLY=gpt
       runs only the rows whose names start so). Prints one table
-      and "N passed, M failed"; logs go to $OUT/gpu-check (or DIR/logs).
+      and "N passed, M failed"; with $OUT set (a lent machine) the JSON and
+      table.md go to $OUT and the logs to $OUT/gpu-check-logs.tar.gz (few
+      files come back from a call), else everything to DIR/logs.
       Without a GPU it says so and exits 2 before running anything.
 """
 import json
@@ -224,6 +226,9 @@ def prepare(dest, bench=False):
                 carried.add(m.group(1))
                 shutil.copy2(os.path.realpath(m.group(2)), os.path.join(syslib, m.group(1)))
     commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])[1].strip()
+    # A folder prepared from uncommitted changes says so.
+    if sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])[1].strip():
+        commit += "+changes"
     size = du(dest)
     info = {"commit": commit, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
             "models": [m[0] for m in MODELS], "gpt": "x".join(map(str, GPT)),
@@ -414,8 +419,13 @@ def run(dest):
             return False
         table.add(name, False, "not run: the check's time (LOOM_GPU_CHECK_SECONDS) ran out")
         return True
-    logs = os.path.join(os.environ["OUT"], "gpu-check") if os.environ.get("OUT") else \
-        os.path.join(dest, "logs")
+    # On a lent machine ($OUT set) only a few files come back from a call:
+    # the measurement (JSON) and the table go to $OUT itself, after every
+    # row, and the logs (kernel profiles included) into one archive there
+    # at the end.
+    out_dir = os.environ.get("OUT")
+    logs = os.path.join(out_dir or dest, "gpu-check" if out_dir else "logs")
+    results = out_dir or logs
     shutil.rmtree(logs, ignore_errors=True)
     os.makedirs(logs)
     status, out = sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
@@ -432,7 +442,7 @@ def run(dest):
     measured = {"device": gpu_name, "driver": driver, "commit": info["commit"],
                 "date": time.strftime("%Y-%m-%d"), "rows": []}
     measured_path = os.path.join(
-        logs, f"measured-{gpu_name.split()[1].lower() if ' ' in gpu_name else 'gpu'}-"
+        results, f"measured-{gpu_name.split()[1].lower() if ' ' in gpu_name else 'gpu'}-"
         f"{time.strftime('%Y-%m-%d')}.json")
     table.add("nvidia-smi", True, out.strip().splitlines()[0] +
               f" (prepared at {info['commit']}, {info['bytes'] / 2**20:.1f} MiB)")
@@ -626,9 +636,13 @@ def run(dest):
     if skipped:
         print(f"not run (LOOM_GPU_CHECK_ONLY={','.join(only)}): {', '.join(skipped)}")
     ok = table.print()
-    with open(os.path.join(logs, "table.md"), "w") as f:
+    with open(os.path.join(results, "table.md"), "w") as f:
         for name, good, detail in table.rows:
             f.write(f"| {name} | {'pass' if good else 'FAIL'} | {detail} |\n")
+    if out_dir:
+        shutil.make_archive(os.path.join(out_dir, "gpu-check-logs"), "gztar", out_dir,
+                            "gpu-check")
+        shutil.rmtree(logs, ignore_errors=True)
     return 0 if ok else 1
 
 
