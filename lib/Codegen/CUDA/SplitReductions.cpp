@@ -336,6 +336,51 @@ Value laneView(OpBuilder &b, Location loc, Value v, int at, size_t size,
   return memref::ExpandShapeOp::create(b, loc, shape, v, reassoc);
 }
 
+/// Stage 2 of splitting `op` (candidate `c`): out = combine(out, partial
+/// ...) over the partial results' last `k` dimensions (row) or first
+/// (otherwise), in order.
+linalg::GenericOp combineStage(RewriterBase &rewriter, linalg::GenericOp op,
+                               const Candidate &c, Value partial, bool row,
+                               unsigned k) {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  unsigned n = c.parallels.size();
+  Value out = op.getDpsInitOperand(0)->get();
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  SmallVector<AffineExpr> outResults;
+  SmallVector<AffineExpr> dim2(op.getNumLoops());
+  for (auto [i, p] : llvm::enumerate(c.parallels))
+    dim2[p] = getAffineDimExpr(unsigned(i), ctx);
+  for (unsigned r : c.reductions)
+    dim2[r] = getAffineConstantExpr(0, ctx);
+  for (unsigned r : c.outer)
+    dim2[r] = getAffineConstantExpr(0, ctx);
+  for (AffineExpr e : outMap.getResults())
+    outResults.push_back(e.replaceDims(dim2));
+  SmallVector<AffineExpr> partial2 = outResults, reduced;
+  for (unsigned i = 0; i < k; ++i)
+    reduced.push_back(getAffineDimExpr(n + i, ctx));
+  partial2.insert(row ? partial2.end() : partial2.begin(), reduced.begin(),
+                  reduced.end());
+  SmallVector<utils::IteratorType> iterators2(n + k,
+                                              utils::IteratorType::parallel);
+  for (unsigned i = n; i < n + k; ++i)
+    iterators2[i] = utils::IteratorType::reduction;
+  Operation *combiner = c.combiner;
+  bool outFirst = c.outFirst;
+  return linalg::GenericOp::create(
+      rewriter, loc, TypeRange{}, ValueRange{partial}, ValueRange{out},
+      {AffineMap::get(n + k, 0, partial2, ctx),
+       AffineMap::get(n + k, 0, outResults, ctx)},
+      iterators2, [&](OpBuilder &b, Location l, ValueRange args) {
+        IRMapping map;
+        map.map(combiner->getOperand(outFirst ? 0 : 1), args[1]);
+        map.map(combiner->getOperand(outFirst ? 1 : 0), args[0]);
+        Operation *copy = b.clone(*combiner, map);
+        linalg::YieldOp::create(b, l, copy->getResult(0));
+      });
+}
+
 linalg::GenericOp SplitReductionsPass::split(IRRewriter &rewriter,
                                              linalg::GenericOp op,
                                              const Candidate &c,
@@ -476,39 +521,8 @@ linalg::GenericOp SplitReductionsPass::split(IRRewriter &rewriter,
   // Stage 2: out = combine(out, partial[0]), ..., partial[lanes - 1] (the
   // partial results of each outer index in turn, if they are parallel).
   rewriter.setInsertionPoint(op);
-  unsigned k = laneResults.size();
-  SmallVector<AffineExpr> outResults;
-  SmallVector<AffineExpr> dim2(op.getNumLoops());
-  for (auto [i, p] : llvm::enumerate(c.parallels))
-    dim2[p] = getAffineDimExpr(unsigned(i), ctx);
-  for (unsigned r : c.reductions)
-    dim2[r] = getAffineConstantExpr(0, ctx);
-  for (unsigned r : c.outer)
-    dim2[r] = getAffineConstantExpr(0, ctx);
-  for (AffineExpr e : outMap.getResults())
-    outResults.push_back(e.replaceDims(dim2));
-  SmallVector<AffineExpr> partial2 = outResults, reduced;
-  for (unsigned i = 0; i < k; ++i)
-    reduced.push_back(getAffineDimExpr(n + i, ctx));
-  partial2.insert(row ? partial2.end() : partial2.begin(), reduced.begin(),
-                  reduced.end());
-  SmallVector<utils::IteratorType> iterators2(n + k,
-                                              utils::IteratorType::parallel);
-  for (unsigned i = n; i < n + k; ++i)
-    iterators2[i] = utils::IteratorType::reduction;
-  Operation *combiner = c.combiner;
-  bool outFirst = c.outFirst;
-  auto stage2 = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{}, ValueRange{partial}, ValueRange{out},
-      {AffineMap::get(n + k, 0, partial2, ctx),
-       AffineMap::get(n + k, 0, outResults, ctx)},
-      iterators2, [&](OpBuilder &b, Location l, ValueRange args) {
-        IRMapping map;
-        map.map(combiner->getOperand(outFirst ? 0 : 1), args[1]);
-        map.map(combiner->getOperand(outFirst ? 1 : 0), args[0]);
-        Operation *copy = b.clone(*combiner, map);
-        linalg::YieldOp::create(b, l, copy->getResult(0));
-      });
+  linalg::GenericOp stage2 =
+      combineStage(rewriter, op, c, partial, row, laneResults.size());
   memref::DeallocOp::create(rewriter, loc, partial);
   rewriter.eraseOp(op);
   return stage2;
