@@ -70,6 +70,10 @@ private:
   FactorSharding chooseFactors(Operation *op, const ShardingRule &rule,
                                const PropagationResult &plan);
   Value rescaleMeans(Location loc, Value result, const FactorSharding &fs);
+  /// A dropout the plan runs on this device's block of rows: its seed
+  /// offset so that the block draws the whole tensor's mask for those rows.
+  void offsetDropoutSeed(DropoutOp op, FactorSharding &fs,
+                         const ShardingRule &rule);
   void copyWhole(Operation *op);
   /// `op` cloned with `map`, without the attributes that describe the
   /// global program (shardings, the plan's factors, autodiff's numbers).
@@ -292,6 +296,15 @@ FactorSharding Partitioner::chooseFactors(Operation *op,
           << "loom-partition: the plan splits a minor factor of a "
              "dimension whose major factor is whole; partitioned with "
              "that factor whole instead (the plan's cost for this op is off)";
+    // A dropout's mask is drawn by position in the whole tensor: split on
+    // its rows only (a data-parallel preset's), each device draws its
+    // rows' part of it (offsetDropoutSeed); any other split would draw
+    // another mask, so the dropout runs whole.
+    if (isa<DropoutOp>(op) && rule.needsWholeTensors() && !fs.used.empty() &&
+        !splitsRowsOnly(fs, rule, op->getContext())) {
+      fs.axes.assign(rule.getNumFactors(), {});
+      fs.used.clear();
+    }
     return fs;
   }
   SmallVector<unsigned> order;
@@ -332,6 +345,42 @@ FactorSharding Partitioner::chooseFactors(Operation *op,
     fs.used.clear();
   }
   return fs;
+}
+
+/// Device k of the row split (the axes of dimension 0, in their order)
+/// holds elements [k * local, (k + 1) * local) of the whole tensor, whose
+/// mask is counter-based (element i's counter is seed + (i + 1) *
+/// kIndexMultiplier): its seed is raised by k * local * kIndexMultiplier,
+/// picked from a constant by this device's slice of it (loom.all_slice: no
+/// communication). Without it every device drew the first block's mask:
+/// the same mask on every data-parallel rank, not the single device's.
+void Partitioner::offsetDropoutSeed(DropoutOp op, FactorSharding &fs,
+                                    const ShardingRule &rule) {
+  MLIRContext *ctx = op.getContext();
+  ShardingAttr s = fs.project(rule.getOperands()[0], false, ctx);
+  SmallVector<StringRef> axes = s.getDimAxes(0);
+  int64_t blocks = 1;
+  SmallVector<Attribute> names;
+  for (StringRef axis : axes) {
+    blocks *= fs.axisSize(axis);
+    names.push_back(StringAttr::get(ctx, axis));
+  }
+  uint64_t local = cast<RankedTensorType>(op.getInput().getType()).getNumElements();
+  Type i64 = IntegerType::get(ctx, 64);
+  SmallVector<APInt> offsets;
+  for (int64_t k = 0; k < blocks; ++k)
+    offsets.push_back(APInt(64, uint64_t(k) * local * DropoutOp::kIndexMultiplier));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  Value all = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(RankedTensorType::get({blocks}, i64), offsets));
+  Value mine = AllSliceOp::create(
+      b, loc, RankedTensorType::get({1}, i64), all,
+      FlatSymbolRefAttr::get(mesh.getSymNameAttr()), b.getArrayAttr(names),
+      b.getI64IntegerAttr(0));
+  Value offset = ReshapeOp::create(b, loc, RankedTensorType::get({}, i64), mine);
+  op.getSeedMutable().assign(AddOp::create(b, loc, op.getSeed(), offset));
 }
 
 /// Means over split dimensions: each device's mean, divided by the number
@@ -471,6 +520,8 @@ LogicalResult Partitioner::partitionOp(Operation *op,
   }
   // Attributes that name global sizes.
   cast<ShardingRuleOpInterface>(copy).adaptToLocalTypes(op->getOperandTypes());
+  if (!dropoutOnRows && isa<DropoutOp>(copy) && !fs.used.empty())
+    offsetDropoutSeed(cast<DropoutOp>(copy), fs, rule);
   if (dropoutOnRows && isa<DropoutOp>(copy) && rule.needsWholeTensors() &&
       !fs.used.empty())
     copy->setAttr(

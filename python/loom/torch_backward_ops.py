@@ -154,6 +154,43 @@ def _embedding_backward(im, grad, indices, num_weights, padding_idx,
                    shape, dtype)
 
 
+def _index_pad_backward(im, grad, x, padding, mode):
+    """The backward of reflection/replication padding: per padded dimension
+    (the forward's last first), the gradient scatter-added to the input
+    positions the outputs read."""
+    from loom.torch_nn_ops import _pad_source
+    shape, dtype = im.out()
+    g = grad
+    dims = []
+    for k in range(len(padding) // 2):
+        d = x.rank - 1 - k
+        if padding[2 * k] or padding[2 * k + 1]:
+            dims.append((k, d))
+    for k, d in reversed(dims):
+        low, high = padding[2 * k], padding[2 * k + 1]
+        n = x.shape[d]
+        idx = constant(im, torch.tensor(
+            [_pad_source(mode, j, low, n) for j in range(n + low + high)], dtype=torch.int64))
+        out_shape = list(g.shape)
+        out_shape[d] = n
+        g = im.emit(f"loom.scatter_add {g.name}[{idx.name}] axis = {d} : "
+                    f"({g.type}, {idx.type}) -> {_type_of(out_shape, dtype)}",
+                    out_shape, dtype)
+    return g
+
+
+@op("reflection_pad1d_backward", "reflection_pad2d_backward",
+    "reflection_pad3d_backward")
+def _reflection_pad_backward(im, grad, x, padding):
+    return _index_pad_backward(im, grad, x, list(padding), "reflect")
+
+
+@op("replication_pad1d_backward", "replication_pad2d_backward",
+    "replication_pad3d_backward")
+def _replication_pad_backward(im, grad, x, padding):
+    return _index_pad_backward(im, grad, x, list(padding), "replicate")
+
+
 def _pad_into(im, grad, sizes, starts, strides):
     """Zeros of `sizes` with `grad` at `starts` (a slice's backward)."""
     if any(s != 1 for s in strides):

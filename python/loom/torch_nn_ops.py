@@ -45,6 +45,31 @@ def _bmm(im, a, b):
     return dot(im, a, b, ([0], [0]), ([2], [1]))
 
 
+def _scaled_sum(im, product, bias, beta, alpha):
+    """beta * bias + alpha * product (bias broadcast to the product's shape),
+    as addmm/baddbmm/addbmm define it: beta = 0 ignores bias."""
+    if alpha != 1:
+        product = binary(im, "mul", product, alpha)
+    if beta == 0:
+        return product
+    if beta != 1:
+        bias = binary(im, "mul", bias, beta, shape=bias.shape)
+    return binary(im, "add", product, bias)
+
+
+@op("baddbmm")
+def _baddbmm(im, bias, a, b, beta=1, alpha=1):
+    """beta * bias + alpha * (a @ b) per batch: nn.MultiheadAttention's
+    scores with an attention mask (the mask as bias)."""
+    return _scaled_sum(im, dot(im, a, b, ([0], [0]), ([2], [1])), bias, beta, alpha)
+
+
+@op("addbmm")
+def _addbmm(im, bias, a, b, beta=1, alpha=1):
+    """beta * bias + alpha * (sum over the batch of a[i] @ b[i])."""
+    return _scaled_sum(im, dot(im, a, b, ([], []), ([0, 2], [0, 1])), bias, beta, alpha)
+
+
 @op("matmul")
 def _matmul(im, a, b):
     shape, dtype = im.out()
@@ -351,6 +376,99 @@ def _dropout(im, x, p, train):
                     f"({x.type}, {seed.type}) -> ({x.type}, "
                     f"{_type_of(shape, torch.bool)})", shape, dtype, results=2)
     return [Value(names[0], shape, dtype), None]
+
+
+def _pad_source(mode, j, low, n):
+    """The input index output position j of an axis of n elements padded by
+    `low` in front reads (reflect: mirrored about the edge elements;
+    replicate: the edge repeated)."""
+    i = j - low
+    if mode == "replicate":
+        return min(max(i, 0), n - 1)
+    if n == 1:
+        return 0
+    period = 2 * (n - 1)
+    i %= period
+    return i if i < n else period - i
+
+
+def _index_pad(im, x, padding, mode):
+    """F.pad's (left, right, top, bottom, ...) padding of x's last dims, one
+    gather per padded dimension (its gradient a scatter-add)."""
+    shape, dtype = im.out()
+    y = x
+    for k in range(len(padding) // 2):
+        d = x.rank - 1 - k
+        low, high = padding[2 * k], padding[2 * k + 1]
+        if low == 0 and high == 0:
+            continue
+        n = x.shape[d]
+        if mode == "reflect" and (low >= n or high >= n):
+            raise im.error(f"reflection padding ({low}, {high}) of a dimension of "
+                           f"{n} must be smaller than it (PyTorch's rule)")
+        idx = torch.tensor([_pad_source(mode, j, low, n) for j in range(n + low + high)],
+                           dtype=torch.int64)
+        iv = constant(im, idx)
+        out_shape = list(y.shape)
+        out_shape[d] = len(idx)
+        y = im.emit(f"loom.gather {y.name}[{iv.name}] axis = {d} : ({y.type}, {iv.type}) -> "
+                    f"{_type_of(out_shape, dtype)}", out_shape, dtype)
+    return reshape(im, y, shape)
+
+
+@op("reflection_pad1d", "reflection_pad2d", "reflection_pad3d")
+def _reflection_pad(im, x, padding):
+    return _index_pad(im, x, list(padding), "reflect")
+
+
+@op("replication_pad1d", "replication_pad2d", "replication_pad3d")
+def _replication_pad(im, x, padding):
+    return _index_pad(im, x, list(padding), "replicate")
+
+
+@op("empty_like", "new_empty", "empty", "empty_strided")
+def _empty(im, *args, **kwargs):
+    """An uninitialized tensor: zeros (what a program may read from one is
+    unspecified). Remembers the tensor it was made like, so that a random
+    fill (`bernoulli_`) draws its mask where that tensor lives: torch 1.13
+    traces nn.Dropout on the CPU as empty_like + bernoulli_ + div_ + mul."""
+    shape, dtype = im.out()
+    v = constant(im, torch.zeros(shape, dtype=dtype))
+    src = args[0] if args and isinstance(args[0], Value) else None
+    v.like = src if src is not None and tuple(src.shape) == tuple(shape) else None
+    return v
+
+
+@op("bernoulli")
+def _bernoulli(im, x, p=None, generator=None):
+    """`x` filled with ones with probability `p` (a number), zeros
+    otherwise: Loom's seeded dropout mask (kept with probability p), drawn
+    on the tensor `x` was made like when it is an empty_like, so that
+    micro-batches and data-parallel shards draw their rows' mask as a
+    dropout of that tensor does. A probability per element (a tensor `p`,
+    or `x` as the probabilities) is not supported."""
+    overload = str(im.node.target).rsplit(".", 1)[-1]
+    if p is None and overload == "float":  # bernoulli_(p=0.5): nn.Dropout2d's
+        p = 0.5
+    if isinstance(p, Value) or p is None:
+        raise im.error("bernoulli with a tensor of probabilities is not "
+                       "supported (only bernoulli_(p) with a number, as "
+                       "nn.Dropout traces to)")
+    p = float(p)
+    shape, dtype = im.out()
+    if not 0.0 <= p <= 1.0:
+        raise im.error(f"bernoulli probability {p} is not in [0, 1]")
+    if p == 0.0:
+        return scalar(im, 0, dtype, shape)
+    src = getattr(x, "like", None) or x
+    if not src.dtype.is_floating_point:
+        src = cast(im, src, torch.float32)
+    seed = scalar(im, im.next_seed(), torch.int64)
+    names = im.emit(f"loom.dropout {src.name}, {seed.name} ratio = {1.0 - p:.17e} : "
+                    f"({src.type}, {seed.type}) -> ({src.type}, "
+                    f"{_type_of(src.shape, torch.bool)})", src.shape, src.dtype, results=2)
+    mask = Value(names[1], tuple(src.shape), torch.bool)
+    return cast(im, mask, dtype)
 
 
 # Activations and small math, spelled out in loom ops ------------------------

@@ -7,6 +7,8 @@
 
 #include "OnnxImporter.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::loom;
 using namespace mlir::loom::onnx_import;
@@ -259,17 +261,56 @@ LogicalResult importTile(Importer &imp, const Node &node) {
   return imp.setResult(node, 0, imp.reshape(y, out));
 }
 
+/// The input index output position `j` of an axis of `n` elements padded
+/// by `low` in front reads: `reflect` mirrors about the edge elements
+/// (numpy's 'reflect', the edge not repeated), `edge` repeats them, `wrap`
+/// continues periodically. A negative pad crops.
+int64_t paddedSource(StringRef mode, int64_t j, int64_t low, int64_t n) {
+  int64_t i = j - low;
+  if (mode == "edge")
+    return std::clamp<int64_t>(i, 0, n - 1);
+  if (mode == "wrap")
+    return ((i % n) + n) % n;
+  if (n == 1)
+    return 0;
+  int64_t period = 2 * (n - 1);
+  i = ((i % period) + period) % period;
+  return i < n ? i : period - i;
+}
+
 LogicalResult importPad(Importer &imp, const Node &node) {
   LOOM_TRY(Value x, imp.operand(node, 0));
   std::string mode = imp.attrString(node, "mode", "constant");
-  if (mode != "constant")
+  if (mode != "constant" && mode != "reflect" && mode != "edge" &&
+      mode != "wrap")
     return imp.error(node) << "pad mode '" << mode
-                           << "' is not supported (only 'constant')";
+                           << "' is not supported (constant, reflect, edge, "
+                              "wrap)";
   LOOM_TRY(SmallVector<int64_t> pads, imp.constInts(node, 1, "pads"));
   int64_t rank = shapeOf(x).size();
   if (static_cast<int64_t>(pads.size()) != 2 * rank)
     return imp.error(node) << "pads has " << pads.size() << " entries for rank "
                            << rank;
+  if (mode != "constant") {
+    // Each padded axis is one gather of the input positions its outputs
+    // read (the gradient: a scatter-add, so an edge element read by the
+    // padding gets those gradients too).
+    Value y = x;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t low = pads[d], high = pads[rank + d], n = shapeOf(x)[d];
+      if (low == 0 && high == 0)
+        continue;
+      if (n == 0 || n + low + high <= 0)
+        return imp.error(node) << "pads " << low << ", " << high
+                               << " leave nothing of axis " << d << " ("
+                               << n << " elements)";
+      SmallVector<int64_t> indices;
+      for (int64_t j = 0; j < n + low + high; ++j)
+        indices.push_back(paddedSource(mode, j, low, n));
+      y = imp.gatherIndices(y, indices, d);
+    }
+    return imp.setResult(node, 0, y);
+  }
   double value = 0;
   if (imp.hasInput(node, 2)) {
     LOOM_TRY(value, imp.constScalar(node, 2, "constant_value"));

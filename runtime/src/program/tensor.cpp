@@ -68,8 +68,12 @@ int64_t loom::program::findBadValue(const char *data, loom_dtype_t dtype,
   for (int64_t i = 0; i < count; ++i) {
     double v = elementAsDouble(data + size_t(i) * size, dtype);
     if (isFloat && !std::isfinite(v)) {
-      why = std::string(std::isnan(v) ? "NaN" : "an infinite value") +
-            " (training data must be finite)";
+      why = std::isnan(v) ? std::string("NaN (training data must be finite)")
+                          : std::string("an infinite value (training data must "
+                                        "be finite; an attention mask of "
+                                        "-inf goes in as a boolean mask, or "
+                                        "as a constant of the model, e.g. a "
+                                        "registered buffer)");
       return i;
     }
     if (!isFloat && (v < 0 || v >= double(indexBound))) {

@@ -128,6 +128,9 @@ CASES = {
                 + (x * w).max(), r(2, 3, 4), (3, 4)),
     "logical_not": ("logical_not", lambda x, w: torch.where(torch.logical_not(x > 0), x * w, w), r(2, 3, 4), (3, 4)),
     "dropout_p0": ("native_dropout (p=0 in training: the identity)", lambda x, w: F.dropout(x * w, 0.0, True), r(2, 3, 4), (3, 4)),
+    "reflection_pad1d": ("reflection_pad1d", lambda x, w: F.pad(x * w, (3, 2), mode="reflect"), r(2, 3, 4), (3, 4)),
+    "reflection_pad2d": ("reflection_pad2d", lambda x, w: F.pad(x * w, (1, 2, 2, 1), mode="reflect"), r(2, 3, 4), (3, 4)),
+    "replication_pad2d": ("replication_pad2d", lambda x, w: F.pad(x * w, (2, 3, 1, 0), mode="replicate"), r(2, 3, 4), (3, 4)),
 }
 
 

@@ -367,7 +367,7 @@ def _():
 
 @model("unsupported_pad_mode")
 def _():
-    return graph([helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect", name="pad0")],
+    return graph([helper.make_node("Pad", ["x", "pads"], ["y"], mode="mirror", name="pad0")],
                  [vi("x", F, [3, 3])], [vi("y", F, [3, 5])],
                  inits=[init("pads", np.array([0, 1, 0, 1], np.int64))])
 
