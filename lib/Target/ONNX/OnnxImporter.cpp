@@ -136,6 +136,40 @@ FailureOr<DenseElementsAttr> Importer::constInput(const Node &node, int i,
                         "compiles static shapes only";
 }
 
+bool Importer::knownInput(const Node &node, int i) const {
+  if (!hasInput(node, i))
+    return false;
+  StringRef name = node.input(i);
+  if (consts.count(name) || initializers.count(name))
+    return true;
+  auto it = options.specializedInputs.find(name.str());
+  return it != options.specializedInputs.end() &&
+         !isa<FloatType>(it->second.getElementType());
+}
+
+LogicalResult Importer::importSubgraph(const onnx::GraphProto &g) {
+  for (const auto &init : g.initializer())
+    initializers[init.name()] = &init;
+  for (const auto &vi : g.value_info())
+    types[vi.name()] = &vi.type();
+  for (const auto &vi : g.output())
+    types[vi.name()] = &vi.type();
+  const Node *outer = currentNode;
+  std::string outerName = currentName;
+  Location outerLoc = currentLoc;
+  for (auto [index, node] : llvm::enumerate(g.node()))
+    if (failed(importNode(node, int(index))))
+      return failure();
+  currentNode = outer;
+  currentName = outerName;
+  currentLoc = outerLoc;
+  return success();
+}
+
+FailureOr<Value> Importer::valueNamed(StringRef name) {
+  return materialize(name, currentNode);
+}
+
 FailureOr<SmallVector<int64_t>> Importer::constInts(const Node &node, int i,
                                                     StringRef what) {
   FailureOr<DenseElementsAttr> attr = constInput(node, i, what);

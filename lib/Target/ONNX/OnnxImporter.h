@@ -175,6 +175,21 @@ public:
     return i < node.output_size() && !node.output(i).empty();
   }
 
+  /// Whether input `i` is known at import time (constInput succeeds).
+  bool knownInput(const Node &node, int i) const;
+  /// Imports the nodes of `g` (a branch of If) into the current function:
+  /// its initializers and inferred types join the graph's, and its nodes
+  /// read the enclosing graph's values by name.
+  LogicalResult importSubgraph(const onnx::GraphProto &g);
+  /// The value named `name` (a subgraph's output), materialized.
+  FailureOr<Value> valueNamed(StringRef name);
+  /// The constant named `name`, if it is one.
+  std::optional<DenseElementsAttr> constNamed(StringRef name) const {
+    if (auto it = consts.find(name); it != consts.end())
+      return it->second;
+    return std::nullopt;
+  }
+
   /// Binds output `i`; fails if ONNX inferred a different type.
   LogicalResult setResult(const Node &node, int i, Value value);
   LogicalResult setConstResult(const Node &node, int i, DenseElementsAttr value);

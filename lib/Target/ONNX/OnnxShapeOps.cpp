@@ -321,6 +321,73 @@ LogicalResult importPad(Importer &imp, const Node &node) {
   return imp.setResult(node, 0, y);
 }
 
+/// If: with a condition known at import time (a constant, or an input
+/// given with --specialize-inputs), the branch it selects is imported in
+/// place; otherwise both branches are imported and each output selected
+/// from them (loom.select), which needs them side-effect free (ONNX ops
+/// are) and of one type, and computes both (training flows through the
+/// branch taken, as a select's gradient does).
+LogicalResult importIf(Importer &imp, const Node &node) {
+  const onnx::AttributeProto *thenBranch = imp.attr(node, "then_branch");
+  const onnx::AttributeProto *elseBranch = imp.attr(node, "else_branch");
+  if (!thenBranch || !elseBranch || !thenBranch->has_g() ||
+      !elseBranch->has_g())
+    return imp.error(node) << "needs then_branch and else_branch graphs";
+  const onnx::GraphProto &thenGraph = thenBranch->g(), &elseGraph = elseBranch->g();
+  if (thenGraph.output_size() != node.output_size() ||
+      elseGraph.output_size() != node.output_size())
+    return imp.error(node) << "its branches have " << thenGraph.output_size()
+                           << " and " << elseGraph.output_size()
+                           << " outputs for " << node.output_size();
+  auto bind = [&](const onnx::GraphProto &g, int i) -> LogicalResult {
+    StringRef name = g.output(i).name();
+    if (std::optional<DenseElementsAttr> c = imp.constNamed(name))
+      return imp.setConstResult(node, i, *c);
+    LOOM_TRY(Value v, imp.valueNamed(name));
+    return imp.setResult(node, i, v);
+  };
+  if (imp.knownInput(node, 0)) {
+    LOOM_TRY(DenseElementsAttr cond, imp.constInput(node, 0, "cond"));
+    if (cond.getNumElements() != 1)
+      return imp.error(node) << "cond has " << cond.getNumElements()
+                             << " elements, not one";
+    bool taken = cond.getElementType().isInteger(1)
+                     ? *cond.value_begin<bool>()
+                     : !(*cond.value_begin<APInt>()).isZero();
+    const onnx::GraphProto &g = taken ? thenGraph : elseGraph;
+    if (failed(imp.importSubgraph(g)))
+      return failure();
+    for (int i = 0; i < node.output_size(); ++i)
+      if (failed(bind(g, i)))
+        return failure();
+    return success();
+  }
+  LOOM_TRY(Value cond, imp.operand(node, 0));
+  auto condType = cast<RankedTensorType>(cond.getType());
+  if (condType.getNumElements() != 1 || !condType.getElementType().isInteger(1))
+    return imp.error(node) << "cond must be one boolean, not " << condType;
+  if (failed(imp.importSubgraph(thenGraph)) ||
+      failed(imp.importSubgraph(elseGraph)))
+    return failure();
+  OpBuilder &b = imp.builder();
+  for (int i = 0; i < node.output_size(); ++i) {
+    LOOM_TRY(Value a, imp.valueNamed(thenGraph.output(i).name()));
+    LOOM_TRY(Value c, imp.valueNamed(elseGraph.output(i).name()));
+    if (a.getType() != c.getType())
+      return imp.error(node)
+             << "its condition is known only when the model runs, and output "
+             << i << " is " << a.getType() << " in one branch and "
+             << c.getType()
+             << " in the other (Loom computes both and selects; give the "
+                "condition with --specialize-inputs to import one branch)";
+    auto type = cast<RankedTensorType>(a.getType());
+    Value mask = imp.broadcastTo(imp.reshape(cond, {}), type.getShape());
+    if (failed(imp.setResult(node, i, SelectOp::create(b, imp.loc(), mask, a, c))))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult importDepthToSpace(Importer &imp, const Node &node) {
   LOOM_TRY(Value x, imp.operand(node, 0));
   ArrayRef<int64_t> s = shapeOf(x);
@@ -457,6 +524,7 @@ void mlir::loom::onnx_import::registerShapeOps(OpTable &t) {
   t["Expand"] = {importExpand, {}};
   t["Tile"] = {importTile, {}};
   t["Pad"] = {importPad, {"mode"}};
+  t["If"] = {importIf, {"then_branch", "else_branch"}};
   t["DepthToSpace"] = {importDepthToSpace, {"blocksize", "mode"}};
   t["SpaceToDepth"] = {importSpaceToDepth, {"blocksize"}};
   t["Trilu"] = {importTrilu, {"upper"}};
