@@ -272,6 +272,15 @@ def _pool(im, name, x, kernel, stride, padding, dilation=None, extra=""):
     padding = list(padding) * (spatial if len(padding) == 1 else 1)
     pads = padding + padding
     shape, dtype = im.out(0) if name == "max_pool" else im.out()
+    # ceil_mode's extra window at the end (PyTorch's output size says
+    # whether there is one): more padding after the input, which a max
+    # ignores.
+    dil = list(dilation or [1] * spatial)
+    for i in range(spatial):
+        size = x.shape[x.rank - spatial + i]
+        out = shape[len(shape) - spatial + i]
+        need = (out - 1) * stride[i] + dil[i] * (kernel[i] - 1) + 1 - size - padding[i]
+        pads[spatial + i] = max(pads[spatial + i], need)
     dil = f" dilations = {_ints(dilation or [1] * spatial)}" \
         if name == "max_pool" else ""
     return im.emit(f"loom.{name} {x.name} kernel = {_ints(kernel)} strides = "
@@ -283,8 +292,6 @@ def _pool(im, name, x, kernel, stride, padding, dilation=None, extra=""):
     "max_pool3d_with_indices")
 def _max_pool(im, x, kernel, stride=(), padding=(0,), dilation=(1,),
               ceil_mode=False):
-    if ceil_mode:
-        raise im.error("max pooling with ceil_mode=True is not supported")
     kernel = list(kernel)
     dilation = list(dilation) * (len(kernel) if len(dilation) == 1 else 1)
     return [_pool(im, "max_pool", x, kernel, stride, padding, dilation), None]

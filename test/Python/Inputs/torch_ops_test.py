@@ -101,6 +101,9 @@ CASES = {
     "conv_transpose1d": ("convolution (transposed, 1-D, kernel = stride)",
                          lambda x, w: F.conv_transpose1d(x, w, stride=2), r(2, 3, 5), (3, 2, 2)),
     "max_pool": ("max_pool2d_with_indices", lambda x, w: F.max_pool2d(x * w, 3, 2, 1), r(2, 3, 7, 7), (7, 7)),
+    "max_pool_ceil": ("max_pool2d_with_indices (ceil_mode: a last window past the end)",
+                      lambda x, w: F.max_pool2d(x * w, 3, 2, 0, ceil_mode=True) + F.max_pool2d(x * w, 3, 2, 1, ceil_mode=True).sum(),
+                      r(2, 3, 8, 8), (8, 8)),
     "avg_pool": ("avg_pool2d", lambda x, w: F.avg_pool2d(x * w, 3, 1, 1) + F.avg_pool2d(x * w, 2, count_include_pad=False).sum(), r(2, 3, 6, 6), (6, 6)),
     "adaptive_avg_pool": ("mean (adaptive_avg_pool2d to 1x1)", lambda x, w: F.adaptive_avg_pool2d(x * w, 1), r(2, 3, 6, 6), (6, 6)),
     "sum": ("sum", lambda x, w: (x * w).sum(1) + (x * w).sum(), r(2, 3, 4), (3, 4)),
@@ -150,7 +153,7 @@ AUTODIFF = "loom"
 # does not import yet: they must be refused with a message, not run wrong.
 PYTORCH_BACKWARD_MISSING = {
     "slice", "silu", "index_select", "conv2d", "conv1d", "conv_transpose2d",
-    "conv_transpose1d", "max_pool", "avg_pool", "batch_norm",
+    "conv_transpose1d", "max_pool", "max_pool_ceil", "avg_pool", "batch_norm",
     "batch_norm_eval", "max_dim"}
 
 
