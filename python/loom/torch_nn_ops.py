@@ -127,7 +127,7 @@ def _layer_norm(im, x, normalized_shape, weight, bias, eps):
     weight = weight if weight is not None else scalar(im, 1.0, dtype, inner)
     bias = bias if bias is not None else scalar(im, 0.0, dtype, inner)
     y = im.emit(f"loom.layer_norm {x.name}, {weight.name}, {bias.name} axis = "
-                f"{axis} epsilon = {eps:.9e} : ({x.type}, {weight.type}, "
+                f"{axis} epsilon = {float(eps):.16e} : ({x.type}, {weight.type}, "
                 f"{bias.type}) -> {_type_of(shape, dtype)}", shape, dtype)
     if not any(u.args[1] in (1, 2) for u in im.node.users):
         return [y, None, None]
@@ -156,13 +156,13 @@ def _batch_norm(im, x, weight, bias, running_mean, running_var, training,
             raise im.error("batch norm in eval mode needs running statistics")
         y = im.emit(f"loom.batch_norm_inference {x.name}, {weight.name}, "
                     f"{bias.name}, {running_mean.name}, {running_var.name} "
-                    f"epsilon = {eps:.9e} : ({types}, {running_mean.type}, "
+                    f"epsilon = {float(eps):.16e} : ({types}, {running_mean.type}, "
                     f"{running_var.type}) -> {_type_of(shape, dtype)}",
                     shape, dtype)
         return [y, None, None]
     stat = _type_of(channels, dtype)
     names = im.emit(f"loom.batch_norm_training {x.name}, {weight.name}, "
-                    f"{bias.name} epsilon = {eps:.9e} : ({types}) -> "
+                    f"{bias.name} epsilon = {float(eps):.16e} : ({types}) -> "
                     f"({_type_of(shape, dtype)}, {stat}, {stat})",
                     shape, dtype, results=3)
     y, mean, var = (Value(n, s, dtype) for n, s in

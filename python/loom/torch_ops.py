@@ -92,7 +92,9 @@ def literal(value, dtype):
         return _INF_BITS[dtype][2]
     if math.isinf(value):
         return _INF_BITS[dtype][0 if value > 0 else 1]
-    return f"{value:.9e}"
+    # Enough digits to round-trip the type (float64: 17; a float32 constant
+    # is a float32 already, so 9 reproduce it).
+    return f"{value:.16e}" if dtype == torch.float64 else f"{value:.9e}"
 
 
 def constant(im, tensor):

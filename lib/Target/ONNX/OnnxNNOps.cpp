@@ -257,7 +257,7 @@ LogicalResult importBatchNorm(Importer &imp, const Node &node) {
   LOOM_TRY(Value mean, imp.operand(node, 3));
   LOOM_TRY(Value var, imp.operand(node, 4));
   OpBuilder &b = imp.builder();
-  auto epsilon = b.getF32FloatAttr(imp.attrFloat(node, "epsilon", 1e-5f));
+  auto epsilon = b.getF64FloatAttr(imp.attrFloat(node, "epsilon", 1e-5f));
   if (imp.attrInt(node, "training_mode", 0) == 0) {
     if (imp.wantsOutput(node, 1) || imp.wantsOutput(node, 2))
       return imp.error(node) << "running statistics outputs need "
@@ -348,7 +348,7 @@ LogicalResult importLayerNorm(Importer &imp, const Node &node) {
   if (!imp.wantsOutput(node, 1) && !imp.wantsOutput(node, 2)) {
     Value y = LayerNormOp::create(b, imp.loc(), xc, s, bb,
                                   b.getI64IntegerAttr(axis),
-                                  b.getF32FloatAttr(epsilon));
+                                  b.getF64FloatAttr(epsilon));
     return imp.setResult(node, 0, imp.castTo(y, element));
   }
   SmallVector<int64_t> dims;

@@ -221,7 +221,8 @@ func.func @nn(%x: tensor<2x3x4xf32>, %g: tensor<4xf32>, %img: tensor<2x3x5x5xf32
   %0 = loom.softmax %x axis = 2 : tensor<2x3x4xf32>
   // CHECK: loom.log_softmax %{{.*}} axis = 0 : tensor<2x3x4xf32>
   %1 = loom.log_softmax %x axis = 0 : tensor<2x3x4xf32>
-  // CHECK: loom.layer_norm %{{.*}}, %{{.*}}, %{{.*}} axis = 2 epsilon = 9.99999974E-6 : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+  // Epsilons are f64: a float64 model keeps 1e-5 exactly (an f32 attribute held 9.99999974E-6).
+  // CHECK: loom.layer_norm %{{.*}}, %{{.*}}, %{{.*}} axis = 2 epsilon = 1.000000e-05 : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   %2 = loom.layer_norm %x, %g, %g axis = 2 epsilon = 1.0e-5 : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   // CHECK: loom.batch_norm_inference {{.*}} epsilon = 1.000000e-03 : (tensor<2x3x5x5xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x5x5xf32>
   %3 = loom.batch_norm_inference %img, %c, %c, %c, %c epsilon = 1.0e-3

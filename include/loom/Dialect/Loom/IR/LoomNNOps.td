@@ -51,7 +51,7 @@ def Loom_LayerNormOp : Loom_InferredOp<"layer_norm",
   }];
   let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$scale,
                        Loom_FloatTensor:$bias, I64Attr:$axis,
-                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale `,` $bias `axis` `=` $axis `epsilon` `=` $epsilon attr-dict
@@ -79,7 +79,7 @@ def Loom_BatchNormInferenceOp : Loom_InferredOp<"batch_norm_inference",
   let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$scale,
                        Loom_FloatTensor:$bias, Loom_FloatTensor:$mean,
                        Loom_FloatTensor:$variance,
-                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale `,` $bias `,` $mean `,` $variance `epsilon` `=` $epsilon attr-dict
@@ -107,7 +107,7 @@ def Loom_BatchNormTrainingOp : Loom_InferredOp<"batch_norm_training",
   }];
   let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$scale,
                        Loom_FloatTensor:$bias,
-                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
   let results = (outs Loom_FloatTensor:$result, Loom_FloatTensor:$batch_mean,
                       Loom_FloatTensor:$batch_variance);
   let assemblyFormat = [{
