@@ -179,9 +179,36 @@ class Artifact:
         return state
 
 
+def schedule_flags(scheduler, optimizer):
+    """loomc flags for a torch.optim.lr_scheduler object stepped once per
+    training step; a scheduler Loom cannot reproduce exactly is an error."""
+    import torch
+    sched = torch.optim.lr_scheduler
+    kind = type(scheduler).__name__
+    if getattr(scheduler, "optimizer", optimizer) is not optimizer:
+        raise LoomError(f"{kind} schedules another optimizer than the one given")
+    if getattr(scheduler, "last_epoch", 0) != 0:
+        raise LoomError(f"{kind} has been stepped {scheduler.last_epoch} times; "
+                        "pass a fresh scheduler (Loom starts at step 0)")
+    if isinstance(scheduler, sched.CosineAnnealingLR):
+        if scheduler.eta_min != 0:
+            raise LoomError("CosineAnnealingLR with eta_min != 0 is not supported "
+                            "(Loom's cosine decays to 0)")
+        if float(scheduler.base_lrs[0]) != float(optimizer.param_groups[0]["lr"]):
+            raise LoomError("CosineAnnealingLR's base learning rate is not the "
+                            "optimizer's")
+        return ["--lr-schedule=warmup-cosine", "--warmup-steps=0",
+                f"--total-steps={int(scheduler.T_max)}"]
+    raise LoomError(f"learning-rate scheduler {kind} is not supported "
+                    "(CosineAnnealingLR with eta_min=0 is; loomc's "
+                    "--lr-schedule=warmup-cosine through extra_args is Hugging "
+                    "Face's get_cosine_schedule_with_warmup)")
+
+
 def compile(model, loss_fn, optimizer, example_batch, mesh=None,
             strategy=None, cluster="cpu-local", out="loom-out",
-            model_inputs=1, data_names=None, autodiff="loom", extra_args=()):
+            model_inputs=1, data_names=None, autodiff="loom", extra_args=(),
+            grad_clip=None, lr_scheduler=None):
     """Traces `loss_fn(model(*inputs), *targets)` and compiles its training
     step with `optimizer`'s hyperparameters for `mesh` (e.g. "dp=2,tp=2";
     None or "" is one device). `strategy`: dp, tp, dp-tp, zero1-3, auto, ...
@@ -190,7 +217,12 @@ def compile(model, loss_fn, optimizer, example_batch, mesh=None,
 
     `autodiff="loom"` traces forward + loss and lets Loom build backward and
     the update; `autodiff="pytorch"` traces PyTorch's own backward and
-    `optimizer.step()` (SGD) and runs them as they are."""
+    `optimizer.step()` (SGD) and runs them as they are.
+
+    What the user's training loop does around `optimizer.step()` is not
+    traced: `grad_clip=max_norm` is torch.nn.utils.clip_grad_norm_(params,
+    max_norm) before each step, and `lr_scheduler` a scheduler stepped
+    after each (CosineAnnealingLR); anything else is an error."""
     from loom.torch import trace, TorchImportError
     if autodiff not in ("loom", "pytorch"):
         raise LoomError(f"autodiff must be 'loom' or 'pytorch', not {autodiff!r}")
@@ -203,6 +235,15 @@ def compile(model, loss_fn, optimizer, example_batch, mesh=None,
     traced.write(source)
     flags = ["--optimizer=none"] if autodiff == "pytorch" else \
         optimizer_flags(optimizer, traced)
+    if (grad_clip is not None or lr_scheduler is not None) and autodiff == "pytorch":
+        raise LoomError("grad_clip and lr_scheduler apply to Loom's update "
+                        "(autodiff='loom'); the traced PyTorch step has its own")
+    if grad_clip is not None:
+        if not float(grad_clip) > 0:
+            raise LoomError(f"grad_clip must be a positive max norm, not {grad_clip!r}")
+        flags.append(f"--grad-clip={float(grad_clip)!r}")
+    if lr_scheduler is not None:
+        flags += schedule_flags(lr_scheduler, optimizer)
     args = ["loomc", source, "--train", "--loss=none", "-o", out, *flags]
     if mesh:
         args += [f"--mesh={mesh}", f"--strategy={strategy or 'auto'}",
