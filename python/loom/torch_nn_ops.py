@@ -423,6 +423,32 @@ def _index_pad(im, x, padding, mode):
     return reshape(im, y, shape)
 
 
+@op("_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_avg_pool1d")
+def _adaptive_avg_pool(im, x, output_size):
+    """PyTorch's adaptive average pooling: output i of a dimension of n
+    averages inputs floor(i * n / m) to ceil((i + 1) * n / m) - 1, i.e. a
+    constant [m, n] averaging matrix contracted with that dimension (one
+    dot_general per pooled dimension; AlexNet's pool to 6 x 6, any size)."""
+    shape, dtype = im.out()
+    sizes = list(output_size)
+    y = x
+    for i, m in enumerate(sizes):
+        d = x.rank - len(sizes) + i
+        n = y.shape[d]
+        if n == m:
+            continue
+        avg = torch.zeros(m, n, dtype=dtype)
+        for o in range(m):
+            start, end = (o * n) // m, -((-(o + 1) * n) // m)
+            avg[o, start:end] = 1.0 / (end - start)
+        a = constant(im, avg)
+        rest = [s for j, s in enumerate(y.shape) if j != d]
+        z = dot(im, y, a, ([], []), ([d], [1]), shape=rest + [m], dtype=dtype)
+        perm = list(range(d)) + [len(rest)] + list(range(d, len(rest)))
+        y = transpose(im, z, perm)
+    return reshape(im, y, shape)
+
+
 @op("reflection_pad1d", "reflection_pad2d", "reflection_pad3d")
 def _reflection_pad(im, x, padding):
     return _index_pad(im, x, list(padding), "reflect")

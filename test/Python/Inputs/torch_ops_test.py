@@ -106,6 +106,9 @@ CASES = {
                       r(2, 3, 8, 8), (8, 8)),
     "avg_pool": ("avg_pool2d", lambda x, w: F.avg_pool2d(x * w, 3, 1, 1) + F.avg_pool2d(x * w, 2, count_include_pad=False).sum(), r(2, 3, 6, 6), (6, 6)),
     "adaptive_avg_pool": ("mean (adaptive_avg_pool2d to 1x1)", lambda x, w: F.adaptive_avg_pool2d(x * w, 1), r(2, 3, 6, 6), (6, 6)),
+    "adaptive_avg_pool_sizes": ("_adaptive_avg_pool2d (overlapping windows, upsampling, 1-D)",
+                                lambda x, w: F.adaptive_avg_pool2d(x * w, (4, 2)).sum() + F.adaptive_avg_pool2d(x * w, (8, 7)).sum((2, 3))
+                                + F.adaptive_avg_pool1d((x * w)[:, :, 0], 3).sum(-1), r(2, 3, 6, 5), (6, 5)),
     "sum": ("sum", lambda x, w: (x * w).sum(1) + (x * w).sum(), r(2, 3, 4), (3, 4)),
     "mean": ("mean", lambda x, w: (x * w).mean((0, 2), keepdim=True) + (x * w).mean(), r(2, 3, 4), (3, 4)),
     "amax": ("amax amin", lambda x, w: (x * w).amax(-1).sum(-1) + (x * w).amin(1, keepdim=True).sum((1, 2)), r(2, 3, 4), (3, 4)),
@@ -153,7 +156,7 @@ AUTODIFF = "loom"
 # does not import yet: they must be refused with a message, not run wrong.
 PYTORCH_BACKWARD_MISSING = {
     "slice", "silu", "index_select", "conv2d", "conv1d", "conv_transpose2d",
-    "conv_transpose1d", "max_pool", "max_pool_ceil", "avg_pool", "batch_norm",
+    "conv_transpose1d", "max_pool", "max_pool_ceil", "avg_pool", "adaptive_avg_pool_sizes", "batch_norm",
     "batch_norm_eval", "max_dim"}
 
 
