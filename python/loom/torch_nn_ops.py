@@ -107,6 +107,27 @@ def _index_select(im, x, dim, index):
                    shape, dtype)
 
 
+@op("index")
+def _index(im, x, indices):
+    """x[..., idx, ...]: advanced indexing by one integer tensor (Swin's and
+    MaxViT's relative position bias table[index]) is a loom.gather along
+    that dimension (dimensions before it taken whole: None in `indices`);
+    boolean masks and several index tensors are refused by name."""
+    shape, dtype = im.out()
+    given = [(d, t) for d, t in enumerate(indices) if t is not None]
+    if len(given) != 1 or not isinstance(given[0][1], Value):
+        raise im.error("indexing with several index tensors is not supported "
+                       "(one integer tensor, e.g. table[idx] or x[:, idx], is)")
+    d, idx = given[0]
+    if idx.dtype == torch.bool or idx.dtype.is_floating_point:
+        raise im.error("indexing with a boolean mask is not supported (its "
+                       "result's size depends on the data)")
+    idx = cast(im, idx, torch.int64)
+    return im.emit(f"loom.gather {x.name}[{idx.name}] axis = {d} "
+                   f": ({x.type}, {idx.type}) -> {_type_of(shape, dtype)}",
+                   shape, dtype)
+
+
 def _softmax_like(name):
     def handler(im, x, dim, half_to_float=False):
         if half_to_float:
