@@ -1,9 +1,11 @@
 """loom.torch's op table, part 2: matrix products, normalization,
 convolution and pooling, reductions, losses and dropout."""
 
+import math
+
 import torch
 
-from loom.torch_ops import (Value, _ints, _type_of, as_value, binary, cast,
+from loom.torch_ops import (Value, literal, _ints, _type_of, as_value, binary, cast,
                             constant, dims_of, element_type, op, reshape,
                             scalar, slice_, transpose, unary)
 
@@ -467,6 +469,50 @@ def _adaptive_avg_pool(im, x, output_size):
         z = dot(im, y, a, ([], []), ([d], [1]), shape=rest + [m], dtype=dtype)
         perm = list(range(d)) + [len(rest)] + list(range(d, len(rest)))
         y = transpose(im, z, perm)
+    return reshape(im, y, shape)
+
+
+@op("roll")
+def _roll(im, x, shifts, dims=()):
+    """torch.roll (Swin's shifted windows): per rolled dimension a gather of
+    the positions (j - shift) mod n; without dims, of the flattened tensor."""
+    shape, dtype = im.out()
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    y = x
+    if not dims:
+        y, dims = reshape(im, x, (math.prod(x.shape),)), [0]
+    for shift, d in zip(shifts, dims):
+        d %= y.rank
+        n = y.shape[d]
+        idx = constant(im, torch.tensor([(j - shift) % n for j in range(n)],
+                                        dtype=torch.int64))
+        y = im.emit(f"loom.gather {y.name}[{idx.name}] axis = {d} : ({y.type}, "
+                    f"{idx.type}) -> {y.type}", y.shape, dtype)
+    return reshape(im, y, shape)
+
+
+@op("constant_pad_nd")
+def _constant_pad(im, x, pad, value=0):
+    """F.pad(x, pad, value=v) (pad: before/after pairs from the last
+    dimension): loom.pad for the positive amounts, a slice for negative
+    ones (PyTorch crops there)."""
+    shape, dtype = im.out()
+    pad = list(pad)
+    low, high = [0] * x.rank, [0] * x.rank
+    starts, limits = [0] * x.rank, list(x.shape)
+    for k in range(len(pad) // 2):
+        d = x.rank - 1 - k
+        lo, hi = pad[2 * k], pad[2 * k + 1]
+        low[d], high[d] = max(lo, 0), max(hi, 0)
+        starts[d], limits[d] = max(-lo, 0), x.shape[d] - max(-hi, 0)
+    y = slice_(im, x, starts, limits, [1] * x.rank)
+    padded = tuple(s + lo + hi for s, lo, hi in zip(y.shape, low, high))
+    if padded != y.shape:
+        v = literal(value, dtype) if dtype.is_floating_point else str(int(value))
+        y = im.emit(f"loom.pad {y.name} low = {_ints(low)} high = {_ints(high)} "
+                    f"value = {v} : {element_type(dtype)} : ({y.type}) -> "
+                    f"{_type_of(padded, dtype)}", padded, dtype)
     return reshape(im, y, shape)
 
 
