@@ -158,7 +158,7 @@ def _index_pad_backward(im, grad, x, padding, mode):
     """The backward of reflection/replication padding: per padded dimension
     (the forward's last first), the gradient scatter-added to the input
     positions the outputs read."""
-    from loom.torch_nn_ops import _pad_source
+    from loom.torch_nn_ops import pad_indices
     shape, dtype = im.out()
     g = grad
     dims = []
@@ -169,8 +169,7 @@ def _index_pad_backward(im, grad, x, padding, mode):
     for k, d in reversed(dims):
         low, high = padding[2 * k], padding[2 * k + 1]
         n = x.shape[d]
-        idx = constant(im, torch.tensor(
-            [_pad_source(mode, j, low, n) for j in range(n + low + high)], dtype=torch.int64))
+        idx = pad_indices(im, mode, low, high, n)
         out_shape = list(g.shape)
         out_shape[d] = n
         g = im.emit(f"loom.scatter_add {g.name}[{idx.name}] axis = {d} : "

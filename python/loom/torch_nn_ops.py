@@ -29,24 +29,6 @@ def _mm(im, a, b):
     return dot(im, a, b, ([], []), ([1], [0]))
 
 
-@op("addmm")
-def _addmm(im, bias, a, b, beta=1, alpha=1):
-    shape, dtype = im.out()
-    product = dot(im, a, b, ([], []), ([1], [0]))
-    if alpha != 1:
-        product = binary(im, "mul", product, alpha)
-    if beta == 0:
-        return product
-    if beta != 1:
-        bias = binary(im, "mul", bias, beta, shape=bias.shape)
-    return binary(im, "add", product, bias)
-
-
-@op("bmm")
-def _bmm(im, a, b):
-    return dot(im, a, b, ([0], [0]), ([2], [1]))
-
-
 def _scaled_sum(im, product, bias, beta, alpha):
     """beta * bias + alpha * product (bias broadcast to the product's shape),
     as addmm/baddbmm/addbmm define it: beta = 0 ignores bias."""
@@ -57,6 +39,16 @@ def _scaled_sum(im, product, bias, beta, alpha):
     if beta != 1:
         bias = binary(im, "mul", bias, beta, shape=bias.shape)
     return binary(im, "add", product, bias)
+
+
+@op("addmm")
+def _addmm(im, bias, a, b, beta=1, alpha=1):
+    return _scaled_sum(im, dot(im, a, b, ([], []), ([1], [0])), bias, beta, alpha)
+
+
+@op("bmm")
+def _bmm(im, a, b):
+    return dot(im, a, b, ([0], [0]), ([2], [1]))
 
 
 @op("baddbmm")
@@ -86,6 +78,16 @@ def _matmul(im, a, b):
                    "supported")
 
 
+def gather(im, x, index, axis, shape=None):
+    """loom.gather of x's positions `index` along `axis` (result `shape`:
+    the op's output by default)."""
+    out_shape, dtype = im.out()
+    shape = out_shape if shape is None else tuple(shape)
+    return im.emit(f"loom.gather {x.name}[{index.name}] axis = {axis} "
+                   f": ({x.type}, {index.type}) -> {_type_of(shape, x.dtype)}",
+                   shape, x.dtype)
+
+
 @op("embedding")
 def _embedding(im, weight, indices, padding_idx=-1, scale_grad_by_freq=False,
                sparse=False):
@@ -95,18 +97,12 @@ def _embedding(im, weight, indices, padding_idx=-1, scale_grad_by_freq=False,
     if scale_grad_by_freq or sparse:
         raise im.error("nn.Embedding with scale_grad_by_freq or sparse "
                        "gradients is not supported")
-    shape, dtype = im.out()
-    return im.emit(f"loom.gather {weight.name}[{indices.name}] axis = 0 : "
-                   f"({weight.type}, {indices.type}) -> "
-                   f"{_type_of(shape, dtype)}", shape, dtype)
+    return gather(im, weight, indices, 0)
 
 
 @op("index_select")
 def _index_select(im, x, dim, index):
-    shape, dtype = im.out()
-    return im.emit(f"loom.gather {x.name}[{index.name}] axis = {dim % x.rank} "
-                   f": ({x.type}, {index.type}) -> {_type_of(shape, dtype)}",
-                   shape, dtype)
+    return gather(im, x, index, dim % x.rank)
 
 
 @op("index")
@@ -115,7 +111,6 @@ def _index(im, x, indices):
     MaxViT's relative position bias table[index]) is a loom.gather along
     that dimension (dimensions before it taken whole: None in `indices`);
     boolean masks and several index tensors are refused by name."""
-    shape, dtype = im.out()
     given = [(d, t) for d, t in enumerate(indices) if t is not None]
     if len(given) != 1 or not isinstance(given[0][1], Value):
         raise im.error("indexing with several index tensors is not supported "
@@ -124,10 +119,7 @@ def _index(im, x, indices):
     if idx.dtype == torch.bool or idx.dtype.is_floating_point:
         raise im.error("indexing with a boolean mask is not supported (its "
                        "result's size depends on the data)")
-    idx = cast(im, idx, torch.int64)
-    return im.emit(f"loom.gather {x.name}[{idx.name}] axis = {d} "
-                   f": ({x.type}, {idx.type}) -> {_type_of(shape, dtype)}",
-                   shape, dtype)
+    return gather(im, x, cast(im, idx, torch.int64), d)
 
 
 def _softmax_like(name):
@@ -276,9 +268,7 @@ def _conv_transpose(im, x, weight, bias, stride, padding, dilation,
     for i in range(k):
         d = 2 + i
         size = w.shape[d]
-        idx = constant(im, torch.arange(size - 1, -1, -1))
-        w = im.emit(f"loom.gather {w.name}[{idx.name}] axis = {d} : ({w.type}, "
-                    f"{idx.type}) -> {w.type}", w.shape, w.dtype)
+        w = gather(im, w, constant(im, torch.arange(size - 1, -1, -1)), d, w.shape)
     y = im.emit(f"loom.conv {x.name}, {w.name} strides = {_ints([1] * k)} "
                 f"padding = {_ints([0] * 2 * k)} dilations = {_ints(dilation)} "
                 f"groups = 1 : ({x.type}, {w.type}) -> {_type_of(shape, dtype)}",
@@ -422,6 +412,13 @@ def _pad_source(mode, j, low, n):
     return i if i < n else period - i
 
 
+def pad_indices(im, mode, low, high, n):
+    """The constant input positions an axis of n elements padded by (low,
+    high) reads (a padding's gather, its backward's scatter-add)."""
+    return constant(im, torch.tensor(
+        [_pad_source(mode, j, low, n) for j in range(n + low + high)], dtype=torch.int64))
+
+
 def _index_pad(im, x, padding, mode):
     """F.pad's (left, right, top, bottom, ...) padding of x's last dims, one
     gather per padded dimension (its gradient a scatter-add)."""
@@ -436,13 +433,9 @@ def _index_pad(im, x, padding, mode):
         if mode == "reflect" and (low >= n or high >= n):
             raise im.error(f"reflection padding ({low}, {high}) of a dimension of "
                            f"{n} must be smaller than it (PyTorch's rule)")
-        idx = torch.tensor([_pad_source(mode, j, low, n) for j in range(n + low + high)],
-                           dtype=torch.int64)
-        iv = constant(im, idx)
         out_shape = list(y.shape)
-        out_shape[d] = len(idx)
-        y = im.emit(f"loom.gather {y.name}[{iv.name}] axis = {d} : ({y.type}, {iv.type}) -> "
-                    f"{_type_of(out_shape, dtype)}", out_shape, dtype)
+        out_shape[d] = n + low + high
+        y = gather(im, y, pad_indices(im, mode, low, high, n), d, out_shape)
     return reshape(im, y, shape)
 
 
@@ -487,8 +480,7 @@ def _roll(im, x, shifts, dims=()):
         n = y.shape[d]
         idx = constant(im, torch.tensor([(j - shift) % n for j in range(n)],
                                         dtype=torch.int64))
-        y = im.emit(f"loom.gather {y.name}[{idx.name}] axis = {d} : ({y.type}, "
-                    f"{idx.type}) -> {y.type}", y.shape, dtype)
+        y = gather(im, y, idx, d, y.shape)
     return reshape(im, y, shape)
 
 

@@ -42,14 +42,7 @@ Importer::Importer(MLIRContext *ctx, const onnx::ModelProto &model,
   registerShapeOps(ops);
   registerResamplingOps(ops);
   registerTrainingOps(ops);
-  for (const auto &init : graph.initializer())
-    initializers[init.name()] = &init;
-  for (const auto &vi : graph.input())
-    types[vi.name()] = &vi.type();
-  for (const auto &vi : graph.value_info())
-    types[vi.name()] = &vi.type();
-  for (const auto &vi : graph.output())
-    types[vi.name()] = &vi.type();
+  addNames(graph);
   // BatchNormalization's mean and variance inputs are running statistics.
   for (const auto &node : graph.node())
     if (node.op_type() == "BatchNormalization")
@@ -147,13 +140,19 @@ bool Importer::knownInput(const Node &node, int i) const {
          !isa<FloatType>(it->second.getElementType());
 }
 
-LogicalResult Importer::importSubgraph(const onnx::GraphProto &g) {
+void Importer::addNames(const onnx::GraphProto &g) {
   for (const auto &init : g.initializer())
     initializers[init.name()] = &init;
+  for (const auto &vi : g.input())
+    types[vi.name()] = &vi.type();
   for (const auto &vi : g.value_info())
     types[vi.name()] = &vi.type();
   for (const auto &vi : g.output())
     types[vi.name()] = &vi.type();
+}
+
+LogicalResult Importer::importSubgraph(const onnx::GraphProto &g) {
+  addNames(g);
   const Node *outer = currentNode;
   std::string outerName = currentName;
   Location outerLoc = currentLoc;

@@ -250,6 +250,8 @@ public:
                                    int64_t rank);
 
 private:
+  /// `g`'s initializers and the types ONNX inferred for its values.
+  void addNames(const onnx::GraphProto &g);
   LogicalResult importInitializers();
   LogicalResult importInputs();
   LogicalResult importNode(const Node &node, int index);
