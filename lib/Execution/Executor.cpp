@@ -285,6 +285,14 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner) {
         reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_to_all));
     add("_mlir_ciface_loom_rt_send_recv" + suffix,
         reinterpret_cast<void *>(&_mlir_ciface_loom_rt_send_recv));
+    add("_mlir_ciface_loom_rt_all_reduce_start" + suffix,
+        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_reduce_start));
+    add("_mlir_ciface_loom_rt_all_gather_start" + suffix,
+        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_all_gather_start));
+    add("_mlir_ciface_loom_rt_reduce_scatter_start" + suffix,
+        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_reduce_scatter_start));
+    add("_mlir_ciface_loom_rt_collective_wait" + suffix,
+        reinterpret_cast<void *>(&_mlir_ciface_loom_rt_collective_wait));
   }
   for (const char *e : {"f16", "bf16", "f32", "f64"})
     for (const char *i : {"i32", "i64"})

@@ -120,6 +120,8 @@ void mlir::loom::buildLoomShardingPipeline(
     }
   }
   pm.addPass(createLoomRematerialize());
+  if (options.strategy != "none" && options.partition && options.overlap)
+    pm.addPass(createLoomOverlapCollectives());
 }
 
 void mlir::loom::registerLoomPassesAndPipelines() {

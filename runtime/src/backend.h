@@ -81,6 +81,10 @@ public:
   /// Whether collectives take device buffers (NCCL); host backends take
   /// host buffers, and the runtime stages device buffers through them.
   virtual bool deviceMemory() const { return false; }
+  /// Whether collectives may be called from the runtime's communication
+  /// lane (lane.h), one thread at a time but not the one that created the
+  /// backend: started collectives then overlap the program.
+  virtual bool callableFromLane() const { return false; }
   /// The host backend for control traffic (host buffers: the start-up
   /// handshake, barriers, gathering results) and its group matching `g`;
   /// a host backend is its own.

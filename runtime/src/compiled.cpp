@@ -115,6 +115,54 @@ extern "C" void _mlir_ciface_loom_rt_all_to_all(int64_t axesCode,
                         send->size / group));
 }
 
+extern "C" int64_t _mlir_ciface_loom_rt_all_reduce_start(
+    int64_t axesCode, int64_t dtype, int64_t reduction, loom_memref1 *send,
+    loom_memref1 *recv) {
+  int32_t axes[8];
+  int32_t n = unpackAxes(axesCode, axes);
+  loom_pending_t pending = nullptr;
+  check(loom_all_reduce_start(mesh(), axes, n,
+                              static_cast<loom_dtype_t>(dtype),
+                              static_cast<loom_reduction_t>(reduction),
+                              data(send, dtype), data(recv, dtype),
+                              recv->size, &pending));
+  return reinterpret_cast<int64_t>(pending);
+}
+
+extern "C" int64_t _mlir_ciface_loom_rt_all_gather_start(int64_t axesCode,
+                                                         int64_t dtype,
+                                                         loom_memref1 *send,
+                                                         loom_memref1 *recv) {
+  int32_t axes[8];
+  int32_t n = unpackAxes(axesCode, axes);
+  loom_pending_t pending = nullptr;
+  check(loom_all_gather_start(mesh(), axes, n,
+                              static_cast<loom_dtype_t>(dtype),
+                              data(send, dtype), data(recv, dtype),
+                              send->size, &pending));
+  return reinterpret_cast<int64_t>(pending);
+}
+
+extern "C" int64_t _mlir_ciface_loom_rt_reduce_scatter_start(
+    int64_t axesCode, int64_t dtype, int64_t reduction, loom_memref1 *send,
+    loom_memref1 *recv) {
+  int32_t axes[8];
+  int32_t n = unpackAxes(axesCode, axes);
+  loom_pending_t pending = nullptr;
+  check(loom_reduce_scatter_start(mesh(), axes, n,
+                                  static_cast<loom_dtype_t>(dtype),
+                                  static_cast<loom_reduction_t>(reduction),
+                                  data(send, dtype), data(recv, dtype),
+                                  recv->size, &pending));
+  return reinterpret_cast<int64_t>(pending);
+}
+
+extern "C" void _mlir_ciface_loom_rt_collective_wait(int64_t handle,
+                                                     loom_memref1 *,
+                                                     loom_memref1 *) {
+  check(loom_collective_wait(reinterpret_cast<loom_pending_t>(handle)));
+}
+
 /// Sends to the group member `offset` places later and receives from the
 /// one `offset` places earlier (wrapping around when `cyclic`); receives
 /// zeros when there is no such member.

@@ -56,6 +56,9 @@ public:
   loom_backend_t kind() const override { return LOOM_BACKEND_GLOO; }
   int rank() const override { return world->rank; }
   int size() const override { return world->size; }
+  // Gloo's calls block the calling thread; any one thread at a time may
+  // make them.
+  bool callableFromLane() const override { return true; }
 
   loom_status_t init(const loom_launch_info_t &info,
                      const loom_runtime_options_t &options);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "backend.h"
+#include "lane.h"
 
 #include <mpi.h>
 
@@ -162,6 +163,7 @@ public:
   loom_status_t irecv(const CallInfo &info, int from, void *recv, int tag,
                       std::unique_ptr<Request> &out) override;
   loom_status_t wait(Request &request) override;
+  bool callableFromLane() const override { return serialized; }
 
 private:
   MPI_Op op(loom_dtype_t dtype, loom_reduction_t reduction) const;
@@ -189,6 +191,8 @@ private:
   /// How long a waiting rank spins before it sleeps between checks: 2 ms
   /// where this node's ranks have a core each, else only 200 checks.
   double spinSeconds = 0;
+  /// MPI may be called from the lane thread (MPI_THREAD_SERIALIZED).
+  bool serialized = false;
   MPI_Comm world = MPI_COMM_NULL, health = MPI_COMM_NULL;
   std::vector<MPI_Request> pongs;
   MPI_Op ops16[2][4] = {};
@@ -223,12 +227,18 @@ loom_status_t MpiBackend::init() {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    // SERIALIZED: started collectives run on the runtime's lane thread,
+    // never at the same time as a call from the program's thread.
+    int rc =
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS)
       return loom_status_make(LOOM_STATUS_UNAVAILABLE, "MPI_Init failed: %s",
                               mpiError(rc).c_str());
     ownsMpi = true;
   }
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  serialized = level >= MPI_THREAD_SERIALIZED;
   MPI_Comm_dup(MPI_COMM_WORLD, &world);
   MPI_Comm_dup(MPI_COMM_WORLD, &health);
   MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
@@ -408,7 +418,10 @@ loom_status_t MpiBackend::wait(std::vector<MPI_Request> &requests,
     // added to every collective of a step and 2 MiB all-reduces at 3 GB/s
     // instead of 4.4 when ranks slept after 200 checks. Where ranks
     // outnumber cores, the core goes to a rank that computes.
-    if (++spins > 200 && elapsed >= spinSeconds)
+    // On the lane while the program computes, the core is the program's.
+    if (CommLane::shouldYield() && spins > 2)
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    else if (++spins > 200 && elapsed >= spinSeconds)
       std::this_thread::sleep_for(
           std::chrono::microseconds(spins > 20000 ? 500 : 20));
   }

@@ -1,6 +1,7 @@
 //===- runtime.cpp - Runtime, meshes and collectives over mesh axes -------===//
 
 #include "backend.h"
+#include "lane.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -17,10 +19,25 @@ using namespace loom::rt;
 struct loom_runtime_s {
   loom_runtime_options_t options;
   std::unique_ptr<Backend> backend;
-  /// Tracing: on or off, its time 0, what it recorded.
-  bool tracing = false;
+  /// Collectives started without blocking (lane.h); destroyed, and so
+  /// finished, before the backend. Null where they run at once.
+  std::unique_ptr<CommLane> lane;
+  /// Tracing: on or off, its time 0, what it recorded (the lane records
+  /// too: under eventsMutex).
+  std::atomic<bool> tracing{false};
   std::chrono::steady_clock::time_point traceStart;
+  std::mutex eventsMutex;
   std::vector<loom_trace_event_t> events;
+
+  void record(const loom_trace_event_t &event) {
+    std::lock_guard<std::mutex> lock(eventsMutex);
+    events.push_back(event);
+  }
+  /// Before the program's thread uses the backend: the lane is idle.
+  void drain() {
+    if (lane)
+      lane->drain();
+  }
 
   double nowUs() const {
     return std::chrono::duration<double, std::micro>(
@@ -188,9 +205,10 @@ loom_runtime_create(const loom_runtime_options_t *options,
                                 forced);
     }
   }
-  auto *runtime = new (std::nothrow) loom_runtime_s{opts, nullptr, false, {}, {}};
+  auto *runtime = new (std::nothrow) loom_runtime_s;
   if (!runtime)
     return loom_status_make(LOOM_STATUS_INTERNAL, "out of memory");
+  runtime->options = opts;
   auto makeHost = [&](loom_backend_t kind, std::unique_ptr<Backend> &out) {
     switch (kind) {
     case LOOM_BACKEND_LOCAL:
@@ -218,6 +236,8 @@ loom_runtime_create(const loom_runtime_options_t *options,
     delete runtime;
     return status;
   }
+  if (runtime->backend->callableFromLane())
+    runtime->lane = std::make_unique<CommLane>();
   *out_runtime = runtime;
   return nullptr;
 }
@@ -229,6 +249,10 @@ extern "C" void loom_runtime_destroy(loom_runtime_t runtime) {
 extern "C" void loom_runtime_abandon(loom_runtime_t runtime) {
   if (runtime)
     runtime->backend->abandon();
+}
+
+extern "C" int32_t loom_runtime_overlaps(loom_runtime_t runtime) {
+  return runtime && runtime->lane ? 1 : 0;
 }
 
 extern "C" int32_t loom_runtime_rank(loom_runtime_t runtime) {
@@ -272,6 +296,7 @@ extern "C" loom_status_t loom_mesh_create(loom_runtime_t runtime,
   if (!runtime || !out_mesh || num_axes < 0 || (num_axes && !axis_sizes))
     return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
                             "loom_mesh_create: invalid arguments");
+  runtime->drain();
   if (num_axes > 6)
     return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
                             "loom_mesh_create: %d axes; at most 6 are "
@@ -463,6 +488,19 @@ loom_status_t deviceCopy(loom_mesh_t mesh, void *dst, const void *src,
   return d->copy(d->context, dst, src, n, kind);
 }
 
+} // namespace
+
+/// A started collective (loom_*_start): its task on the lane, or none when
+/// it ran inside the start; what the wait's trace event names.
+struct loom_pending_s {
+  loom_runtime_t runtime;
+  std::shared_ptr<CommLane::Task> task;
+  const char *op;
+  uint64_t mask;
+  int64_t bytes;
+};
+
+namespace {
 /// How a collective's buffers are sized: `count` elements, times the
 /// group's size where the flag says so.
 struct Extent {
@@ -481,14 +519,25 @@ loom_status_t collective(loom_mesh_t mesh, const char *op, const int32_t *axes,
                          int32_t num_axes, loom_dtype_t dtype, int64_t count,
                          const char *detail, int32_t extra, const void *send,
                          void *recv, int64_t localCount, Extent extent,
-                         Run run) {
+                         Run run, loom_pending_t *pending = nullptr) {
   Group *group;
   CallInfo info;
+  if (pending)
+    *pending = nullptr;
   if (loom_status_t s = prepare(mesh, op, axes, num_axes, dtype, count, group,
                                 info, detail))
     return s;
   info.extra = extra;
   loom_runtime_s &rt = *mesh->runtime;
+  uint64_t mask = 0;
+  for (int32_t i = 0; i < num_axes; ++i)
+    mask |= uint64_t(1) << axes[i];
+  if (pending) {
+    *pending = new (std::nothrow) loom_pending_s{&rt, nullptr, op, mask,
+                                                 int64_t(bytes(dtype, count))};
+    if (!*pending)
+      return loom_status_make(LOOM_STATUS_INTERNAL, "out of memory");
+  }
   Backend *backend = rt.backend.get();
   bool nativeDevice = mesh->device && backend->deviceMemory();
   if (!group || (group->size == 1 && !nativeDevice))
@@ -497,18 +546,23 @@ loom_status_t collective(loom_mesh_t mesh, const char *op, const int32_t *axes,
     group = &backend->controlGroup(*group);
     backend = &backend->control();
   }
-  auto timed = [&](const void *s, void *r) {
+  // By value: a started collective runs after this returns.
+  auto timed = [&rt, backend, group, info, run, op, mask,
+                size = int64_t(bytes(dtype, count))](const void *s, void *r) {
     if (!rt.tracing)
       return run(*backend, *group, info, s, r);
     double start = rt.nowUs();
     loom_status_t status = run(*backend, *group, info, s, r);
-    uint64_t mask = 0;
-    for (int32_t i = 0; i < num_axes; ++i)
-      mask |= uint64_t(1) << axes[i];
-    rt.events.push_back({op, mask, static_cast<int64_t>(bytes(dtype, count)),
-                         start, rt.nowUs() - start});
+    rt.record({op, mask, size, start, rt.nowUs() - start,
+               CommLane::onLane() ? 1 : 0});
     return status;
   };
+  if (pending && rt.lane && !mesh->device) {
+    (*pending)->task =
+        rt.lane->post([timed, send, recv] { return timed(send, recv); });
+    return nullptr;
+  }
+  rt.drain();
   if (!mesh->device || nativeDevice)
     return timed(send, recv);
   // Device buffers on a host backend: through host memory.
@@ -542,7 +596,7 @@ extern "C" loom_status_t loom_all_reduce(loom_mesh_t mesh, const int32_t *axes,
   return collective(mesh, "all_reduce", axes, num_axes, dtype, count,
                     reductionDetail(reduction).c_str(), reduction, send, recv,
                     count, Extent{},
-                    [&](Backend &b, Group &g, CallInfo &info, const void *s,
+                    [=](Backend &b, Group &g, const CallInfo &info, const void *s,
                         void *r) {
                       return b.allReduce(g, info, reduction, s, r);
                     });
@@ -554,7 +608,7 @@ extern "C" loom_status_t loom_all_gather(loom_mesh_t mesh, const int32_t *axes,
                                          int64_t send_count) {
   return collective(mesh, "all_gather", axes, num_axes, dtype, send_count, "",
                     0, send, recv, send_count, Extent{false, true},
-                    [&](Backend &b, Group &g, CallInfo &info, const void *s,
+                    [=](Backend &b, Group &g, const CallInfo &info, const void *s,
                         void *r) { return b.allGather(g, info, s, r); });
 }
 
@@ -565,7 +619,7 @@ loom_reduce_scatter(loom_mesh_t mesh, const int32_t *axes, int32_t num_axes,
   return collective(mesh, "reduce_scatter", axes, num_axes, dtype, recv_count,
                     reductionDetail(reduction).c_str(), reduction, send, recv,
                     recv_count, Extent{true, false},
-                    [&](Backend &b, Group &g, CallInfo &info, const void *s,
+                    [=](Backend &b, Group &g, const CallInfo &info, const void *s,
                         void *r) {
                       return b.reduceScatter(g, info, reduction, s, r);
                     });
@@ -577,8 +631,74 @@ extern "C" loom_status_t loom_all_to_all(loom_mesh_t mesh, const int32_t *axes,
                                          int64_t count_per_rank) {
   return collective(mesh, "all_to_all", axes, num_axes, dtype, count_per_rank,
                     "", 0, send, recv, count_per_rank, Extent{true, true},
-                    [&](Backend &b, Group &g, CallInfo &info, const void *s,
+                    [=](Backend &b, Group &g, const CallInfo &info, const void *s,
                         void *r) { return b.allToAll(g, info, s, r); });
+}
+
+extern "C" loom_status_t
+loom_all_reduce_start(loom_mesh_t mesh, const int32_t *axes, int32_t num_axes,
+                      loom_dtype_t dtype, loom_reduction_t reduction,
+                      const void *send, void *recv, int64_t count,
+                      loom_pending_t *out) {
+  if (!out)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "all_reduce_start: no handle");
+  return collective(mesh, "all_reduce", axes, num_axes, dtype, count,
+                    reductionDetail(reduction).c_str(), reduction, send, recv,
+                    count, Extent{},
+                    [=](Backend &b, Group &g, const CallInfo &info,
+                        const void *s, void *r) {
+                      return b.allReduce(g, info, reduction, s, r);
+                    },
+                    out);
+}
+
+extern "C" loom_status_t
+loom_all_gather_start(loom_mesh_t mesh, const int32_t *axes, int32_t num_axes,
+                      loom_dtype_t dtype, const void *send, void *recv,
+                      int64_t send_count, loom_pending_t *out) {
+  if (!out)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "all_gather_start: no handle");
+  return collective(mesh, "all_gather", axes, num_axes, dtype, send_count, "",
+                    0, send, recv, send_count, Extent{false, true},
+                    [=](Backend &b, Group &g, const CallInfo &info,
+                        const void *s,
+                        void *r) { return b.allGather(g, info, s, r); },
+                    out);
+}
+
+extern "C" loom_status_t loom_reduce_scatter_start(
+    loom_mesh_t mesh, const int32_t *axes, int32_t num_axes,
+    loom_dtype_t dtype, loom_reduction_t reduction, const void *send,
+    void *recv, int64_t recv_count, loom_pending_t *out) {
+  if (!out)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "reduce_scatter_start: no handle");
+  return collective(mesh, "reduce_scatter", axes, num_axes, dtype, recv_count,
+                    reductionDetail(reduction).c_str(), reduction, send, recv,
+                    recv_count, Extent{true, false},
+                    [=](Backend &b, Group &g, const CallInfo &info,
+                        const void *s, void *r) {
+                      return b.reduceScatter(g, info, reduction, s, r);
+                    },
+                    out);
+}
+
+extern "C" loom_status_t loom_collective_wait(loom_pending_t pending) {
+  if (!pending)
+    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
+                            "loom_collective_wait: no handle");
+  std::unique_ptr<loom_pending_s> owned(pending);
+  if (!owned->task)
+    return nullptr;
+  loom_runtime_s &rt = *owned->runtime;
+  double start = rt.tracing ? rt.nowUs() : 0;
+  loom_status_t s = rt.lane->wait(*owned->task);
+  if (rt.tracing)
+    rt.record({"collective_wait", owned->mask, owned->bytes, start,
+               rt.nowUs() - start, 0});
+  return s;
 }
 
 extern "C" loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,
@@ -600,6 +720,7 @@ extern "C" loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,
                      std::to_string(to) + ", from rank " +
                      std::to_string(from) + ")";
   Backend &backend = *mesh->runtime->backend;
+  mesh->runtime->drain();
   if (!mesh->device && backend.deviceMemory())
     return backend.control().sendRecv(info, to, send, from, recv);
   if (!mesh->device || backend.deviceMemory())
@@ -671,6 +792,7 @@ loom_status_t postPeer(loom_mesh_t mesh, const char *op, loom_dtype_t dtype,
   if (loom_status_t s =
           preparePeer(mesh, op, dtype, peer, count, tag, what, out, info))
     return s;
+  mesh->runtime->drain();
   auto r = std::make_unique<loom_request_s>();
   r->runtime = mesh->runtime;
   r->mesh = mesh;
@@ -733,6 +855,7 @@ extern "C" loom_status_t loom_request_wait(loom_request_t request) {
     return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
                             "loom_request_wait: no request");
   std::unique_ptr<loom_request_s> owned(request);
+  owned->runtime->drain();
   if (loom_status_t s = owned->backend->wait(*owned->request))
     return s;
   if (!owned->deviceRecv)
@@ -742,6 +865,7 @@ extern "C" loom_status_t loom_request_wait(loom_request_t request) {
 }
 
 extern "C" void loom_runtime_trace_start(loom_runtime_t runtime) {
+  std::lock_guard<std::mutex> lock(runtime->eventsMutex);
   runtime->events.clear();
   runtime->traceStart = std::chrono::steady_clock::now();
   runtime->tracing = true;
@@ -756,12 +880,14 @@ extern "C" double loom_runtime_trace_now_us(loom_runtime_t runtime) {
 }
 
 extern "C" int64_t loom_runtime_trace_count(loom_runtime_t runtime) {
+  std::lock_guard<std::mutex> lock(runtime->eventsMutex);
   return static_cast<int64_t>(runtime->events.size());
 }
 
 extern "C" int32_t loom_runtime_trace_event(loom_runtime_t runtime,
                                             int64_t index,
                                             loom_trace_event_t *out_event) {
+  std::lock_guard<std::mutex> lock(runtime->eventsMutex);
   if (index < 0 || index >= static_cast<int64_t>(runtime->events.size()) ||
       !out_event)
     return -1;
@@ -779,6 +905,7 @@ extern "C" loom_status_t loom_barrier(loom_mesh_t mesh, const int32_t *axes,
   if (!group || group->size == 1)
     return nullptr;
   // A barrier is control traffic: on the host backend.
+  mesh->runtime->drain();
   Backend &backend = mesh->runtime->backend->control();
   return backend.barrier(mesh->runtime->backend->controlGroup(*group), info);
 }
@@ -796,142 +923,6 @@ extern "C" loom_status_t loom_fill_zero(loom_mesh_t mesh, void *buffer,
   }
   const loom_device_t *d = mesh->runtime->options.device;
   return d->zero(d->context, buffer, n);
-}
-
-//===----------------------------------------------------------------------===//
-// Host reductions
-//===----------------------------------------------------------------------===//
-
-namespace {
-float halfToFloat(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else { // subnormal
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) {
-        mant <<= 1;
-        --exp;
-      }
-      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-    }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t floatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff)
-    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
-  if (exp >= 0x1f)
-    return static_cast<uint16_t>(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10)
-      return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    uint32_t shift = static_cast<uint32_t>(14 - exp);
-    uint32_t half = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1)))
-      ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1)))
-    ++half;
-  return static_cast<uint16_t>(sign | half);
-}
-
-float bf16ToFloat(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t floatToBf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((x >> 16) | 0x40); // quiet NaN
-  uint32_t rounding = 0x7fffu + ((x >> 16) & 1);
-  return static_cast<uint16_t>((x + rounding) >> 16);
-}
-
-template <typename T>
-T combine(loom_reduction_t r, T a, T b) {
-  switch (r) {
-  case LOOM_REDUCTION_SUM:
-    return static_cast<T>(a + b);
-  case LOOM_REDUCTION_MAX:
-    return a > b ? a : b;
-  case LOOM_REDUCTION_MIN:
-    return a < b ? a : b;
-  case LOOM_REDUCTION_PROD:
-    return static_cast<T>(a * b);
-  }
-  return a;
-}
-
-template <typename T>
-void reduceTyped(loom_reduction_t r, const void *in, void *inout, int64_t n) {
-  const T *a = static_cast<const T *>(in);
-  T *b = static_cast<T *>(inout);
-  for (int64_t i = 0; i < n; ++i)
-    b[i] = combine<T>(r, a[i], b[i]);
-}
-
-template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void reduce16(loom_reduction_t r, const void *in, void *inout, int64_t n) {
-  const uint16_t *a = static_cast<const uint16_t *>(in);
-  uint16_t *b = static_cast<uint16_t *>(inout);
-  for (int64_t i = 0; i < n; ++i)
-    b[i] = FromFloat(combine<float>(r, ToFloat(a[i]), ToFloat(b[i])));
-}
-} // namespace
-
-void loom::rt::reduceInto(loom_dtype_t dtype, loom_reduction_t r,
-                          const void *in, void *inout, int64_t n) {
-  switch (dtype) {
-  case LOOM_DTYPE_F32:
-    return reduceTyped<float>(r, in, inout, n);
-  case LOOM_DTYPE_F64:
-    return reduceTyped<double>(r, in, inout, n);
-  case LOOM_DTYPE_F16:
-    return reduce16<halfToFloat, floatToHalf>(r, in, inout, n);
-  case LOOM_DTYPE_BF16:
-    return reduce16<bf16ToFloat, floatToBf16>(r, in, inout, n);
-  case LOOM_DTYPE_I8:
-    return reduceTyped<int8_t>(r, in, inout, n);
-  case LOOM_DTYPE_I16:
-    return reduceTyped<int16_t>(r, in, inout, n);
-  case LOOM_DTYPE_I32:
-    return reduceTyped<int32_t>(r, in, inout, n);
-  case LOOM_DTYPE_I64:
-    return reduceTyped<int64_t>(r, in, inout, n);
-  case LOOM_DTYPE_U8:
-  case LOOM_DTYPE_BOOL:
-    return reduceTyped<uint8_t>(r, in, inout, n);
-  case LOOM_DTYPE_U16:
-    return reduceTyped<uint16_t>(r, in, inout, n);
-  case LOOM_DTYPE_U32:
-    return reduceTyped<uint32_t>(r, in, inout, n);
-  case LOOM_DTYPE_U64:
-    return reduceTyped<uint64_t>(r, in, inout, n);
-  }
 }
 
 void loom::rt::signatureOf(const CallInfo &info, int code, int64_t out[8]) {

@@ -212,6 +212,12 @@ static cl::opt<std::string> shardFile("shard",
 static cl::opt<double> bucketMb("bucket-mb",
     cl::desc("Fuse all-reduces into buckets of this many MiB (0: off; default 25)"),
     cl::init(25.0), cl::cat(category));
+static cl::opt<bool> overlapCollectives("overlap",
+    cl::desc("Start gradient reductions and weight gathers where their "
+             "operands are ready and wait where their results are read, so "
+             "communication overlaps compute (default on; --overlap=false: "
+             "every collective blocks)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<std::string> dpAxis("dp-axis", cl::desc("Data-parallel mesh axis"),
                                    cl::init("dp"), cl::cat(category));
 static cl::opt<std::string> tpAxis("tp-axis", cl::desc("Tensor-parallel mesh axis"),
@@ -532,6 +538,7 @@ void fillShardingOptions(ShardingPipelineOptions &o, ModuleOp module,
   o.planReportFile = reportFile.str();
   o.partition = !planOnly;
   o.bucketMb = bucketMb;
+  o.overlap = overlapCollectives;
   o.pipeline = pipelineRanks() > 1;
   o.virtualStages = virtualStages;
   o.schedule = scheduleName;

@@ -135,12 +135,19 @@ struct ShardingPipelineOptions
       *this, "bucket-mb",
       llvm::cl::desc("Fuse all-reduces into buckets of this many MiB (0: off)"),
       llvm::cl::init(25.0)};
+  Option<bool> overlap{
+      *this, "overlap",
+      llvm::cl::desc("Start gradient reductions and weight gathers early and "
+                     "wait where their results are read "
+                     "(loom-overlap-collectives)"),
+      llvm::cl::init(true)};
 };
 
 /// @train_step with shardings (or a mesh to plan for) -> the per-device
 /// program: [loom-create-mesh], one of loom-apply-strategy /
 /// loom-apply-shard-file / loom-auto-shard, then loom-partition,
 /// canonicalize, cse and loom-bucket-all-reduce; then loom-rematerialize
+/// and loom-overlap-collectives
 /// (with loom-mark-remat first where rematerialization is asked for
 /// outside the planner).
 void buildLoomShardingPipeline(OpPassManager &pm,

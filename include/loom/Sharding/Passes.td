@@ -222,4 +222,24 @@ def LoomBucketAllReduce : Pass<"loom-bucket-all-reduce", "mlir::ModuleOp"> {
   ];
 }
 
+def LoomOverlapCollectives : Pass<"loom-overlap-collectives", "mlir::ModuleOp"> {
+  let summary = "Start reductions and gathers early and wait where needed";
+  let description = [{
+    In a partitioned program, each `loom.all_reduce` and
+    `loom.reduce_scatter` over a group of more than one device moves up to
+    just after its operands are computed (a `loom.all_gather` stays: a
+    ZeRO-3 weight gathered early would be whole for longer than planned),
+    and each of the three becomes a started collective (`loom.async`)
+    completed by a `loom.wait` placed just before the first op that reads
+    its results or the next such collective, whichever comes first (one in
+    flight), when compute lies between the start and the wait. The
+    runtime runs started collectives on the rank's communication lane, in
+    program order, while the program computes: a gradient bucket is reduced
+    while the backward pass goes on, as in PyTorch DDP; a ZeRO weight's
+    gather overlaps the other weights' updates. A collective whose result
+    is read right away stays blocking. The numbers are unchanged: the same
+    collectives on the same buffers, only their completion is deferred.
+  }];
+}
+
 #endif // LOOM_SHARDING_PASSES_TD

@@ -125,39 +125,93 @@ Value fromFront(OpBuilder &b, Location loc, Value flat,
   return linalg::TransposeOp::create(b, loc, t, init, perm).getResult()[0];
 }
 
-/// Calls `name(ints..., send, recv)` where send is `input` flattened and
-/// recv a new buffer of `recvCount` elements; returns recv as a 1-D tensor.
-Value callRuntime(OpBuilder &b, Location loc, Operation *anchor,
-                  StringRef name, ArrayRef<int64_t> ints, Value input,
-                  int64_t recvCount) {
-  MLIRContext *ctx = b.getContext();
-  Type element = tensorType(input).getElementType();
-  int64_t n = tensorType(input).getNumElements();
-  Value flat = reshape(b, loc, input, {n});
-  auto sendType = MemRefType::get({n}, element);
-  auto recvType = MemRefType::get({recvCount}, element);
+/// A runtime collective issued: its flat operand (read by the runtime until
+/// it completes), the buffer it fills, and for a started one (loom.async)
+/// the handle its wait completes.
+struct Issued {
+  Value flat, recv, handle;
+  RankedTensorType recvType;
+};
+
+/// Declares (once per element type: the symbol is shared, so the element
+/// type is in its name) and calls `name_<element>(ints..., buffers...)`.
+Value callTyped(OpBuilder &b, Location loc, Operation *anchor, StringRef name,
+                Type element, ValueRange ints, ValueRange buffers,
+                TypeRange results) {
   auto anyType = MemRefType::get({ShapedType::kDynamic}, element);
-  Value send = bufferization::ToBufferOp::create(b, loc, sendType, flat,
-                                                 /*read_only=*/true);
-  Value recv = memref::AllocOp::create(b, loc, recvType);
-  SmallVector<Type> argTypes(ints.size(), b.getI64Type());
-  argTypes.push_back(anyType);
-  argTypes.push_back(anyType);
-  // One declaration per element type: the symbol is shared, so name the
-  // element type in it.
+  SmallVector<Type> argTypes(ints.getTypes());
+  argTypes.append(buffers.size(), anyType);
   std::string symbol;
   llvm::raw_string_ostream os(symbol);
   os << name << "_" << element;
-  declare(b, anchor, symbol, FunctionType::get(ctx, argTypes, {}));
-  SmallVector<Value> args;
+  declare(b, anchor, symbol, FunctionType::get(b.getContext(), argTypes,
+                                               results));
+  SmallVector<Value> args(ints);
+  for (Value m : buffers)
+    args.push_back(memref::CastOp::create(b, loc, anyType, m));
+  auto call = func::CallOp::create(b, loc, symbol, results, args);
+  return results.empty() ? Value() : call.getResult(0);
+}
+
+/// Calls `name(ints..., send, recv)` where send is `input` flattened and
+/// recv a new buffer of `recvCount` elements; when `start`, calls
+/// `name_start`, which returns a handle, and the call completes in
+/// `complete`.
+Issued issue(OpBuilder &b, Location loc, Operation *anchor, StringRef name,
+             ArrayRef<int64_t> ints, Value input, int64_t recvCount,
+             bool start) {
+  Type element = tensorType(input).getElementType();
+  int64_t n = tensorType(input).getNumElements();
+  Issued r;
+  r.flat = reshape(b, loc, input, {n});
+  r.recvType = RankedTensorType::get({recvCount}, element);
+  Value send = bufferization::ToBufferOp::create(
+      b, loc, MemRefType::get({n}, element), r.flat, /*read_only=*/true);
+  r.recv = memref::AllocOp::create(b, loc,
+                                   MemRefType::get({recvCount}, element));
+  SmallVector<Value> codes;
   for (int64_t v : ints)
-    args.push_back(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)));
-  args.push_back(memref::CastOp::create(b, loc, anyType, send));
-  args.push_back(memref::CastOp::create(b, loc, anyType, recv));
-  func::CallOp::create(b, loc, symbol, TypeRange{}, args);
-  return bufferization::ToTensorOp::create(
-      b, loc, RankedTensorType::get({recvCount}, element), recv,
-      /*restrict=*/true, /*writable=*/true);
+    codes.push_back(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)));
+  if (!start) {
+    callTyped(b, loc, anchor, name, element, codes, {send, r.recv}, {});
+    return r;
+  }
+  r.handle = callTyped(b, loc, anchor, (name + "_start").str(), element, codes,
+                       {send, r.recv}, b.getI64Type());
+  return r;
+}
+
+/// The received buffer as a 1-D tensor, after waiting for a started call
+/// (the wait takes the operand again: it stays alive and unwritten until
+/// then).
+Value complete(OpBuilder &b, Location loc, Operation *anchor,
+               const Issued &r) {
+  if (r.handle) {
+    Type element = r.recvType.getElementType();
+    Value send = bufferization::ToBufferOp::create(
+        b, loc,
+        MemRefType::get({tensorType(r.flat).getNumElements()}, element),
+        r.flat, /*read_only=*/true);
+    callTyped(b, loc, anchor, "loom_rt_collective_wait", element, r.handle,
+              {send, r.recv}, {});
+  }
+  return bufferization::ToTensorOp::create(b, loc, r.recvType, r.recv,
+                                           /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+Value callRuntime(OpBuilder &b, Location loc, Operation *anchor,
+                  StringRef name, ArrayRef<int64_t> ints, Value input,
+                  int64_t recvCount) {
+  return complete(b, loc, anchor,
+                  issue(b, loc, anchor, name, ints, input, recvCount, false));
+}
+
+/// The loom.wait that completes a started collective (loom.async), or null.
+WaitOp waitOf(Operation *op) {
+  if (!op->hasAttr(LoomDialect::kAsyncAttrName) || op->use_empty())
+    return nullptr;
+  return dyn_cast<WaitOp>(*op->getUsers().begin());
 }
 
 template <typename OpT>
@@ -175,12 +229,15 @@ struct AllReduceLowering : CollectiveLowering<AllReduceOp> {
     if (failed(axes))
       return rewriter.notifyMatchFailure(op, "unknown mesh axes");
     Location loc = op.getLoc();
-    // One call per element type over the operands of that type, packed.
+    WaitOp wait = waitOf(op);
+    // One call per element type over the operands of that type, packed;
+    // all issued here, completed here or, when started, at the wait.
     SmallVector<Value> results(op->getNumResults());
     llvm::MapVector<Type, SmallVector<unsigned>> byType;
     for (auto [i, v] : llvm::enumerate(op.getInputs()))
       byType[cast<RankedTensorType>(v.getType()).getElementType()].push_back(
           i);
+    SmallVector<Issued> issued;
     for (auto &[element, indices] : byType) {
       SmallVector<Value> flats;
       int64_t total = 0;
@@ -193,10 +250,16 @@ struct AllReduceLowering : CollectiveLowering<AllReduceOp> {
       Value packed = flats.size() == 1
                          ? flats.front()
                          : tensor::ConcatOp::create(rewriter, loc, 0, flats);
-      Value reduced = callRuntime(
+      issued.push_back(issue(
           rewriter, loc, op, "loom_rt_all_reduce",
           {*axes, dtypeCode(element), reductionCode(op.getReduction())},
-          packed, total);
+          packed, total, bool(wait)));
+    }
+    if (wait)
+      rewriter.setInsertionPoint(wait);
+    for (auto [k, group] : llvm::enumerate(byType)) {
+      SmallVector<unsigned> &indices = group.second;
+      Value reduced = complete(rewriter, loc, op, issued[k]);
       int64_t offset = 0;
       for (unsigned i : indices) {
         RankedTensorType type = tensorType(adaptor.getInputs()[i]);
@@ -212,6 +275,8 @@ struct AllReduceLowering : CollectiveLowering<AllReduceOp> {
       }
     }
     rewriter.replaceOp(op, results);
+    if (wait)
+      rewriter.replaceOp(wait, results);
     return success();
   }
 };
@@ -232,10 +297,17 @@ LogicalResult lowerAlongDim(OpT op, Value input, StringRef symbol,
   SmallVector<int64_t> codes = {*axes,
                                 dtypeCode(op.getType().getElementType())};
   llvm::append_range(codes, extraCodes);
-  Value flat = callRuntime(rewriter, loc, op, symbol, codes, front,
-                           op.getType().getNumElements());
-  rewriter.replaceOp(op, fromFront(rewriter, loc, flat,
-                                   op.getType().getShape(), dim, element));
+  WaitOp wait = waitOf(op);
+  Issued issued = issue(rewriter, loc, op, symbol, codes, front,
+                        op.getType().getNumElements(), bool(wait));
+  if (wait)
+    rewriter.setInsertionPoint(wait);
+  Value flat = complete(rewriter, loc, op, issued);
+  Value result = fromFront(rewriter, loc, flat, op.getType().getShape(), dim,
+                           element);
+  rewriter.replaceOp(op, result);
+  if (wait)
+    rewriter.replaceOp(wait, result);
   return success();
 }
 
@@ -433,12 +505,26 @@ struct TopKIndicesLowering : OpConversionPattern<TopKIndicesOp> {
   }
 };
 
+/// A wait whose operands are not a started collective's results returns
+/// them (a started collective's lowering replaces its own wait).
+struct WaitLowering : OpConversionPattern<WaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getStarted())
+      return rewriter.notifyMatchFailure(op, "lowered with its collective");
+    rewriter.replaceOp(op, adaptor.getInputs());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::loom::lowering::populateCollectivePatterns(
     LoomTypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<AllReduceLowering, AllGatherLowering, ReduceScatterLowering,
                AllToAllLowering, AllSliceLowering, SendRecvLowering,
-               TopKIndicesLowering>(converter,
+               TopKIndicesLowering, WaitLowering>(converter,
                                                    patterns.getContext());
 }

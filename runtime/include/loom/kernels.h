@@ -135,6 +135,23 @@ void _mlir_ciface_loom_rt_all_to_all(int64_t axes, int64_t dtype,
 void _mlir_ciface_loom_rt_send_recv(int64_t axes, int64_t dtype,
                                     int64_t offset, int64_t cyclic,
                                     loom_memref1 *send, loom_memref1 *recv);
+/* The three above started without blocking (loom_*_start): they return a
+ * handle for loom_rt_collective_wait, which completes it. The wait takes
+ * both buffers again only so that compiled code keeps them alive (and
+ * untouched) until then. */
+int64_t _mlir_ciface_loom_rt_all_reduce_start(int64_t axes, int64_t dtype,
+                                              int64_t reduction,
+                                              loom_memref1 *send,
+                                              loom_memref1 *recv);
+int64_t _mlir_ciface_loom_rt_all_gather_start(int64_t axes, int64_t dtype,
+                                              loom_memref1 *send,
+                                              loom_memref1 *recv);
+int64_t _mlir_ciface_loom_rt_reduce_scatter_start(int64_t axes, int64_t dtype,
+                                                  int64_t reduction,
+                                                  loom_memref1 *send,
+                                                  loom_memref1 *recv);
+void _mlir_ciface_loom_rt_collective_wait(int64_t handle, loom_memref1 *send,
+                                          loom_memref1 *recv);
 /* This rank's index in the group of `axes` (row-major over them). */
 int64_t loom_rt_group_index(int64_t axes);
 

@@ -310,6 +310,37 @@ loom_status_t loom_all_to_all(loom_mesh_t mesh, const int32_t *axes,
                               int32_t num_axes, loom_dtype_t dtype,
                               const void *send, void *recv,
                               int64_t count_per_rank);
+/* Collectives started without blocking: the operations above, run on the
+ * rank's communication lane (a thread of the runtime) while the caller
+ * computes. Until loom_collective_wait returns (it frees the handle and
+ * returns the collective's status), `send` must stay alive and unwritten
+ * and `recv` alive and unread. Started collectives run in the order they
+ * were started, the same on every rank; any other call that communicates
+ * first waits for them. Where the lane cannot be used (device meshes, a
+ * backend that cannot be called from a second thread: see
+ * loom_runtime_overlaps) the collective runs at once, inside the start. */
+typedef struct loom_pending_s *loom_pending_t;
+loom_status_t loom_all_reduce_start(loom_mesh_t mesh, const int32_t *axes,
+                                    int32_t num_axes, loom_dtype_t dtype,
+                                    loom_reduction_t reduction,
+                                    const void *send, void *recv,
+                                    int64_t count, loom_pending_t *out);
+loom_status_t loom_all_gather_start(loom_mesh_t mesh, const int32_t *axes,
+                                    int32_t num_axes, loom_dtype_t dtype,
+                                    const void *send, void *recv,
+                                    int64_t send_count, loom_pending_t *out);
+loom_status_t loom_reduce_scatter_start(loom_mesh_t mesh, const int32_t *axes,
+                                        int32_t num_axes, loom_dtype_t dtype,
+                                        loom_reduction_t reduction,
+                                        const void *send, void *recv,
+                                        int64_t recv_count,
+                                        loom_pending_t *out);
+loom_status_t loom_collective_wait(loom_pending_t pending);
+/* 1 when collectives started on host buffers run on the lane while the
+ * caller computes; 0 when they run inside their start (e.g. MPI without
+ * MPI_THREAD_SERIALIZED, or NCCL, whose collectives this runtime does not
+ * yet put on a stream of their own). */
+int32_t loom_runtime_overlaps(loom_runtime_t runtime);
 /* Sends `count` elements to mesh rank `to` and receives `count` from mesh
  * rank `from` (either may be -1 for none), without deadlock. */
 loom_status_t loom_send_recv(loom_mesh_t mesh, loom_dtype_t dtype,
@@ -344,12 +375,16 @@ loom_status_t loom_fill_zero(loom_mesh_t mesh, void *buffer, size_t bytes);
 /* One collective that communicated: its kind, the mesh axes of its group
  * (bit a for axis a), the bytes of its buffer (count x element size, as
  * the call states its count), when it started (microseconds since
- * loom_runtime_trace_start on this rank) and how long it took. */
+ * loom_runtime_trace_start on this rank) and how long it took. A started
+ * collective's event is when the lane ran it; the program's wait for it
+ * is an event "collective_wait" (same axes and bytes) spanning the time
+ * the caller was blocked. */
 typedef struct loom_trace_event_t {
   const char *op; /* "all_reduce", "all_gather", "reduce_scatter", ... */
   uint64_t axes;
   int64_t bytes;
   double start_us, duration_us;
+  int32_t started; /* 1: a started collective, run on the lane */
 } loom_trace_event_t;
 
 /* Starts recording (dropping what was recorded); time 0 is now. */

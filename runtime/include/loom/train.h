@@ -75,8 +75,12 @@ struct TraceEvent {
   int64_t bytes = 0;
   double start = 0, duration = 0;
   int stage = -1, micro = -1;
+  /// A collective started without blocking (run on the lane while the
+  /// program computed); op "collective_wait" is the program's wait for one.
+  bool started = false;
 
   bool isPipelineAction() const { return stage >= 0; }
+  bool isWait() const { return op == "collective_wait"; }
 };
 
 struct TrainOptions {

@@ -812,6 +812,7 @@ void PipelineTrainer::traceCollectives(int64_t step) {
     c.bytes = ev.bytes;
     c.start = ev.start_us + clockShift;
     c.duration = ev.duration_us;
+    c.started = ev.started != 0;
     result.trace.push_back(c);
   }
 }

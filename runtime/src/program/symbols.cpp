@@ -26,6 +26,22 @@
                                            loom_memref1 *s, loom_memref1 *o) { \
     _mlir_ciface_loom_rt_all_to_all(a, d, s, o);                               \
   }                                                                            \
+  int64_t _mlir_ciface_loom_rt_all_reduce_start_##T(                          \
+      int64_t a, int64_t d, int64_t r, loom_memref1 *s, loom_memref1 *o) {     \
+    return _mlir_ciface_loom_rt_all_reduce_start(a, d, r, s, o);               \
+  }                                                                            \
+  int64_t _mlir_ciface_loom_rt_all_gather_start_##T(                          \
+      int64_t a, int64_t d, loom_memref1 *s, loom_memref1 *o) {                \
+    return _mlir_ciface_loom_rt_all_gather_start(a, d, s, o);                  \
+  }                                                                            \
+  int64_t _mlir_ciface_loom_rt_reduce_scatter_start_##T(                      \
+      int64_t a, int64_t d, int64_t r, loom_memref1 *s, loom_memref1 *o) {     \
+    return _mlir_ciface_loom_rt_reduce_scatter_start(a, d, r, s, o);           \
+  }                                                                            \
+  void _mlir_ciface_loom_rt_collective_wait_##T(int64_t h, loom_memref1 *s,    \
+                                                loom_memref1 *o) {             \
+    _mlir_ciface_loom_rt_collective_wait(h, s, o);                             \
+  }                                                                            \
   void _mlir_ciface_loom_rt_send_recv_##T(int64_t a, int64_t d, int64_t off,   \
                                           int64_t cyc, loom_memref1 *s,        \
                                           loom_memref1 *o) {                   \

@@ -486,6 +486,7 @@ void Trainer::traceStep(int64_t s, double start, double end) {
     c.bytes = ev.bytes;
     c.start = ev.start_us;
     c.duration = ev.duration_us;
+    c.started = ev.started != 0;
     result.trace.push_back(c);
   }
 }

@@ -74,15 +74,16 @@ void injectFault(const TrainOptions &options, int rank, int64_t step) {
 }
 
 /// Events travel as fixed-size records (kind, axes, bytes, step, start and
-/// duration in nanoseconds, stage, micro-batch), padded to the longest
-/// rank's count.
+/// duration in nanoseconds, stage, micro-batch, started), padded to the
+/// longest rank's count.
 bool gatherTrace(loom_mesh_t m, std::vector<TraceEvent> &events,
                  std::string &error) {
   static const char *const kinds[] = {
       "",          "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
       "send_recv", "barrier",    "F",          "B",              "I",
-      "W",         "U",          "wait",       "isend",          "irecv"};
-  constexpr int kKinds = int(sizeof(kinds) / sizeof(kinds[0])), kFields = 8;
+      "W",         "U",          "wait",       "isend",          "irecv",
+      "collective_wait"};
+  constexpr int kKinds = int(sizeof(kinds) / sizeof(kinds[0])), kFields = 9;
   std::vector<int64_t> counts;
   if (!mesh::allGather(m, {int64_t(events.size())}, counts, error))
     return false;
@@ -103,6 +104,7 @@ bool gatherTrace(loom_mesh_t m, std::vector<TraceEvent> &events,
     r[5] = int64_t(e.duration * 1e3);
     r[6] = e.stage;
     r[7] = e.micro;
+    r[8] = e.started;
   }
   if (!mesh::allGather(m, mine, all, error))
     return false;
@@ -126,6 +128,7 @@ bool gatherTrace(loom_mesh_t m, std::vector<TraceEvent> &events,
       e.duration = double(r[5]) * 1e-3;
       e.stage = int(r[6]);
       e.micro = int(r[7]);
+      e.started = r[8] != 0;
       events.push_back(std::move(e));
     }
   return true;
@@ -166,13 +169,18 @@ std::string loom::program::chromeTrace(const std::vector<TraceEvent> &events) {
              std::to_string(e.micro);
     } else if (!step) {
       args["bytes"] = e.bytes;
+      if (e.started)
+        args["started"] = true;
     }
     JValue v = JValue::object();
     v["name"] = name;
-    v["cat"] = step ? "step" : action ? "pipeline" : "collective";
+    v["cat"] = step                ? "step"
+               : action            ? "pipeline"
+               : e.isWait()        ? "wait"
+                                   : "collective";
     v["ph"] = "X";
     v["pid"] = e.rank;
-    v["tid"] = step ? 0 : action ? 2 : 1;
+    v["tid"] = step || e.isWait() ? 0 : action ? 2 : 1;
     v["ts"] = e.start;
     v["dur"] = e.duration;
     v["args"] = std::move(args);
@@ -198,9 +206,12 @@ std::string format(const char *fmt, ...) {
 
 std::string loom::program::profileText(const std::vector<TraceEvent> &events,
                                        int ranks) {
-  // Per step and rank: the step's time and its time in collectives.
+  // Per step and rank: the step's time and the time its thread spent in
+  // collectives (blocking ones and waits for started ones); the started
+  // ones' count and time on the lane.
   std::map<int64_t, std::map<int, std::pair<double, double>>> steps;
-  std::map<int64_t, std::map<int, int>> calls;
+  std::map<int64_t, std::map<int, int>> calls, startedCalls;
+  std::map<int64_t, std::map<int, double>> lane;
   std::map<std::string, std::tuple<double, int64_t, double>> kinds;
   std::map<std::pair<int, std::string>, double> actions;
   for (const TraceEvent &e : events) {
@@ -213,8 +224,18 @@ std::string loom::program::profileText(const std::vector<TraceEvent> &events,
         actions[{e.rank, e.op}] += e.duration;
       continue;
     }
+    if (e.isWait()) {
+      if (e.step >= 0)
+        steps[e.step][e.rank].second += e.duration;
+      continue;
+    }
     if (e.step >= 0) {
-      steps[e.step][e.rank].second += e.duration;
+      if (e.started) {
+        lane[e.step][e.rank] += e.duration;
+        ++startedCalls[e.step][e.rank];
+      } else {
+        steps[e.step][e.rank].second += e.duration;
+      }
       ++calls[e.step][e.rank];
     }
     auto &[count, bytes, time] = kinds[e.op + " over " + e.axes];
@@ -233,11 +254,16 @@ std::string loom::program::profileText(const std::vector<TraceEvent> &events,
     auto [step, coll] = perRank[slowest];
     total += step;
     comm += coll;
+    std::string overlapped;
+    if (int n = startedCalls[s][slowest])
+      overlapped = format(" (%d started: %.3f ms on the lane, the rest of "
+                          "the time waited)",
+                          n, lane[s][slowest] * 1e-3);
     os += format("  step %lld: %.3f ms (rank %d), collectives %.3f ms in %d "
-                 "calls (%.1f%%), other %.3f ms\n",
+                 "calls%s (%.1f%%), other %.3f ms\n",
                  (long long)s, step * 1e-3, slowest, coll * 1e-3,
-                 calls[s][slowest], step > 0 ? 100 * coll / step : 0.0,
-                 (step - coll) * 1e-3);
+                 calls[s][slowest], overlapped.c_str(),
+                 step > 0 ? 100 * coll / step : 0.0, (step - coll) * 1e-3);
   }
   if (!steps.empty())
     os += format("  mean: %.3f ms per step, %.3f ms in collectives\n",

@@ -1065,3 +1065,46 @@ func.func @top_k_result(%x: tensor<8xf32>) {
   %0 = loom.top_k_indices %x k = 2 : (tensor<8xf32>) -> tensor<3xi64>
   return
 }
+
+// -----
+
+// A started collective's results exist only after its wait.
+loom.mesh @m ["dp"=2]
+func.func @async_read_early(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{started collective ('loom.async') must be read by one loom.wait only, not by loom.exp}}
+  %r = loom.all_reduce %x over @m ["dp"] reduction = sum {loom.async} : tensor<4xf32>
+  %e = loom.exp %r : tensor<4xf32>
+  %w = loom.wait %r : tensor<4xf32>
+  return %e : tensor<4xf32>
+}
+
+// -----
+
+loom.mesh @m ["dp"=2]
+func.func @async_no_wait(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{started collective ('loom.async') needs a later loom.wait of all its results, in order, in its block}}
+  %r:2 = loom.all_reduce %x, %x over @m ["dp"] reduction = sum {loom.async} : tensor<4xf32>, tensor<4xf32>
+  %w = loom.wait %r#1 : tensor<4xf32>
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+loom.mesh @m ["dp"=2]
+func.func @async_not_collective(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.async' is a unit attribute of loom.all_reduce, loom.all_gather and loom.reduce_scatter}}
+  %r = loom.all_to_all %x over @m ["dp"] split_dim = 0 concat_dim = 0 {loom.async} : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+loom.mesh @m ["dp"=2]
+func.func @wait_two(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{started collective ('loom.async') needs a later loom.wait of all its results, in order, in its block}}
+  %a = loom.all_reduce %x over @m ["dp"] reduction = sum {loom.async} : tensor<4xf32>
+  %b = loom.all_reduce %x over @m ["dp"] reduction = max {loom.async} : tensor<4xf32>
+  %w:2 = loom.wait %a, %b : tensor<4xf32>, tensor<4xf32>
+  return %w#0, %w#1 : tensor<4xf32>, tensor<4xf32>
+}
+

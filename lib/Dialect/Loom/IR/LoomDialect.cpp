@@ -61,6 +61,32 @@ static LogicalResult verifyOpShardings(Operation *op, Attribute attr) {
   return success();
 }
 
+/// `loom.async` on a collective: its results are not there until its wait,
+/// so one later loom.wait in its block reads all of them, in order, and
+/// nothing else does.
+static LogicalResult verifyStarted(Operation *op, Attribute value) {
+  if (!isa<AllReduceOp, AllGatherOp, ReduceScatterOp>(op) ||
+      !isa<UnitAttr>(value))
+    return op->emitOpError("'loom.async' is a unit attribute of "
+                           "loom.all_reduce, loom.all_gather and "
+                           "loom.reduce_scatter");
+  Operation *wait = nullptr;
+  for (Operation *user : op->getUsers()) {
+    if (!isa<WaitOp>(user) || (wait && wait != user))
+      return op->emitOpError("started collective ('loom.async') must be "
+                             "read by one loom.wait only, not by ")
+             << user->getName();
+    wait = user;
+  }
+  if (!wait || wait->getNumOperands() != op->getNumResults() ||
+      wait->getOperands() != ValueRange(op->getResults()) ||
+      wait->getBlock() != op->getBlock() || !op->isBeforeInBlock(wait))
+    return op->emitOpError("started collective ('loom.async') needs a "
+                           "later loom.wait of all its results, in order, "
+                           "in its block");
+  return success();
+}
+
 LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() == kShardingAttrName)
@@ -73,6 +99,8 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                              "function");
     return success();
   }
+  if (attr.getName() == kAsyncAttrName)
+    return verifyStarted(op, attr.getValue());
   if (attr.getName() == kMicroBatchesAttrName) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !count || count.getInt() < 1)

@@ -236,6 +236,24 @@ LogicalResult OptimizationBarrierOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult WaitOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location>,
+                                       ValueRange operands, DictionaryAttr,
+                                       OpaqueProperties, RegionRange,
+                                       SmallVectorImpl<Type> &inferred) {
+  llvm::append_range(inferred, operands.getTypes());
+  return success();
+}
+
+Operation *WaitOp::getStarted() {
+  if (getInputs().empty())
+    return nullptr;
+  Operation *def = getInputs().front().getDefiningOp();
+  if (!def || !def->hasAttr(LoomDialect::kAsyncAttrName))
+    return nullptr;
+  return def;
+}
+
 LogicalResult
 ParameterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   FlatSymbolRefAttr owner = getStateOfAttr();

@@ -95,6 +95,9 @@ ShardingRule OptimizationBarrierOp::getShardingRule() {
   return passThroughRule(getInputs());
 }
 
+// Each result is its operand.
+ShardingRule WaitOp::getShardingRule() { return passThroughRule(getInputs()); }
+
 // The result is the gradient; the primal only names a layout (the
 // partitioner's), so propagation does not carry it into the gradient.
 ShardingRule CotangentOp::getShardingRule() {

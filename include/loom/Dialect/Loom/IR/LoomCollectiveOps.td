@@ -169,4 +169,41 @@ def Loom_SendRecvOp : Loom_CollectiveOp<"send_recv",
   }];
 }
 
+def Loom_WaitOp : Loom_Op<"wait",
+    [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "where the program needs the results of a started collective";
+  let description = [{
+    Returns its operands. When they are the results of a collective marked
+    `loom.async` (an `all_reduce`, `all_gather` or `reduce_scatter`), the
+    collective is started where it stands and runs on the rank's
+    communication lane while the ops between it and this wait compute; the
+    wait blocks until it has finished. `loom-overlap-collectives` places
+    both: the collective where its operands are ready (a gradient bucket as
+    soon as the backward pass has made it), the wait just before the first
+    op that reads a result (the optimizer). An async collective's results
+    are read by its wait only. Like `optimization_barrier`, the wait has
+    unknown side effects, so no pass moves work across it or removes it; a
+    wait whose operands are not a started collective's results only returns
+    them.
+
+    Example:
+
+    ```mlir
+    %r:2 = loom.all_reduce %g1, %g2 over @cluster ["dp"] reduction = sum
+        {loom.async} : tensor<64x64xf32>, tensor<64xf32>
+    // ... the rest of the backward pass ...
+    %g1r, %g2r = loom.wait %r#0, %r#1 : tensor<64x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Loom_Tensor>:$inputs);
+  let results = (outs Variadic<Loom_Tensor>:$results);
+  let assemblyFormat = [{
+    $inputs `:` type($inputs) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// The started collective whose results this wait completes, or null.
+    ::mlir::Operation *getStarted();
+  }];
+}
+
 #endif // LOOM_DIALECT_LOOM_IR_LOOMCOLLECTIVEOPS_TD

@@ -83,6 +83,10 @@ def Loom_Dialect : Dialect {
     /// (loom-partition): its types are local, its argument and result
     /// shardings say how the global values are split.
     static constexpr ::llvm::StringLiteral kPartitionedAttrName = "loom.partitioned";
+    /// Collective attribute (unit): the collective starts where it stands
+    /// and completes at the loom.wait that reads its results (set by
+    /// loom-overlap-collectives).
+    static constexpr ::llvm::StringLiteral kAsyncAttrName = "loom.async";
     /// Function argument/result attribute: the value's name in the source
     /// model (ONNX graph input/output names), used to bind data by name.
     static constexpr ::llvm::StringLiteral kNameAttrName = "loom.name";
