@@ -50,6 +50,7 @@ void addStrategy(OpPassManager &pm, const ShardingPipelineOptions &options) {
     plan.microBatches = options.planMicroBatches;
     plan.schedule = options.planSchedule;
     plan.bucketMb = options.bucketMb;
+    plan.overlap = options.overlap;
     if (preset) {
       // loom-mark-remat marked the layers (and with full the ops around
       // them); the preset is priced with every layer recomputed.

@@ -716,6 +716,7 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
 
   Graph base = buildGraph(fn, options.optimizerStates);
   base.bucketBytes = options.bucketBytes;
+  base.overlap = options.overlap;
   coarsen(base);
   Plan plan;
   plan.cluster = cluster->name;

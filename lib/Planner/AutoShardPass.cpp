@@ -66,6 +66,7 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
     options.pipelineStages = pipelineStages;
     options.microBatches = microBatches;
     options.bucketBytes = std::max(0.0, double(bucketMb)) * 1024.0 * 1024;
+    options.overlap = overlap;
     options.schedule = schedule;
     std::string error;
     FailureOr<planner::Plan> plan =

@@ -239,6 +239,7 @@ mlir::loom::planner::linkCalibrationFrom(const llvm::json::Object &o,
   c.bandwidth = o.getNumber("bandwidth").value_or(0);
   c.computeShare = o.getNumber("compute_share").value_or(0);
   c.streamShare = o.getNumber("stream_share").value_or(0);
+  c.overlapSlowdown = o.getNumber("overlap_slowdown").value_or(-1);
   return c;
 }
 
@@ -286,7 +287,8 @@ mlir::loom::planner::recalibrateCpu(const LinkCalibration *link) {
         {"overhead", link->overhead},
         {"bandwidth", link->bandwidth},
         {"compute_share", link->computeShare},
-        {"stream_share", link->streamShare}};
+        {"stream_share", link->streamShare},
+        {"overlap_slowdown", link->overlapSlowdown}};
   }
   if (!writeCalibration(path, std::move(o)))
     return err("cannot write cpu-local's calibration to '" + path + "'");
@@ -419,7 +421,8 @@ private:
                           bool counted, DeviceKind &kind) {
     llvm::SmallVector<StringRef> keys = {"name", "flops_f32", "flops_bf16",
                                    "memory_bandwidth", "memory", "efficiency",
-                                   "efficiency_f32", "op_overhead"};
+                                   "efficiency_f32", "op_overhead",
+                                   "overlap_slowdown"};
     if (counted)
       keys.push_back("count");
     if (auto e = onlyKeys(dev, where, keys))
@@ -453,6 +456,16 @@ private:
         return fail(where + " \"op_overhead\" must be a number of seconds "
                     ">= 0");
       d.opOverhead = *x;
+    }
+    // Started collectives overlap compute (>= 0: the share of their time
+    // that still delays the step); absent: they are priced as blocking.
+    if (const llvm::json::Value *v = dev.get("overlap_slowdown")) {
+      std::optional<double> x = v->getAsNumber();
+      if (!x || !(*x >= 0) || *x > 2)
+        return fail(where + " \"overlap_slowdown\" must be a number in "
+                    "[0, 2] (the share of a started collective's time that "
+                    "still delays the step)");
+      d.overlapSlowdown = *x;
     }
     if (counted) {
       std::optional<int64_t> n = dev.getInteger("count");
@@ -531,6 +544,15 @@ DeviceSpec mlir::loom::planner::slowestOf(llvm::ArrayRef<DeviceKind> kinds) {
     d.newUpdateBuffers |= k.spec.newUpdateBuffers;
     d.opOverhead = std::max(d.opOverhead, k.spec.opOverhead);
   }
+  // Overlap only where every kind overlaps, at the largest slowdown.
+  d.overlapSlowdown = kinds.front().spec.overlapSlowdown;
+  for (const DeviceKind &k : kinds)
+    d.overlapSlowdown = k.spec.overlapSlowdown < 0
+                            ? -1
+                            : d.overlapSlowdown < 0
+                                  ? d.overlapSlowdown
+                                  : std::max(d.overlapSlowdown,
+                                             k.spec.overlapSlowdown);
   d.name += " (priced as the slowest and smallest)";
   return d;
 }
@@ -609,6 +631,15 @@ Expected<Cluster> mlir::loom::planner::getCluster(StringRef spec) {
     // MPI between processes of one machine: as loom-run --calibrate -np N
     // measured it, else a guess (1 GB/s, 30 us per ring step).
     LinkLevel loopback{"loopback", ranks, 1e9, 3e-5, 0};
+    if (calibrated && calibrated->overlapSlowdown >= 0 &&
+        calibrated->overlapSlowdown <= 2) {
+      c.device.overlapSlowdown = calibrated->overlapSlowdown;
+      c.device.name += llvm::formatv(", started collectives overlap (each "
+                                     "delays the step by {0:f2} of its "
+                                     "time, measured)",
+                                     calibrated->overlapSlowdown)
+                           .str();
+    }
     if (calibrated) {
       loopback.name = "loopback (calibrated)";
       loopback.bandwidth = calibrated->bandwidth;

@@ -140,7 +140,8 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
       AxisSharding state = src;
       appendAxes(state, dim, extra);
       c.time += costs.reshard(grad, state, shape, gradElement);
-      c.time += costs.reshard(state, src, shape, element);
+      c.gather = costs.reshard(state, src, shape, element);
+      c.time += c.gather;
     } else {
       c.time += costs.reshard(grad, src, shape, gradElement);
     }
@@ -227,16 +228,97 @@ void ValueReshards::priceParts(const Graph &g, const Edge &e,
     bwd += backwardReshard(e, a, b, costs);
 }
 
+namespace {
+/// What the overlapped step's simulation needs (evaluate): per node its
+/// forward and backward compute and blocking communication; the weights'
+/// gradient reductions (ready after the backward pass of their use) and
+/// updates with ZeRO's gathers, in program order.
+struct StepParts {
+  struct Reduction {
+    int v;
+    double time, bytes;
+    bool bucketed;
+  };
+  std::vector<double> forward, backward, backwardComm;
+  std::vector<Reduction> reductions;
+  std::vector<std::pair<double, double>> updates; // (update, gather)
+  double blocking = 0;
+};
+
+/// The step as loom-overlap-collectives and the runtime's lane run it:
+/// the forward pass; the backward pass in reverse node order, each
+/// gradient reduction started when its gradient is made (all-reduces in
+/// buckets of g.bucketBytes in that order, as loom-bucket-all-reduce
+/// fuses them), one in flight (the program waits for the previous one
+/// before it starts the next), a blocking collective waiting for the lane
+/// first; then the updates, each ZeRO gather started after its weight's
+/// update; the step ends when the lane is done. The lane's time delays
+/// the step by `slowdown` of it (it shares the cores).
+double overlappedTime(const Graph &g, const StepParts &p, double slowdown) {
+  double t = p.blocking, lane = 0, laneBusy = 0;
+  for (double f : p.forward)
+    t += f;
+  auto start = [&](double seconds) {
+    t = std::max(t, lane);
+    lane = t + seconds;
+    laneBusy += seconds;
+  };
+  // Reductions by the node whose backward makes their gradient.
+  std::vector<std::vector<const StepParts::Reduction *>> at(p.forward.size());
+  for (const StepParts::Reduction &r : p.reductions)
+    at[r.v].push_back(&r);
+  double bucketTime = 0, bucketBytes = 0;
+  for (int v = int(p.forward.size()) - 1; v >= 0; --v) {
+    t += p.backward[v];
+    if (p.backwardComm[v] > 0)
+      t = std::max(t, lane) + p.backwardComm[v];
+    for (const StepParts::Reduction *r : at[v]) {
+      if (!r->bucketed) {
+        start(r->time);
+        continue;
+      }
+      // Buckets of at most g.bucketBytes (a larger gradient alone).
+      if (bucketBytes > 0 && bucketBytes + r->bytes > g.bucketBytes) {
+        start(bucketTime);
+        bucketTime = bucketBytes = 0;
+      }
+      bucketTime += r->time;
+      bucketBytes += r->bytes;
+    }
+  }
+  if (bucketTime > 0)
+    start(bucketTime);
+  for (auto [update, gather] : p.updates) {
+    t += update;
+    if (gather > 0)
+      start(gather);
+  }
+  return std::max(t, lane) + slowdown * laneBusy;
+}
+} // namespace
+
 Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
                                      double remat, Costs &costs) {
   Totals t;
+  StepParts parts;
+  bool overlapped = g.overlap && costs.device.overlapSlowdown >= 0;
+  if (overlapped) {
+    parts.forward.assign(g.nodes.size(), 0);
+    parts.backward.assign(g.nodes.size(), 0);
+    parts.backwardComm.assign(g.nodes.size(), 0);
+  }
   for (int v = 0; v < int(g.nodes.size()); ++v) {
     const Node &n = g.nodes[v];
     costs.where = n.name;
-    NodeCost c =
-        nodeCost(n, n.strategies[choice[v]], remat, g.layers, costs.mesh);
+    const Strategy &s = n.strategies[choice[v]];
+    NodeCost c = nodeCost(n, s, remat, g.layers, costs.mesh);
     t.compute += c.compute;
     t.comm += c.comm;
+    if (overlapped && n.kind == NodeKind::Op) {
+      parts.forward[v] = s.fwd + s.fwdComm;
+      parts.backward[v] = c.compute - s.fwd;
+      parts.backwardComm[v] = c.comm - s.fwdComm;
+    }
     if (n.kind == NodeKind::Op)
       t.memory.activations += c.memory;
     else if (n.kind == NodeKind::Param)
@@ -252,15 +334,35 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
     costs.where = g.nodes[e.v].name;
     const Strategy &a = g.nodes[e.u].strategies[choice[e.u]];
     const Strategy &b = g.nodes[e.v].strategies[choice[e.v]];
-    t.comm += reshards.price(g, e, a, b, costs);
+    double fwd = 0, bwd = 0;
+    reshards.priceParts(g, e, a, b, costs, fwd, bwd);
+    t.comm += fwd + bwd;
     EdgeCost c = edgeCost(g, e, a, b, costs);
     t.comm += c.time;
     t.compute += c.update;
     t.memory.gradients += c.gradients;
     t.memory.optimizer += c.optimizer;
     t.memory.updates += c.updates;
+    if (!overlapped)
+      continue;
+    parts.blocking += fwd;
+    parts.backwardComm[e.v] += bwd;
+    if (g.nodes[e.u].kind == NodeKind::Param) {
+      if (c.time - c.gather > 0)
+        parts.reductions.push_back({e.v, c.time - c.gather,
+                                    e.bytes() / costs.mesh.n(
+                                                    a.results[e.res]
+                                                        .usedMask()),
+                                    c.gather == 0 && g.bucketBytes > 0});
+      if (c.update > 0 || c.gather > 0)
+        parts.updates.push_back({c.update, c.gather});
+    } else {
+      parts.backwardComm[e.v] += c.time;
+    }
   }
   t.time = t.compute + t.comm;
+  if (overlapped)
+    t.time = overlappedTime(g, parts, costs.device.overlapSlowdown);
   return t;
 }
 

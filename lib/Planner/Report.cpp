@@ -204,6 +204,15 @@ void printSummary(const Plan &p, llvm::raw_ostream &os) {
     os << llvm::formatv("predicted step time {0} (the schedule simulated with "
                         "the priced stages), rematerialized layers {1:f0}%\n",
                         formatSeconds(p.stepTime), p.remat * 100);
+  else if (p.stepTime < (p.computeTime + p.commTime) * (1 - 1e-9))
+    os << llvm::formatv("predicted step time {0} (compute {1}, communication "
+                        "{2}, of which {3} overlapped with compute: started "
+                        "collectives simulated), rematerialized layers "
+                        "{4:f0}%\n",
+                        formatSeconds(p.stepTime), formatSeconds(p.computeTime),
+                        formatSeconds(p.commTime),
+                        formatSeconds(p.computeTime + p.commTime - p.stepTime),
+                        p.remat * 100);
   else
     os << llvm::formatv("predicted step time {0} (compute {1}, communication "
                         "{2}), rematerialized layers {3:f0}%\n",

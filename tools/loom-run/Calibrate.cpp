@@ -93,9 +93,10 @@ bool measureLink(std::vector<std::string> command, int ranks, bool quick,
       "loom-run: {0} ranks on {1} cores: a collective adds {2:f1} us per "
       "call + bytes sent at {3:f2} GB/s (all-reduce between 0.5 ms "
       "stretches of compute); each rank gets {4:f2} of a core's compute "
-      "and {5:f2} of its memory bandwidth\n",
+      "and {5:f2} of its memory bandwidth; a started all-reduce delays "
+      "the compute it overlaps by {6:f2} of its time\n",
       ranks, link.cores, link.overhead * 1e6, link.bandwidth / 1e9,
-      link.computeShare, link.streamShare);
+      link.computeShare, link.streamShare, link.overlapSlowdown);
   llvm::outs() << "loom-calibrate: " << printed;
   return true;
 }

@@ -76,6 +76,9 @@ struct PlannerOptions {
   int microBatches = 1;
   /// loom-bucket-all-reduce's bucket size (0: gradients not bucketed).
   double bucketBytes = 25.0 * 1024 * 1024;
+  /// Whether collectives are started early and waited for late
+  /// (loom-overlap-collectives runs after partitioning), as priced.
+  bool overlap = true;
   /// The schedule to price (gpipe, 1f1b, zb-h1); empty: each of them.
   std::string schedule;
   /// Seconds each sub-mesh's ILP may take in the pipeline search.

@@ -55,6 +55,13 @@ struct DeviceSpec {
   /// buffers instead of updating them in place (Loom's CPU executor runs
   /// the step as a function: cpu-local), so both copies are held.
   bool newUpdateBuffers = false;
+  /// Collectives the program starts early (loom-overlap-collectives) run
+  /// on the runtime's lane while the program computes: the fraction of
+  /// such a collective's time that still delays the step (the lane shares
+  /// the device's cores), as loom-run --calibrate measures it for
+  /// cpu-local. Negative: started collectives do not overlap, they are
+  /// priced as blocking (NCCL, which runs them inside the start today).
+  double overlapSlowdown = -1;
 };
 
 struct LinkLevel {
@@ -91,6 +98,8 @@ struct LinkCalibration {
   /// rank got when all N ranks ran at once (0: not measured; the planner
   /// then assumes min(1, cores / N) for both).
   double computeShare = 0, streamShare = 0;
+  /// DeviceSpec::overlapSlowdown as measured (-1: not measured).
+  double overlapSlowdown = -1;
 };
 
 /// The numbers of a calibration file's "links" entry, or of loom-calibrate's

@@ -57,6 +57,9 @@ struct EdgeCost {
   /// Communication (a parameter gradient's reduction, ZeRO's gather) and
   /// the optimizer's update of a weight (compute, priced at its first use).
   double time = 0, update = 0, gradients = 0, optimizer = 0;
+  /// Of `time`: ZeRO's gather of the updated weight (after the update);
+  /// the rest reduces the gradient.
+  double gather = 0;
   /// The updated weight and optimizer state in new buffers
   /// (DeviceSpec::newUpdateBuffers), bytes.
   double updates = 0;

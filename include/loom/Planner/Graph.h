@@ -129,6 +129,8 @@ struct Graph {
   /// (loom-bucket-all-reduce; 0: not bucketed), and the trainable weights'
   /// bytes in all: a gradient pays its share of a bucket's fixed costs.
   double bucketBytes = 25.0 * 1024 * 1024;
+  /// loom-overlap-collectives runs on the partitioned program.
+  bool overlap = true;
   double gradientBytes = 0;
 };
 

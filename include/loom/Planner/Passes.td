@@ -63,6 +63,9 @@ def LoomAutoShard : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
            "With preset: the data-parallel mesh axis">,
     Option<"tpAxis", "tp-axis", "std::string", /*default=*/"\"tp\"",
            "With preset: the tensor-parallel mesh axis">,
+    Option<"overlap", "overlap", "bool", /*default=*/"true",
+           "Collectives are started early and waited for late "
+           "(loom-overlap-collectives), as priced">,
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"25",
            "Gradient all-reduces are fused into buckets of this many MiB "
            "(loom-bucket-all-reduce; 0: not bucketed), as priced">,

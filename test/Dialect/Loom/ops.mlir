@@ -323,6 +323,18 @@ func.func @collectives(%x: tensor<8x16xf32>, %y: tensor<16xbf16>) {
   return
 }
 
+// A started collective and its wait (loom-overlap-collectives).
+// CHECK-LABEL: func.func @started
+func.func @started(%x: tensor<8x16xf32>, %y: tensor<16xbf16>) -> (tensor<8x16xf32>, tensor<16xbf16>) {
+  // CHECK: %[[R:.*]]:2 = loom.all_reduce %{{.*}}, %{{.*}} over @m2 ["dp"] reduction = sum {loom.async} : tensor<8x16xf32>, tensor<16xbf16>
+  %0:2 = loom.all_reduce %x, %y over @m2 ["dp"] reduction = sum {loom.async} : tensor<8x16xf32>, tensor<16xbf16>
+  %1 = loom.tanh %x : tensor<8x16xf32>
+  // CHECK: loom.wait %[[R]]#0, %[[R]]#1 : tensor<8x16xf32>, tensor<16xbf16>
+  %2:2 = loom.wait %0#0, %0#1 : tensor<8x16xf32>, tensor<16xbf16>
+  %3 = loom.add %1, %2#0 : tensor<8x16xf32>
+  return %3, %2#1 : tensor<8x16xf32>, tensor<16xbf16>
+}
+
 // CHECK-LABEL: func.func @optimization_barrier
 func.func @optimization_barrier(%x: tensor<8x16xf32>, %y: tensor<16xbf16>) -> (tensor<8x16xf32>, tensor<16xbf16>) {
   // CHECK: %{{.*}}:2 = loom.optimization_barrier %{{.*}}, %{{.*}} : tensor<8x16xf32>, tensor<16xbf16>
