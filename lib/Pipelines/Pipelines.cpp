@@ -117,6 +117,11 @@ void mlir::loom::buildLoomShardingPipeline(
       LoomBucketAllReduceOptions bucket;
       bucket.bucketBytes =
           static_cast<uint64_t>(options.bucketMb * 1024 * 1024);
+      // Overlapped: a small first bucket starts reducing while the
+      // backward pass goes on (as priced: Graph::firstBucketBytes).
+      if (options.overlap)
+        bucket.firstBucketBytes =
+            std::min<uint64_t>(bucket.bucketBytes, kFirstBucketBytes);
       pm.addPass(createLoomBucketAllReduce(bucket));
     }
   }

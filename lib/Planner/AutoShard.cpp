@@ -16,6 +16,7 @@
 #include "loom/Dialect/Loom/Utils/Utils.h"
 #include "loom/Planner/ApplyPlan.h"
 #include "loom/Planner/Candidates.h"
+#include "loom/Sharding/Passes.h"
 #include "loom/Planner/CostTable.h"
 #include "loom/Planner/Megatron.h"
 #include "loom/Planner/PipelineSearch.h"
@@ -611,6 +612,7 @@ void summarize(Plan &plan, const Candidate &best, const MeshShape &mesh,
   }
   plan.remat = best.remat;
   plan.stepTime = best.totals.time;
+  plan.overlap = best.totals.overlapped;
   plan.computeTime = best.totals.compute;
   plan.commTime = best.totals.comm;
   plan.memory = best.totals.memory;
@@ -717,10 +719,15 @@ FailureOr<Plan> mlir::loom::planner::autoShard(ModuleOp module,
   Graph base = buildGraph(fn, options.optimizerStates);
   base.bucketBytes = options.bucketBytes;
   base.overlap = options.overlap;
+  if (options.overlap && options.bucketBytes > 0)
+    base.firstBucketBytes =
+        std::min(options.bucketBytes, double(kFirstBucketBytes));
   coarsen(base);
   Plan plan;
   plan.cluster = cluster->name;
   plan.device = cluster->device.name;
+  plan.overlapPriced =
+      options.overlap && cluster->device.overlapSlowdown >= 0;
   plan.memoryLimit = limit;
   plan.layers = base.layers;
   plan.opsPerLayer = base.period;

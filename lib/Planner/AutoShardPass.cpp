@@ -75,6 +75,10 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
       fn->emitError() << "loom-auto-shard: " << error;
       return signalPassFailure();
     }
+    // The planner's decision, for loom-overlap-collectives.
+    if (overlap)
+      module->setAttr(LoomDialect::kOverlapAttrName,
+                      BoolAttr::get(module.getContext(), plan->overlap));
     if (mode == "none")
       return;
     std::string err;

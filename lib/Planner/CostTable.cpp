@@ -99,6 +99,17 @@ static double topKExchange(const Graph &g, const AxisSharding &grad,
   return t;
 }
 
+/// How many bucketed all-reduces the gradients make: as many as buckets
+/// of g.bucketBytes hold them (a fraction where they do not fill the
+/// last), or with a first bucket that closes at g.firstBucketBytes, that
+/// one and as many whole buckets as the rest needs.
+static double bucketCalls(const Graph &g) {
+  double all = std::max(1.0, g.gradientBytes);
+  if (g.firstBucketBytes > 0 && all > g.firstBucketBytes)
+    return 1 + std::ceil((all - g.firstBucketBytes) / g.bucketBytes);
+  return all / std::min(all, g.bucketBytes);
+}
+
 EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
                                        const Strategy &a, const Strategy &b,
                                        Costs &costs) {
@@ -117,8 +128,8 @@ EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
     // and the planner prices (and logs) exactly those two steps.
     AxisSharding grad = gradientLayout(e, b);
     costs.bucketed = u.kind == NodeKind::Param && g.bucketBytes > 0;
-    costs.bucketShare =
-        e.bytes() / std::max(1.0, std::min(g.gradientBytes, g.bucketBytes));
+    costs.bucketShare = e.bytes() * bucketCalls(g) /
+                        std::max(1.0, g.gradientBytes);
     // Compressed gradients (loom-compress-gradients) are reduced in 16
     // bits; the updated weight is gathered in its own type.
     double gradElement = element;
@@ -268,6 +279,7 @@ double overlappedTime(const Graph &g, const StepParts &p, double slowdown) {
   for (const StepParts::Reduction &r : p.reductions)
     at[r.v].push_back(&r);
   double bucketTime = 0, bucketBytes = 0;
+  bool firstBucket = true;
   for (int v = int(p.forward.size()) - 1; v >= 0; --v) {
     t += p.backward[v];
     if (p.backwardComm[v] > 0)
@@ -277,13 +289,20 @@ double overlappedTime(const Graph &g, const StepParts &p, double slowdown) {
         start(r->time);
         continue;
       }
-      // Buckets of at most g.bucketBytes (a larger gradient alone).
+      // Buckets of at most g.bucketBytes (a larger gradient alone); the
+      // first closes once it holds g.firstBucketBytes.
       if (bucketBytes > 0 && bucketBytes + r->bytes > g.bucketBytes) {
         start(bucketTime);
         bucketTime = bucketBytes = 0;
       }
       bucketTime += r->time;
       bucketBytes += r->bytes;
+      if (firstBucket && g.firstBucketBytes > 0 &&
+          bucketBytes >= g.firstBucketBytes) {
+        start(bucketTime);
+        bucketTime = bucketBytes = 0;
+        firstBucket = false;
+      }
     }
   }
   if (bucketTime > 0)
@@ -361,8 +380,13 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
     }
   }
   t.time = t.compute + t.comm;
-  if (overlapped)
-    t.time = overlappedTime(g, parts, costs.device.overlapSlowdown);
+  // The program overlaps where that is priced faster (the planner's
+  // decision: loom.overlap on the module).
+  if (overlapped) {
+    double o = overlappedTime(g, parts, costs.device.overlapSlowdown);
+    t.overlapped = o < t.time;
+    t.time = std::min(t.time, o);
+  }
   return t;
 }
 

@@ -218,6 +218,13 @@ void printSummary(const Plan &p, llvm::raw_ostream &os) {
                         "{2}), rematerialized layers {3:f0}%\n",
                         formatSeconds(p.stepTime), formatSeconds(p.computeTime),
                         formatSeconds(p.commTime), p.remat * 100);
+  if (p.pipelineConfigs == 0 && !p.overlap)
+    os << (p.overlapPriced
+               ? "collectives block: starting them early and waiting late "
+                 "was priced slower on this device\n"
+               : "collectives block: this device's started collectives are "
+                 "not priced as overlapping (loom-run --calibrate measures "
+                 "cpu-local's; a cluster file's \"overlap_slowdown\")\n");
   os << "memory per device " << formatMemory(p.memory.total()) << " of "
      << formatMemory(p.memoryLimit) << ": " << formatBreakdown(p.memory)
      << "\n";
@@ -390,6 +397,7 @@ void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
                        {"step_s", p.stepTime},
                        {"compute_s", p.computeTime},
                        {"comm_s", p.commTime},
+                       {"overlap", p.overlap},
                        {"remat", p.remat},
                        {"memory", std::move(memory)},
                        {"solver", std::move(solver)},

@@ -26,6 +26,7 @@
 #include "loom/Dialect/Loom/Utils/Utils.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Sharding/Passes.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <tuple>
@@ -152,6 +153,7 @@ struct BucketAllReducePass
     };
     using Key = std::tuple<Attribute, Attribute, unsigned>;
     llvm::MapVector<Key, Bucket> open;
+    llvm::DenseSet<Key> firsts; // kinds whose first bucket closed
     auto flush = [&](Bucket &bucket) {
       LLVM_DEBUG(if (!bucket.members.empty()) llvm::dbgs()
                  << "bucket of " << bucket.members.size() << " all_reduces, "
@@ -195,6 +197,17 @@ struct BucketAllReducePass
         flush(bucket);
       bucket.members.push_back(ar);
       bucket.bytes += bytes;
+      // The first bucket of a kind closes as soon as it holds
+      // first-bucket-bytes (PyTorch DDP's rule), so that its reduction can
+      // start while the backward pass goes on.
+      Key key(ar.getMeshAttr(), ar.getAxes(),
+              static_cast<unsigned>(ar.getReduction()));
+      if (firstBucketBytes > 0 && firsts.insert(key).second) {
+        if (bucket.bytes < static_cast<int64_t>(firstBucketBytes))
+          firsts.erase(key);
+        else
+          flush(bucket);
+      }
     }
     for (auto &entry : open)
       flush(entry.second);

@@ -47,6 +47,11 @@ bool computes(Operation &op) {
 struct OverlapCollectivesPass
     : loom::impl::LoomOverlapCollectivesBase<OverlapCollectivesPass> {
   void runOnOperation() override {
+    // The planner priced the blocking schedule faster.
+    if (auto planned = getOperation()->getAttrOfType<BoolAttr>(
+            LoomDialect::kOverlapAttrName);
+        planned && !planned.getValue())
+      return;
     getOperation().walk([&](func::FuncOp fn) {
       if (fn.isExternal() || !fn.getBody().hasOneBlock() ||
           !fn->hasAttr(LoomDialect::kPartitionedAttrName))

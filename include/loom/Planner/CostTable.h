@@ -37,6 +37,9 @@ struct MemoryBreakdown {
 
 struct Totals {
   double time = 0, compute = 0, comm = 0;
+  /// `time` is the overlapped schedule's (started collectives), priced
+  /// faster than compute + comm with every collective blocking.
+  bool overlapped = false;
   MemoryBreakdown memory;
 };
 

@@ -131,6 +131,9 @@ struct Graph {
   double bucketBytes = 25.0 * 1024 * 1024;
   /// loom-overlap-collectives runs on the partitioned program.
   bool overlap = true;
+  /// loom-bucket-all-reduce's first bucket closes at this many bytes (0:
+  /// like the others): kFirstBucketBytes when overlapped.
+  double firstBucketBytes = 0;
   double gradientBytes = 0;
 };
 

@@ -79,6 +79,12 @@ struct Plan {
   std::vector<int64_t> axisSizes;
   std::vector<std::string> axisLinks;
   double stepTime = 0, computeTime = 0, commTime = 0;
+  /// Collectives started early and waited for late (loom.overlap on the
+  /// module): the overlapped schedule priced faster than the blocking one.
+  bool overlap = false;
+  /// Whether the device overlaps started collectives at all
+  /// (DeviceSpec::overlapSlowdown >= 0) and the program may (--overlap).
+  bool overlapPriced = false;
   double remat = 0; // fraction of repeated layers recomputed
   MemoryBreakdown memory;
   double memoryLimit = 0;

@@ -9,6 +9,11 @@
 
 namespace mlir::loom {
 
+/// The first gradient bucket's size when collectives overlap compute
+/// (PyTorch DDP's _DEFAULT_FIRST_BUCKET_BYTES): the sharding pipeline gives
+/// it to loom-bucket-all-reduce and the planner prices it.
+constexpr uint64_t kFirstBucketBytes = 1 << 20;
+
 #define GEN_PASS_DECL
 #include "loom/Sharding/Passes.h.inc"
 

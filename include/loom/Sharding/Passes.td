@@ -219,6 +219,11 @@ def LoomBucketAllReduce : Pass<"loom-bucket-all-reduce", "mlir::ModuleOp"> {
   let options = [
     Option<"bucketBytes", "bucket-bytes", "uint64_t", /*default=*/"25 << 20",
            "Largest bucket in bytes (a larger tensor gets its own)">,
+    Option<"firstBucketBytes", "first-bucket-bytes", "uint64_t",
+           /*default=*/"0",
+           "The first bucket of each kind closes once it holds this many "
+           "bytes (PyTorch DDP's 1 MiB: the backward pass's last layers are "
+           "reduced while it goes on); 0: like the others">,
   ];
 }
 
@@ -239,6 +244,8 @@ def LoomOverlapCollectives : Pass<"loom-overlap-collectives", "mlir::ModuleOp"> 
     gather overlaps the other weights' updates. A collective whose result
     is read right away stays blocking. The numbers are unchanged: the same
     collectives on the same buffers, only their completion is deferred.
+    A module whose planner priced the blocking schedule faster
+    (`loom.overlap = false`, set by loom-auto-shard) is left as it is.
   }];
 }
 

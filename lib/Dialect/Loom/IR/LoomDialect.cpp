@@ -101,6 +101,11 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kAsyncAttrName)
     return verifyStarted(op, attr.getValue());
+  if (attr.getName() == kOverlapAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<BoolAttr>(attr.getValue()))
+      return op->emitOpError("'loom.overlap' must be a bool on a module");
+    return success();
+  }
   if (attr.getName() == kMicroBatchesAttrName) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !count || count.getInt() < 1)

@@ -87,6 +87,9 @@ def Loom_Dialect : Dialect {
     /// and completes at the loom.wait that reads its results (set by
     /// loom-overlap-collectives).
     static constexpr ::llvm::StringLiteral kAsyncAttrName = "loom.async";
+    /// Module attribute (bool) the planner sets: whether
+    /// loom-overlap-collectives starts collectives early (absent: it does).
+    static constexpr ::llvm::StringLiteral kOverlapAttrName = "loom.overlap";
     /// Function argument/result attribute: the value's name in the source
     /// model (ONNX graph input/output names), used to bind data by name.
     static constexpr ::llvm::StringLiteral kNameAttrName = "loom.name";
