@@ -1,6 +1,7 @@
 //===- CostTable.cpp - A whole step priced, per choice --------------------===//
 
 #include "loom/Planner/CostTable.h"
+#include "loom/Sharding/Buckets.h"
 #include "loom/Planner/Candidates.h"
 
 #include <map>
@@ -99,15 +100,16 @@ static double topKExchange(const Graph &g, const AxisSharding &grad,
   return t;
 }
 
-/// How many bucketed all-reduces the gradients make: as many as buckets
-/// of g.bucketBytes hold them (a fraction where they do not fill the
-/// last), or with a first bucket that closes at g.firstBucketBytes, that
-/// one and as many whole buckets as the rest needs.
+/// How many bucketed all-reduces the gradients make: the buckets
+/// loom-bucket-all-reduce fills (BucketFiller) with the weights' gradients
+/// in the backward pass's order (the last weights first).
 static double bucketCalls(const Graph &g) {
-  double all = std::max(1.0, g.gradientBytes);
-  if (g.firstBucketBytes > 0 && all > g.firstBucketBytes)
-    return 1 + std::ceil((all - g.firstBucketBytes) / g.bucketBytes);
-  return all / std::min(all, g.bucketBytes);
+  std::vector<double> sizes;
+  for (const Node &n : llvm::reverse(g.nodes))
+    if (n.kind == NodeKind::Param && n.trainable)
+      sizes.push_back(bytesOf(n.type));
+  return std::max(1, BucketFiller::count(sizes, g.bucketBytes,
+                                         g.firstBucketBytes));
 }
 
 EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
@@ -278,8 +280,8 @@ double overlappedTime(const Graph &g, const StepParts &p, double slowdown) {
   std::vector<std::vector<const StepParts::Reduction *>> at(p.forward.size());
   for (const StepParts::Reduction &r : p.reductions)
     at[r.v].push_back(&r);
-  double bucketTime = 0, bucketBytes = 0;
-  bool firstBucket = true;
+  double bucketTime = 0;
+  BucketFiller filler(g.bucketBytes, g.firstBucketBytes);
   for (int v = int(p.forward.size()) - 1; v >= 0; --v) {
     t += p.backward[v];
     if (p.backwardComm[v] > 0)
@@ -289,19 +291,17 @@ double overlappedTime(const Graph &g, const StepParts &p, double slowdown) {
         start(r->time);
         continue;
       }
-      // Buckets of at most g.bucketBytes (a larger gradient alone); the
-      // first closes once it holds g.firstBucketBytes.
-      if (bucketBytes > 0 && bucketBytes + r->bytes > g.bucketBytes) {
+      // The buckets loom-bucket-all-reduce fills (BucketFiller).
+      if (filler.closesBefore(r->bytes)) {
         start(bucketTime);
-        bucketTime = bucketBytes = 0;
+        bucketTime = 0;
+        filler.close();
       }
       bucketTime += r->time;
-      bucketBytes += r->bytes;
-      if (firstBucket && g.firstBucketBytes > 0 &&
-          bucketBytes >= g.firstBucketBytes) {
+      if (filler.add(r->bytes)) {
         start(bucketTime);
-        bucketTime = bucketBytes = 0;
-        firstBucket = false;
+        bucketTime = 0;
+        filler.close();
       }
     }
   }

@@ -25,8 +25,8 @@
 
 #include "loom/Dialect/Loom/Utils/Utils.h"
 #include "loom/Dialect/Loom/IR/LoomOps.h"
+#include "loom/Sharding/Buckets.h"
 #include "loom/Sharding/Passes.h"
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <tuple>
@@ -147,17 +147,19 @@ struct BucketAllReducePass
     // 2. Compatible all_reduces (same mesh, axes and reduction) join one
     // open bucket per kind, placed at its last member; a member whose
     // result is used before the next one closes the bucket, as does size.
+    // The sizes follow the one bucket rule (Buckets.h), which the planner
+    // prices.
     struct Bucket {
+      explicit Bucket(BucketFiller filler) : filler(filler) {}
       SmallVector<AllReduceOp> members;
-      int64_t bytes = 0;
+      BucketFiller filler;
     };
     using Key = std::tuple<Attribute, Attribute, unsigned>;
     llvm::MapVector<Key, Bucket> open;
-    llvm::DenseSet<Key> firsts; // kinds whose first bucket closed
     auto flush = [&](Bucket &bucket) {
       LLVM_DEBUG(if (!bucket.members.empty()) llvm::dbgs()
                  << "bucket of " << bucket.members.size() << " all_reduces, "
-                 << bucket.bytes << " bytes\n");
+                 << bucket.filler.bytesHeld() << " bytes\n");
       if (bucket.members.size() > 1) {
         AllReduceOp last = bucket.members.back();
         OpBuilder b(last);
@@ -179,15 +181,19 @@ struct BucketAllReducePass
         }
       }
       bucket.members.clear();
-      bucket.bytes = 0;
+      bucket.filler.close();
     };
     for (auto ar : llvm::to_vector(block.getOps<AllReduceOp>())) {
       int64_t bytes = 0;
       for (Value v : ar.getInputs())
         bytes += loom::tensorBytes(v.getType());
-      Bucket &bucket = open[Key(ar.getMeshAttr(), ar.getAxes(),
-                                static_cast<unsigned>(ar.getReduction()))];
-      bool fits = bucket.bytes + bytes <= static_cast<int64_t>(bucketBytes);
+      Key key(ar.getMeshAttr(), ar.getAxes(),
+              static_cast<unsigned>(ar.getReduction()));
+      Bucket &bucket =
+          open.try_emplace(key, BucketFiller(double(bucketBytes),
+                                             double(firstBucketBytes)))
+              .first->second;
+      bool fits = !bucket.filler.closesBefore(double(bytes));
       // Earlier results must not be used before this one runs.
       for (AllReduceOp member : bucket.members)
         for (Operation *user : member->getUsers())
@@ -196,18 +202,11 @@ struct BucketAllReducePass
       if (!fits)
         flush(bucket);
       bucket.members.push_back(ar);
-      bucket.bytes += bytes;
       // The first bucket of a kind closes as soon as it holds
-      // first-bucket-bytes (PyTorch DDP's rule), so that its reduction can
-      // start while the backward pass goes on.
-      Key key(ar.getMeshAttr(), ar.getAxes(),
-              static_cast<unsigned>(ar.getReduction()));
-      if (firstBucketBytes > 0 && firsts.insert(key).second) {
-        if (bucket.bytes < static_cast<int64_t>(firstBucketBytes))
-          firsts.erase(key);
-        else
-          flush(bucket);
-      }
+      // first-bucket-bytes, so that its reduction can start while the
+      // backward pass goes on.
+      if (bucket.filler.add(double(bytes)))
+        flush(bucket);
     }
     for (auto &entry : open)
       flush(entry.second);

@@ -2,6 +2,7 @@
 
 #include "loom/Planner/Cluster.h"
 #include "loom/Planner/CostModel.h"
+#include "loom/Sharding/Buckets.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -137,4 +138,24 @@ TEST(PlannerCluster, File) {
   EXPECT_NE(llvm::toString(bad.takeError()).find("\"flops_f32\" must be a positive number"),
             std::string::npos);
   llvm::sys::fs::remove(path);
+}
+
+// The bucket rule the pass emits and the planner prices (Buckets.h).
+TEST(PlannerCost, Buckets) {
+  using mlir::loom::BucketFiller;
+  const double MiB = 1 << 20;
+  std::vector<double> four(4, 4 * MiB);
+  // 16 MiB in one 25 MiB bucket; with DDP's 1 MiB first bucket, the last
+  // layer's 4 MiB alone, then the rest.
+  EXPECT_EQ(BucketFiller::count(four, 25 * MiB, 0), 1);
+  EXPECT_EQ(BucketFiller::count(four, 25 * MiB, MiB), 2);
+  // At most the limit per bucket: 10 + 10, then 10; a larger tensor alone.
+  EXPECT_EQ(BucketFiller::count({10 * MiB, 10 * MiB, 10 * MiB}, 25 * MiB, 0), 2);
+  EXPECT_EQ(BucketFiller::count({30 * MiB}, 25 * MiB, 0), 1);
+  EXPECT_EQ(BucketFiller::count({1, 30 * MiB, 1}, 25 * MiB, 0), 3);
+  // The first bucket closes once full, small tensors joining until then.
+  EXPECT_EQ(BucketFiller::count({0.5 * MiB, 0.5 * MiB, 2 * MiB, 2 * MiB},
+                                25 * MiB, MiB),
+            2);
+  EXPECT_EQ(BucketFiller::count({}, 25 * MiB, MiB), 0);
 }
