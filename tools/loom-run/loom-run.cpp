@@ -492,7 +492,7 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
     return fail(nesting);
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
-  if (!module)
+  if (!module || failed(verifySizeLimits(*module)))
     return 2;
   if (steps < 1 || steps > int64_t(1e15))
     return fail("--steps must be from 1 to 1e15, not " + std::to_string(steps));
@@ -684,7 +684,10 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,
     if (!error.empty())
       return nullptr;
     sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-    return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+    if (module && failed(verifySizeLimits(*module)))
+      return nullptr;
+    return module;
   }
   OnnxImportOptions options;
   for (const std::string &spec : inputShapes) {

@@ -284,6 +284,10 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,
       return nullptr;
     sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+    // Sizes no pass could count (issue 45: a dimension of 2^62 grew loomc
+    // to 24 GB): refused before any pass runs.
+    if (module && failed(verifySizeLimits(*module)))
+      return nullptr;
   }
   if (!module)
     return nullptr;

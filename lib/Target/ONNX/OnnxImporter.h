@@ -224,9 +224,10 @@ public:
   /// built here, so their size (a dimension from the file) is bounded.
   static constexpr int64_t kMaxIndices = int64_t(1) << 24;
   /// The largest size and element count of any value: the graph's declared
-  /// sizes (OnnxLoader.cpp) and every value the importer builds.
-  static constexpr int64_t kMaxSize = (int64_t(1) << 31) - 1,
-                           kMaxElements = int64_t(1) << 46;
+  /// sizes (OnnxLoader.cpp) and every value the importer builds; the
+  /// dialect's (IR input has the same).
+  static constexpr int64_t kMaxSize = ::mlir::loom::kMaxDimSize,
+                           kMaxElements = ::mlir::loom::kMaxElements;
   /// Fails, naming `node` and `what` needs them, when `count` indices are
   /// more than kMaxIndices.
   LogicalResult checkIndexCount(const Node &node, int64_t count,

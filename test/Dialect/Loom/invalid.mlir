@@ -50,7 +50,7 @@ loom.parameter @w.exp_avg : tensor<4xf32> trainable state_of @w
 
 // Unary ops take floats where the math needs them.
 func.func @exp_of_int(%x: tensor<4xi32>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of floating-point values}}
   %0 = loom.exp %x : tensor<4xi32>
   return
 }
@@ -118,7 +118,7 @@ func.func @binary_mixed_elements(%a: tensor<4xf32>, %b: tensor<4xf16>) {
 // -----
 
 func.func @pow_bool(%a: tensor<4xi1>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 16-bit float}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of 16-bit float}}
   %0 = loom.pow %a, %a : tensor<4xi1>
   return
 }
@@ -126,7 +126,7 @@ func.func @pow_bool(%a: tensor<4xi1>) {
 // -----
 
 func.func @div_bool(%a: tensor<4xi1>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<4xi1>'}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<4xi1>'}}
   %0 = loom.div %a, %a : tensor<4xi1>
   return
 }
@@ -153,7 +153,7 @@ func.func @min_wrong_result(%a: tensor<2xf32>) {
 // -----
 
 func.func @compare_result_not_bool(%a: tensor<2xf32>) {
-  // expected-error @+1 {{result #0 must be statically shaped tensor of 1-bit signless integer values}}
+  // expected-error @+1 {{result #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of 1-bit signless integer values}}
   %0 = loom.compare lt, %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   return
 }
@@ -179,7 +179,7 @@ func.func @select_not_broadcastable(%c: tensor<3xi1>, %a: tensor<2xf32>) {
 // -----
 
 func.func @select_cond_not_bool(%c: tensor<2xf32>, %a: tensor<2xf32>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 1-bit signless integer values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of 1-bit signless integer values}}
   %0 = loom.select %c, %a, %a : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   return
 }
@@ -584,7 +584,7 @@ func.func @gather_axis(%t: tensor<10x4xf32>, %i: tensor<3xi64>) {
 // -----
 
 func.func @gather_float_indices(%t: tensor<10x4xf32>, %i: tensor<3xf32>) {
-  // expected-error @+1 {{operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  // expected-error @+1 {{operand #1 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of 32-bit signless integer or 64-bit signless integer values}}
   %0 = loom.gather %t[%i] axis = 0 : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
   return
 }
@@ -761,7 +761,7 @@ func.func @mse_shapes(%a: tensor<4x1xf32>, %b: tensor<4xf32>) {
 // -----
 
 func.func @abs_bool(%x: tensor<4xi1>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer}}
   %0 = loom.abs %x : tensor<4xi1>
   return
 }
@@ -769,7 +769,7 @@ func.func @abs_bool(%x: tensor<4xi1>) {
 // -----
 
 func.func @log_int(%x: tensor<4xi64>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of floating-point values}}
   %0 = loom.log %x : tensor<4xi64>
   return
 }
@@ -777,7 +777,7 @@ func.func @log_int(%x: tensor<4xi64>) {
 // -----
 
 func.func @sqrt_unranked(%x: tensor<*xf32>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of floating-point values}}
   %0 = "loom.sqrt"(%x) : (tensor<*xf32>) -> tensor<*xf32>
   return
 }
@@ -793,7 +793,7 @@ func.func @rsqrt_type_change(%x: tensor<4xf32>) {
 // -----
 
 func.func @sigmoid_int(%x: tensor<4xi8>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of floating-point values}}
   %0 = loom.sigmoid %x : tensor<4xi8>
   return
 }
@@ -801,7 +801,7 @@ func.func @sigmoid_int(%x: tensor<4xi8>) {
 // -----
 
 func.func @relu_bool(%x: tensor<4xi1>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of 16-bit float or bfloat16 type}}
   %0 = loom.relu %x : tensor<4xi1>
   return
 }
@@ -809,7 +809,7 @@ func.func @relu_bool(%x: tensor<4xi1>) {
 // -----
 
 func.func @erf_memref(%x: memref<4xf32>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of floating-point values}}
   %0 = "loom.erf"(%x) : (memref<4xf32>) -> memref<4xf32>
   return
 }
@@ -817,7 +817,7 @@ func.func @erf_memref(%x: memref<4xf32>) {
 // -----
 
 func.func @exp_scalar(%x: f32) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of floating-point values}}
   %0 = "loom.exp"(%x) : (f32) -> f32
   return
 }
@@ -825,7 +825,7 @@ func.func @exp_scalar(%x: f32) {
 // -----
 
 func.func @cast_unsupported_element(%x: tensor<4xf32>) {
-  // expected-error @+1 {{result #0 must be statically shaped tensor of floating-point or integer values, but got 'tensor<4xcomplex<f32>>'}}
+  // expected-error @+1 {{result #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of floating-point or integer values, but got 'tensor<4xcomplex<f32>>'}}
   %0 = loom.cast %x : tensor<4xf32> to tensor<4xcomplex<f32>>
   return
 }
@@ -854,7 +854,7 @@ func.func @reduce_prod_order(%x: tensor<3x4xf32>) {
 // -----
 
 func.func @floor_int(%x: tensor<4xi32>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of floating-point values}}
   %0 = loom.floor %x : tensor<4xi32>
   return
 }
@@ -862,7 +862,7 @@ func.func @floor_int(%x: tensor<4xi32>) {
 // -----
 
 func.func @ceil_int(%x: tensor<4xi32>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of floating-point values}}
   %0 = loom.ceil %x : tensor<4xi32>
   return
 }
@@ -878,7 +878,7 @@ func.func @round_type_change(%x: tensor<4xf32>) {
 // -----
 
 func.func @sin_int(%x: tensor<4xi64>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of floating-point values}}
   %0 = loom.sin %x : tensor<4xi64>
   return
 }
@@ -886,7 +886,7 @@ func.func @sin_int(%x: tensor<4xi64>) {
 // -----
 
 func.func @cos_int(%x: tensor<4xi64>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of floating-point values}}
   %0 = loom.cos %x : tensor<4xi64>
   return
 }
@@ -902,7 +902,7 @@ func.func @opaque_needs_tensors(%x: tensor<?xf32>) {
 // -----
 
 func.func @max_pool_indices_result(%x: tensor<1x1x4x4xf32>) {
-  // expected-error @+1 {{result #0 must be statically shaped tensor of 64-bit signless integer values}}
+  // expected-error @+1 {{result #0 must be statically shaped tensor (dimensions at most 2^31 - 1, at most 2^46 elements) of 64-bit signless integer values}}
   %0 = loom.max_pool_indices %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
       : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xi32>
   return

@@ -61,6 +61,49 @@ static LogicalResult verifyOpShardings(Operation *op, Attribute attr) {
   return success();
 }
 
+bool mlir::loom::isWithinSizeLimits(ShapedType type) {
+  if (!type.hasRank())
+    return true;
+  int64_t elements = 1;
+  for (int64_t d : type.getShape()) {
+    if (ShapedType::isDynamic(d))
+      continue;
+    if (d < 0 || d > kMaxDimSize || (d != 0 && elements > kMaxElements / d))
+      return false;
+    elements *= d;
+  }
+  return true;
+}
+
+LogicalResult mlir::loom::verifySizeLimits(Operation *root) {
+  auto check = [](Value v, Operation *at) {
+    auto type = dyn_cast<ShapedType>(v.getType());
+    if (!type || isWithinSizeLimits(type))
+      return success();
+    InFlightDiagnostic d = at->emitError();
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      d << "argument #" << arg.getArgNumber() << " ";
+    else
+      d << "result #" << cast<OpResult>(v).getResultNumber() << " ";
+    d << "has type " << type
+      << ", larger than Loom compiles (dimensions at most 2^31 - 1, at most "
+         "2^46 elements)";
+    return failure();
+  };
+  WalkResult r = root->walk([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          if (failed(check(arg, op)))
+            return WalkResult::interrupt();
+    for (Value v : op->getResults())
+      if (failed(check(v, op)))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
 /// `loom.async` on a collective: its results are not there until its wait,
 /// so one later loom.wait in its block reads all of them, in order, and
 /// nothing else does.

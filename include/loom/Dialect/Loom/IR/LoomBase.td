@@ -19,13 +19,22 @@ def Loom_IntElement : AnyTypeOf<[I1, I8, I16, I32, I64, UI8, UI16, UI32, UI64],
                                 "integer">;
 def Loom_Element : AnyTypeOf<[Loom_FloatElement, Loom_IntElement]>;
 
-def Loom_Tensor : StaticShapeTensorOf<[Loom_Element]>;
-def Loom_FloatTensor : StaticShapeTensorOf<[Loom_FloatElement]>;
+// Statically shaped, within the sizes Loom compiles (every dimension at most
+// 2^31 - 1, at most 2^46 elements: what the ONNX importer accepts), so that
+// IR input cannot ask a pass to count or allocate past 64 bits.
+def Loom_WithinSizeLimits
+    : CPred<"::mlir::loom::isWithinSizeLimits(::llvm::cast<::mlir::ShapedType>($_self))">;
+class Loom_TensorOf<list<Type> allowed>
+    : RankedTensorOf<allowed, [HasStaticShapePred, Loom_WithinSizeLimits],
+                     "statically shaped tensor (dimensions at most 2^31 - 1, "
+                     "at most 2^46 elements)">;
+def Loom_Tensor : Loom_TensorOf<[Loom_Element]>;
+def Loom_FloatTensor : Loom_TensorOf<[Loom_FloatElement]>;
 // Integer or float: everything arithmetic except i1.
-def Loom_NumericTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I8, I16, I32, I64,
-                                              UI8, UI16, UI32, UI64]>;
-def Loom_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
-def Loom_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Loom_NumericTensor : Loom_TensorOf<[F16, BF16, F32, F64, I8, I16, I32, I64,
+                                        UI8, UI16, UI32, UI64]>;
+def Loom_IndexTensor : Loom_TensorOf<[I32, I64]>;
+def Loom_BoolTensor : Loom_TensorOf<[I1]>;
 def Loom_SeedTensor : 0DTensorOf<[I64]>;
 
 //===----------------------------------------------------------------------===//

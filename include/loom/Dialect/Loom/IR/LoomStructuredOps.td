@@ -176,7 +176,7 @@ def Loom_MaxPoolIndicesOp : Loom_InferredOp<"max_pool_indices"> {
   let arguments = (ins Loom_NumericTensor:$input, DenseI64ArrayAttr:$kernel,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
                        DenseI64ArrayAttr:$dilations, UnitAttr:$column_major);
-  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let results = (outs Loom_TensorOf<[I64]>:$result);
   let assemblyFormat = [{
     $input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding
     `dilations` `=` $dilations (`column_major` $column_major^)? attr-dict
