@@ -403,12 +403,21 @@ private:
     return llvm::Error::success();
   }
 
+  /// A positive number, within [lo, hi] where given: plausible hardware,
+  /// so that no price overflows (a device of 5e-324 FLOP/s priced every op
+  /// at infinity, which aborted the ILP solver).
   llvm::Error number(const llvm::json::Object &obj, StringRef where,
-                     StringRef key, double &out, bool required) {
+                     StringRef key, double &out, bool required,
+                     double lo = 0, double hi = 0, StringRef unit = "") {
     if (const llvm::json::Value *v = obj.get(key)) {
       std::optional<double> x = v->getAsNumber();
       if (!x || !(*x > 0) || !std::isfinite(*x))
         return fail(where + " \"" + key + "\" must be a positive number");
+      if (hi > 0 && (*x < lo || *x > hi))
+        return fail(llvm::formatv("{0} \"{1}\" must be from {2:e0} to {3:e0} "
+                                  "{4}, not {5:e2}",
+                                  where, key, lo, hi, unit, *x)
+                        .str());
       out = *x;
       return llvm::Error::success();
     }
@@ -430,14 +439,18 @@ private:
     DeviceSpec &d = kind.spec;
     if (auto e = optionalString(dev, "name", where, d.name, "device"))
       return e;
-    if (auto e = number(dev, where, "flops_f32", d.flopsF32, true))
+    if (auto e = number(dev, where, "flops_f32", d.flopsF32, true, 1e3, 1e21,
+                        "FLOP/s"))
       return e;
     d.flops16 = d.flopsF32;
-    if (auto e = number(dev, where, "flops_bf16", d.flops16, false))
+    if (auto e = number(dev, where, "flops_bf16", d.flops16, false, 1e3, 1e21,
+                        "FLOP/s"))
       return e;
-    if (auto e = number(dev, where, "memory_bandwidth", d.memoryBandwidth, true))
+    if (auto e = number(dev, where, "memory_bandwidth", d.memoryBandwidth, true,
+                        1e3, 1e17, "bytes/s"))
       return e;
-    if (auto e = number(dev, where, "memory", d.memory, true))
+    if (auto e = number(dev, where, "memory", d.memory, true, 1e3, 1e18,
+                        "bytes"))
       return e;
     if (auto e = number(dev, where, "efficiency", d.efficiency, false))
       return e;
@@ -452,9 +465,9 @@ private:
     // Seconds per op besides its FLOPs and bytes (0: none).
     if (const llvm::json::Value *v = dev.get("op_overhead")) {
       std::optional<double> x = v->getAsNumber();
-      if (!x || !(*x >= 0) || !std::isfinite(*x))
+      if (!x || !(*x >= 0) || *x > 1)
         return fail(where + " \"op_overhead\" must be a number of seconds "
-                    ">= 0");
+                    "from 0 to 1");
       d.opOverhead = *x;
     }
     // Started collectives overlap compute (>= 0: the share of their time
@@ -501,16 +514,18 @@ private:
                                   kMaxDevices)
                         .str());
       level.size = *size;
-      if (auto e = number(*l, where, "bandwidth", level.bandwidth, true))
+      if (auto e = number(*l, where, "bandwidth", level.bandwidth, true, 1e3,
+                          1e17, "bytes/s"))
         return e;
-      if (auto e = number(*l, where, "latency", level.latency, true))
+      if (auto e = number(*l, where, "latency", level.latency, true, 1e-12,
+                          1e3, "seconds"))
         return e;
       // Seconds per collective call besides its messages (0: none).
       if (const llvm::json::Value *v = l->get("overhead")) {
         std::optional<double> x = v->getAsNumber();
-        if (!x || !(*x >= 0) || !std::isfinite(*x))
+        if (!x || !(*x >= 0) || *x > 1e3)
           return fail(where + " \"overhead\" must be a number of seconds "
-                      ">= 0");
+                      "from 0 to 1e3");
         level.overhead = *x;
       }
       c.levels.push_back(level);

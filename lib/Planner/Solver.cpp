@@ -147,13 +147,19 @@ void foldSeparable(Folded &f) {
 struct Columns {
   double timeScale = 1, memScale = 1;
   std::vector<int> firstCol; // per variable, -1 when it has one choice
-  std::vector<double> objective;
+  std::vector<double> objective, upper;
   std::vector<char> integer;
   std::vector<std::vector<std::pair<int, double>>> entries;
   std::vector<double> rowLb, rowUb;
 
+  /// A column; one whose cost is not a number or infinite (a resharding
+  /// that cannot be done, a price beyond any real step) is forbidden: its
+  /// upper bound 0, not an infinite coefficient, which the LP solver
+  /// cannot take (Clp asserts |c| < 1e25).
   int add(double obj, bool isInteger) {
-    objective.push_back(obj);
+    bool usable = std::isfinite(obj) && std::abs(obj) < 1e20;
+    objective.push_back(usable ? obj : 0.0);
+    upper.push_back(usable ? 1.0 : 0.0);
     integer.push_back(isInteger);
     entries.emplace_back();
     return int(entries.size()) - 1;
@@ -299,7 +305,7 @@ void runCbc(const Columns &c, const Folded &f, const SolverRequest &r,
     }
   }
   start[ncols] = index.size();
-  std::vector<double> colLb(ncols, 0.0), colUb(ncols, 1.0);
+  std::vector<double> colLb(ncols, 0.0), colUb(c.upper);
   Cbc_Model *model = Cbc_newModel();
   auto release = llvm::make_scope_exit([&] { Cbc_deleteModel(model); });
   Cbc_loadProblem(model, ncols, nrows, start.data(), index.data(),

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -266,3 +267,25 @@ TEST(Solver, SharedCostsMatchExhaustiveSearch) {
 }
 
 } // namespace
+
+// An infinite or NaN price (a resharding that cannot be done, a cluster
+// whose numbers overflow) forbids its choice; it reached CBC as an
+// objective coefficient, and Clp aborted (issue 45 item 4).
+TEST(Solver, InfinitePricesForbidTheirChoice) {
+  const double inf = std::numeric_limits<double>::infinity();
+  SolverRequest r;
+  r.cost = {{1, inf, 3}, {2, 1, 4}, {1, 2, std::nan("")}};
+  r.memory = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}};
+  // A triangle of pairs, so nothing folds away and CBC solves it.
+  r.pairs.push_back({0, 1, {0, 2, 1, 2, 0, 2, inf, 2, 0}, std::vector<double>(9, 0)});
+  r.pairs.push_back({1, 2, {0, 1, 2, 1, 0, 1, 2, 1, 0}, std::vector<double>(9, 0)});
+  r.pairs.push_back({0, 2, {0, 3, 1, 3, 0, 3, 1, 3, 0}, std::vector<double>(9, 0)});
+  SolverResult s = solve(r);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_GT(s.variables, 0);
+  EXPECT_NE(s.choice[0], 1);
+  EXPECT_NE(s.choice[2], 2);
+  EXPECT_TRUE(std::isfinite(s.objective));
+  auto [best, choice] = bruteForce(r);
+  EXPECT_NEAR(s.objective, best, 1e-9);
+}
