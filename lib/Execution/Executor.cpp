@@ -334,7 +334,7 @@ public:
     auto buffer = llvm::MemoryBuffer::getFile(object());
     if (!buffer)
       return std::nullopt;
-    return unpack((*buffer)->getBuffer());
+    return unpack((*buffer)->getBuffer(), key);
   }
 
   /// Takes the lock (true), or another process holds it (false). The lock
@@ -377,7 +377,8 @@ public:
       llvm::raw_fd_ostream os(tmp, ec);
       if (ec)
         return;
-      os << kMagic << objects.size() << "\n";
+      os << kMagic << key << "\n" << digest(objects) << "\n"
+         << objects.size() << "\n";
       for (const std::string &o : objects)
         os << o.size() << "\n";
       for (const std::string &o : objects)
@@ -407,17 +408,38 @@ private:
     return ::kill(id, 0) != 0 && errno == ESRCH;
   }
 
-  /// An entry: kMagic, the number of objects and each one's size (one per
-  /// line), then the objects.
-  static constexpr llvm::StringLiteral kMagic = "loom-objects 1\n";
-  static std::optional<std::vector<std::string>> unpack(StringRef bytes) {
+  /// An entry: kMagic, the key it was compiled for, the SHA-256 of its
+  /// objects, the number of objects and each one's size (one per line),
+  /// then the objects. The entry is used only when it names this key and
+  /// its objects hash as written: a file named after the key is not enough
+  /// (issue 45: another artifact's valid object copied under this key's
+  /// name was linked and trained with).
+  static constexpr llvm::StringLiteral kMagic = "loom-objects 2\n";
+  static std::string digest(llvm::ArrayRef<std::string> objects) {
+    llvm::SHA256 h;
+    for (const std::string &o : objects) {
+      std::string size = std::to_string(o.size()) + "\n";
+      h.update(llvm::ArrayRef<uint8_t>(
+          reinterpret_cast<const uint8_t *>(size.data()), size.size()));
+      h.update(llvm::ArrayRef<uint8_t>(
+          reinterpret_cast<const uint8_t *>(o.data()), o.size()));
+    }
+    std::array<uint8_t, 32> d = h.final();
+    return llvm::toHex(d, /*LowerCase=*/true);
+  }
+  static std::optional<std::vector<std::string>> unpack(StringRef bytes,
+                                                        StringRef key) {
     if (!bytes.consume_front(kMagic))
       return std::nullopt;
-    auto number = [&](uint64_t &n) {
-      auto [line, rest] = bytes.split('\n');
+    auto line = [&]() {
+      auto [first, rest] = bytes.split('\n');
       bytes = rest;
-      return !line.getAsInteger(10, n);
+      return first;
     };
+    if (line() != key)
+      return std::nullopt;
+    std::string want = line().str();
+    auto number = [&](uint64_t &n) { return !line().getAsInteger(10, n); };
     uint64_t count;
     if (!number(count) || count == 0 || count > 4096)
       return std::nullopt;
@@ -432,7 +454,7 @@ private:
       objects.push_back(bytes.take_front(size).str());
       bytes = bytes.drop_front(size);
     }
-    if (!bytes.empty())
+    if (!bytes.empty() || digest(objects) != want)
       return std::nullopt;
     return objects;
   }
