@@ -31,7 +31,7 @@
 // gradients (grad:N, summed over micro-batches by the runtime) and their
 // update live on their stage only; the loss is the last stage's; the step
 // counter is advanced by every update. 1F1B by default.
-// CHECK: module attributes {loom.pipeline = {actions = {{\[\[}}"F(0,0)", "SEND_F(0,0)", "F(0,1)", "SEND_F(0,1)", "RECV_B(0,0)", "B(0,0)", "F(0,2)", "SEND_F(0,2)", "RECV_B(0,1)", "B(0,1)", "F(0,3)", "SEND_F(0,3)", "RECV_B(0,2)", "B(0,2)", "RECV_B(0,3)", "B(0,3)", "U(0)"],
+// CHECK: module attributes {{[{]}}{{(loom.overlap = (true|false), )?}}loom.pipeline = {actions = {{\[\[}}"F(0,0)", "SEND_F(0,0)", "F(0,1)", "SEND_F(0,1)", "RECV_B(0,0)", "B(0,0)", "F(0,2)", "SEND_F(0,2)", "RECV_B(0,1)", "B(0,1)", "F(0,3)", "SEND_F(0,3)", "RECV_B(0,2)", "B(0,2)", "RECV_B(0,3)", "B(0,3)", "U(0)"],
 // CHECK-SAME: ["RECV_F(1,0)", "F(1,0)", "B(1,0)", "SEND_B(1,0)", "RECV_F(1,1)", "F(1,1)", "B(1,1)", "SEND_B(1,1)", "RECV_F(1,2)", "F(1,2)", "B(1,2)", "SEND_B(1,2)", "RECV_F(1,3)", "F(1,3)", "B(1,3)", "SEND_B(1,3)", "U(1)"]],
 // CHECK-SAME: bubble = 0.19{{[0-9]*}} : f64, micro_batches = 4 : i64, ranks = 2 : i64, schedule = "1f1b", stages = 2 : i64, virtual_stages = 1 : i64}}
 // CHECK: loom.mesh @mesh ["pp"=2]

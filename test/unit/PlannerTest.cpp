@@ -159,3 +159,18 @@ TEST(PlannerCost, Buckets) {
             2);
   EXPECT_EQ(BucketFiller::count({}, 25 * MiB, MiB), 0);
 }
+
+// A bucket closed before it held the first bucket's bytes (the loss's
+// all-reduce, read before the gradients) is not the first bucket.
+TEST(PlannerCost, FirstBucketAfterAnEarlyClose) {
+  using mlir::loom::BucketFiller;
+  const double MiB = 1 << 20;
+  BucketFiller f(25 * MiB, MiB);
+  EXPECT_FALSE(f.add(4));
+  f.close(); // the loss, alone
+  EXPECT_FALSE(f.closesBefore(0.5 * MiB));
+  EXPECT_FALSE(f.add(0.5 * MiB));
+  EXPECT_TRUE(f.add(0.75 * MiB)); // now the first bucket is full
+  f.close();
+  EXPECT_FALSE(f.add(2 * MiB)); // later buckets fill to 25 MiB
+}

@@ -34,9 +34,11 @@ public:
     held += bytes;
     return !firstClosed && first > 0 && held >= first;
   }
-  /// The open bucket closed (it was emitted).
+  /// The open bucket closed (it was emitted). It was the first bucket if
+  /// it held firstBucketBytes; one closed earlier (a result read before the
+  /// next member, such as the loss's) was not.
   void close() {
-    if (held > 0)
+    if (first > 0 && held >= first)
       firstClosed = true;
     held = 0;
   }
