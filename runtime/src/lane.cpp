@@ -7,7 +7,6 @@ using namespace loom::rt;
 namespace {
 /// The lane whose thread this is (null on other threads).
 thread_local CommLane *tCurrentLane = nullptr;
-thread_local const std::atomic<int> *tLaneWaiters = nullptr;
 } // namespace
 
 CommLane::~CommLane() {
@@ -55,14 +54,14 @@ void CommLane::drain() {
 }
 
 bool CommLane::shouldYield() {
-  return tCurrentLane && tLaneWaiters->load(std::memory_order_relaxed) == 0;
+  return tCurrentLane &&
+         tCurrentLane->waiters.load(std::memory_order_relaxed) == 0;
 }
 
 bool CommLane::onLane() { return tCurrentLane != nullptr; }
 
 void CommLane::loop() {
   tCurrentLane = this;
-  tLaneWaiters = &waiters;
   for (;;) {
     std::shared_ptr<Task> task;
     {

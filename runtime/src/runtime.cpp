@@ -588,41 +588,79 @@ std::string reductionDetail(loom_reduction_t reduction) {
 }
 } // namespace
 
+namespace {
+/// The three collectives that may be started: blocking when `pending` is
+/// null, else started (the handle in *pending).
+loom_status_t allReduce(loom_mesh_t mesh, const int32_t *axes,
+                        int32_t num_axes, loom_dtype_t dtype,
+                        loom_reduction_t reduction, const void *send,
+                        void *recv, int64_t count, loom_pending_t *pending) {
+  return collective(mesh, "all_reduce", axes, num_axes, dtype, count,
+                    reductionDetail(reduction).c_str(), reduction, send, recv,
+                    count, Extent{},
+                    [=](Backend &b, Group &g, const CallInfo &info,
+                        const void *s, void *r) {
+                      return b.allReduce(g, info, reduction, s, r);
+                    },
+                    pending);
+}
+
+loom_status_t allGather(loom_mesh_t mesh, const int32_t *axes,
+                        int32_t num_axes, loom_dtype_t dtype,
+                        const void *send, void *recv, int64_t send_count,
+                        loom_pending_t *pending) {
+  return collective(mesh, "all_gather", axes, num_axes, dtype, send_count, "",
+                    0, send, recv, send_count, Extent{false, true},
+                    [=](Backend &b, Group &g, const CallInfo &info,
+                        const void *s,
+                        void *r) { return b.allGather(g, info, s, r); },
+                    pending);
+}
+
+loom_status_t reduceScatter(loom_mesh_t mesh, const int32_t *axes,
+                            int32_t num_axes, loom_dtype_t dtype,
+                            loom_reduction_t reduction, const void *send,
+                            void *recv, int64_t recv_count,
+                            loom_pending_t *pending) {
+  return collective(mesh, "reduce_scatter", axes, num_axes, dtype, recv_count,
+                    reductionDetail(reduction).c_str(), reduction, send, recv,
+                    recv_count, Extent{true, false},
+                    [=](Backend &b, Group &g, const CallInfo &info,
+                        const void *s, void *r) {
+                      return b.reduceScatter(g, info, reduction, s, r);
+                    },
+                    pending);
+}
+
+loom_status_t noHandle(const char *op) {
+  return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT, "%s_start: no handle",
+                          op);
+}
+} // namespace
+
 extern "C" loom_status_t loom_all_reduce(loom_mesh_t mesh, const int32_t *axes,
                                          int32_t num_axes, loom_dtype_t dtype,
                                          loom_reduction_t reduction,
                                          const void *send, void *recv,
                                          int64_t count) {
-  return collective(mesh, "all_reduce", axes, num_axes, dtype, count,
-                    reductionDetail(reduction).c_str(), reduction, send, recv,
-                    count, Extent{},
-                    [=](Backend &b, Group &g, const CallInfo &info, const void *s,
-                        void *r) {
-                      return b.allReduce(g, info, reduction, s, r);
-                    });
+  return allReduce(mesh, axes, num_axes, dtype, reduction, send, recv, count,
+                   nullptr);
 }
 
 extern "C" loom_status_t loom_all_gather(loom_mesh_t mesh, const int32_t *axes,
                                          int32_t num_axes, loom_dtype_t dtype,
                                          const void *send, void *recv,
                                          int64_t send_count) {
-  return collective(mesh, "all_gather", axes, num_axes, dtype, send_count, "",
-                    0, send, recv, send_count, Extent{false, true},
-                    [=](Backend &b, Group &g, const CallInfo &info, const void *s,
-                        void *r) { return b.allGather(g, info, s, r); });
+  return allGather(mesh, axes, num_axes, dtype, send, recv, send_count,
+                   nullptr);
 }
 
 extern "C" loom_status_t
 loom_reduce_scatter(loom_mesh_t mesh, const int32_t *axes, int32_t num_axes,
                     loom_dtype_t dtype, loom_reduction_t reduction,
                     const void *send, void *recv, int64_t recv_count) {
-  return collective(mesh, "reduce_scatter", axes, num_axes, dtype, recv_count,
-                    reductionDetail(reduction).c_str(), reduction, send, recv,
-                    recv_count, Extent{true, false},
-                    [=](Backend &b, Group &g, const CallInfo &info, const void *s,
-                        void *r) {
-                      return b.reduceScatter(g, info, reduction, s, r);
-                    });
+  return reduceScatter(mesh, axes, num_axes, dtype, reduction, send, recv,
+                       recv_count, nullptr);
 }
 
 extern "C" loom_status_t loom_all_to_all(loom_mesh_t mesh, const int32_t *axes,
@@ -640,49 +678,27 @@ loom_all_reduce_start(loom_mesh_t mesh, const int32_t *axes, int32_t num_axes,
                       loom_dtype_t dtype, loom_reduction_t reduction,
                       const void *send, void *recv, int64_t count,
                       loom_pending_t *out) {
-  if (!out)
-    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
-                            "all_reduce_start: no handle");
-  return collective(mesh, "all_reduce", axes, num_axes, dtype, count,
-                    reductionDetail(reduction).c_str(), reduction, send, recv,
-                    count, Extent{},
-                    [=](Backend &b, Group &g, const CallInfo &info,
-                        const void *s, void *r) {
-                      return b.allReduce(g, info, reduction, s, r);
-                    },
-                    out);
+  return out ? allReduce(mesh, axes, num_axes, dtype, reduction, send, recv,
+                         count, out)
+             : noHandle("all_reduce");
 }
 
 extern "C" loom_status_t
 loom_all_gather_start(loom_mesh_t mesh, const int32_t *axes, int32_t num_axes,
                       loom_dtype_t dtype, const void *send, void *recv,
                       int64_t send_count, loom_pending_t *out) {
-  if (!out)
-    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
-                            "all_gather_start: no handle");
-  return collective(mesh, "all_gather", axes, num_axes, dtype, send_count, "",
-                    0, send, recv, send_count, Extent{false, true},
-                    [=](Backend &b, Group &g, const CallInfo &info,
-                        const void *s,
-                        void *r) { return b.allGather(g, info, s, r); },
-                    out);
+  return out ? allGather(mesh, axes, num_axes, dtype, send, recv, send_count,
+                         out)
+             : noHandle("all_gather");
 }
 
 extern "C" loom_status_t loom_reduce_scatter_start(
     loom_mesh_t mesh, const int32_t *axes, int32_t num_axes,
     loom_dtype_t dtype, loom_reduction_t reduction, const void *send,
     void *recv, int64_t recv_count, loom_pending_t *out) {
-  if (!out)
-    return loom_status_make(LOOM_STATUS_INVALID_ARGUMENT,
-                            "reduce_scatter_start: no handle");
-  return collective(mesh, "reduce_scatter", axes, num_axes, dtype, recv_count,
-                    reductionDetail(reduction).c_str(), reduction, send, recv,
-                    recv_count, Extent{true, false},
-                    [=](Backend &b, Group &g, const CallInfo &info,
-                        const void *s, void *r) {
-                      return b.reduceScatter(g, info, reduction, s, r);
-                    },
-                    out);
+  return out ? reduceScatter(mesh, axes, num_axes, dtype, reduction, send,
+                             recv, recv_count, out)
+             : noHandle("reduce_scatter");
 }
 
 extern "C" loom_status_t loom_collective_wait(loom_pending_t pending) {
