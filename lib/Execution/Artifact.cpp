@@ -80,7 +80,8 @@ bool mlir::loom::exportParameters(ModuleOp module, StringRef dir,
                                   const ArtifactOptions &options,
                                   std::string &error) {
   MLIRContext *ctx = module.getContext();
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(
+          dir, /*IgnoreExisting=*/true, llvm::sys::fs::all_all)) {
     error = "cannot create " + dir.str() + ": " + ec.message();
     return false;
   }
@@ -146,7 +147,8 @@ bool mlir::loom::exportParameters(ModuleOp module, StringRef dir,
 
 bool mlir::loom::writeModule(ModuleOp module, StringRef dir, StringRef name,
                              std::string &error) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(
+          dir, /*IgnoreExisting=*/true, llvm::sys::fs::all_all)) {
     error = "cannot create " + dir.str() + ": " + ec.message();
     return false;
   }

@@ -118,7 +118,8 @@ bool writeFile(const std::string &p, StringRef text, std::string &error) {
 bool copyLibraries(const ExecutableOptions &options, StringRef dir,
                    ArrayRef<std::string> libraries, std::string &error) {
   std::string libDir = path(dir, "lib");
-  if (std::error_code ec = llvm::sys::fs::create_directories(libDir)) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(
+          libDir, /*IgnoreExisting=*/true, llvm::sys::fs::all_all)) {
     error = "cannot create " + libDir + ": " + ec.message();
     return false;
   }

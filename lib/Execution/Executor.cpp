@@ -340,7 +340,8 @@ public:
   /// Takes the lock (true), or another process holds it (false). The lock
   /// names its holder: "<host> <pid>".
   bool tryLock() const {
-    if (llvm::sys::fs::create_directories(dir))
+    if (llvm::sys::fs::create_directories(dir, /*IgnoreExisting=*/true,
+                                          llvm::sys::fs::all_all))
       return false;
     int fd;
     if (llvm::sys::fs::openFileForWrite(lock(), fd,

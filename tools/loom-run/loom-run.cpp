@@ -146,7 +146,12 @@ static cl::opt<bool> profile("profile",
     cl::cat(category));
 static cl::opt<std::string> paramsOut("params-out",
     cl::desc("Training: where to write the final parameters (default "
-             "ARTIFACT/params-final; none: nothing written)"),
+             "ARTIFACT/params-final; none: nothing written, the optimizer "
+             "state neither unless --state-out is given)"),
+    cl::cat(category));
+static cl::opt<std::string> stateOut("state-out",
+    cl::desc("Training: where to write the final optimizer state (default "
+             "ARTIFACT/optimizer-final; none: not written)"),
     cl::cat(category));
 
 static cl::opt<std::string> checkpointDir("checkpoint-dir",
@@ -311,6 +316,8 @@ int runExecutable() {
     command.push_back("--shuffle");
   if (!paramsOut.empty())
     command.push_back("--params-out=" + paramsOut);
+  if (!stateOut.empty())
+    command.push_back("--state-out=" + stateOut);
   // The rank program takes loom-run's checkpoint, trace and profile flags.
   if (!checkpointDir.empty())
     command.push_back("--checkpoint-dir=" + checkpointDir);
@@ -509,31 +516,9 @@ int train(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   options.seed = seed;
   options.dir = modelPath;
   options.writer = "loom-run";
-  SmallString<256> out(modelPath);
-  llvm::sys::path::append(out, "params-final");
-  options.paramsOut = paramsOut.empty() ? std::string(out) : paramsOut.getValue();
-  SmallString<256> state(modelPath);
-  llvm::sys::path::append(state, "optimizer-final");
-  options.stateOut = std::string(state);
-  // Each output directory is cleared of an earlier run's tensors first.
-  SmallString<256> paramsAbs(options.paramsOut), stateAbs(options.stateOut);
-  llvm::sys::fs::make_absolute(paramsAbs);
-  llvm::sys::fs::make_absolute(stateAbs);
-  llvm::sys::path::remove_dots(paramsAbs, true);
-  llvm::sys::path::remove_dots(stateAbs, true);
-  if (paramsOut == "none") {
-    // As the rank programs: nothing written (a benchmark's gigabytes).
-    options.paramsOut.clear();
-    options.stateOut.clear();
-  } else {
-    // A run that fails leaves the earlier results unmarked (<dir>.done).
-    program::clearOutputMarker(options.paramsOut);
-    program::clearOutputMarker(options.stateOut);
-    if (paramsAbs == stateAbs)
-      return fail("--params-out " + options.paramsOut +
-                  " is where the optimizer state goes; give another "
-                  "directory");
-  }
+  std::string outputError;
+  if (!program::resolveOutputs(options, paramsOut, stateOut, outputError))
+    return fail(outputError);
   program::TrainResult result;
   auto started = std::chrono::steady_clock::now();
   auto lastProgress = started;
@@ -967,6 +952,9 @@ int main(int argc, char **argv) {
     return fail("-np " + std::to_string(numRanks) +
                 ": give a number of ranks from 1 to " +
                 std::to_string(kMaxRanks) + " (one per device of the mesh)");
+  if (stateOut.getNumOccurrences() && stateOut.empty())
+    return fail("--state-out needs a directory (or none to write no "
+                "optimizer state), not an empty value");
   if (paramsOut.getNumOccurrences() && paramsOut.empty())
     return fail("--params-out needs a directory (or none to write no "
                 "parameters), not an empty value");

@@ -553,7 +553,8 @@ void fillShardingOptions(ShardingPipelineOptions &o, ModuleOp module,
   if (scheduleName.getNumOccurrences() || pipelineRanks() > 1)
     o.planSchedule = scheduleName;
   if (o.pipeline) {
-    llvm::sys::fs::create_directories(outDir);
+    llvm::sys::fs::create_directories(outDir, /*IgnoreExisting=*/true,
+                                      llvm::sys::fs::all_all);
     SmallString<256> svg(outDir);
     llvm::sys::path::append(svg, "schedule.svg");
     o.scheduleSvg = std::string(svg);
@@ -818,6 +819,15 @@ LogicalResult planStagesFirst(MLIRContext &ctx, ModuleOp module, double beta1,
   return success();
 }
 
+/// One loomc writes into an -o at a time (two left a train that did not
+/// match train.mlir); the lock goes with the process.
+std::string lockOutput() {
+  std::string error;
+  if (::loom::program::lockOutputDir(outDir, "loomc", error) < 0)
+    return "-o " + outDir + ": " + error;
+  return "";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -829,7 +839,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "Loom compiler: build a training artifact\n");
   double beta1 = 0.9, beta2 = 0.999;
-  if (std::string err = checkFlags(beta1, beta2); !err.empty())
+  std::string err = checkFlags(beta1, beta2);
+  if (!err.empty() || !(err = lockOutput()).empty())
     return fail(err);
   std::string targetError;
   std::string chip = cudaChip(targetError);
@@ -883,7 +894,7 @@ int main(int argc, char **argv) {
   if (planned &&
       llvm::sys::fs::createTemporaryFile("loomc-plan", "txt", reportPath))
     return fail("cannot create a temporary file for the plan report");
-  auto removeReport = llvm::make_scope_exit([&] {
+  llvm::scope_exit removeReport([&] {
     if (!reportPath.empty())
       llvm::sys::fs::remove(reportPath);
   });

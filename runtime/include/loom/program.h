@@ -27,6 +27,8 @@
 
 namespace loom::program {
 
+struct TrainOptions;
+
 /// How a tensor is split over the mesh: per dimension the mesh axes
 /// (indices, major first) that split it, and the axes over which it holds
 /// partial values (reduced with `partialKind`).
@@ -238,6 +240,26 @@ bool writeFileAtomically(const std::string &path, const void *data,
 /// directory, which holds only .npy files), naming `what` wrote it and its
 /// `files`. A directory without the marker is incomplete.
 bool beginOutputDir(const std::string &dir, std::string &error);
+/// Sets `o.paramsOut` and `o.stateOut` from the --params-out and
+/// --state-out flags (empty: `o.dir`/params-final and `o.dir`/optimizer-final;
+/// "none": not written; --params-out none alone writes neither), refuses
+/// one directory for both, and clears both markers. False with `error`.
+bool resolveOutputs(TrainOptions &o, const std::string &paramsFlag,
+                    const std::string &stateFlag, std::string &error);
+/// Whether `dir` (created if missing) and its parent take new files: a
+/// read-only artifact is reported before training, not after it. `what`
+/// names the output and the flag that moves it. `tree`: `dir` is made
+/// with its parents (mkdir -p) and only it must take files (checkpoints).
+bool checkOutputDir(const std::string &dir, const std::string &what,
+                    std::string &error, bool tree = false);
+/// Locks `dir` (created with its parents if missing) for one writer: an exclusive flock on
+/// `dir`/.loom-lock, held until the returned descriptor is closed (or the
+/// process ends, a kill included). -1 with `error` when another process
+/// holds it (naming `who` wrote the note, e.g. "loomc pid 123") or the
+/// directory cannot be written.
+int lockOutputDir(const std::string &dir, const std::string &who,
+                  std::string &error);
+
 /// Removes `<dir>.done` (a run calls it when it starts, so that one that
 /// fails before saving leaves the earlier results unmarked).
 void clearOutputMarker(const std::string &dir);

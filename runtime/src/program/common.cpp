@@ -2,6 +2,8 @@
 
 #include "internal.h"
 
+#include "../train/mesh.h"
+
 #include "loom/kernels.h"
 
 #include <algorithm>
@@ -638,8 +640,35 @@ bool loom::program::agreeOnStart(loom_mesh_t mesh,
 
 namespace loom::program::detail {
 
+/// Rank 0 writes the final parameters and optimizer state, every rank its
+/// checkpoint shards: whether they can is known before the first step (a
+/// read-only artifact failed after the whole run), and every rank stops
+/// with the first that cannot (which prints why).
+static bool checkOutputsWritable(const TrainOptions &o, loom_mesh_t mesh,
+                                 std::string &error) {
+  std::string mine;
+  // Every rank writes its checkpoint shard.
+  if (!o.checkpointDir.empty())
+    checkOutputDir(o.checkpointDir, "checkpoints (--checkpoint-dir)", mine,
+                   /*tree=*/true);
+  if (mine.empty() && (!mesh || mesh::rank(mesh) == 0)) {
+    if (!o.paramsOut.empty())
+      checkOutputDir(o.paramsOut,
+                     "the final parameters (--params-out DIR|none)", mine);
+    if (mine.empty() && !o.stateOut.empty())
+      checkOutputDir(o.stateOut,
+                     "the optimizer state (--state-out DIR|none)", mine);
+  }
+  error = mine;
+  return mesh ? mesh::agree(mesh, mine.empty(),
+                            "check that it can write its outputs", error)
+              : mine.empty();
+}
+
 bool agreeOnTrainingStart(const Manifest &m, const TrainOptions &o,
                           loom_mesh_t mesh, std::string &error) {
+  if (!checkOutputsWritable(o, mesh, error))
+    return false;
   if (!mesh)
     return true;
   std::set<std::string> initFiles, inputs;

@@ -7,11 +7,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "loom/program.h"
+#include "loom/train.h"
 
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -182,4 +184,122 @@ bool loom::program::finishOutputDir(const std::string &dir,
   text += "\n";
   return writeFileAtomically(outputMarker(dir), text.data(), text.size(),
                              error);
+}
+
+bool loom::program::resolveOutputs(TrainOptions &o,
+                                   const std::string &paramsFlag,
+                                   const std::string &stateFlag,
+                                   std::string &error) {
+  o.paramsOut = paramsFlag.empty() ? o.dir + "/params-final" : paramsFlag;
+  o.stateOut = stateFlag.empty() ? o.dir + "/optimizer-final" : stateFlag;
+  // --params-out none writes nothing (a benchmark's gigabytes), the state
+  // included unless --state-out names a directory.
+  if (o.paramsOut == "none") {
+    o.paramsOut.clear();
+    if (stateFlag.empty())
+      o.stateOut.clear();
+  }
+  if (o.stateOut == "none")
+    o.stateOut.clear();
+  auto absolute = [](std::string p) {
+    char cwd[4096];
+    if (!p.empty() && p[0] != '/' && ::getcwd(cwd, sizeof(cwd)))
+      p = std::string(cwd) + "/" + p;
+    while (p.size() > 1 && p.back() == '/')
+      p.pop_back();
+    for (size_t at; (at = p.find("/./")) != std::string::npos;)
+      p.erase(at, 2);
+    return p;
+  };
+  if (!o.paramsOut.empty() && !o.stateOut.empty() &&
+      absolute(o.paramsOut) == absolute(o.stateOut)) {
+    error = "--params-out " + o.paramsOut +
+            " is where the optimizer state goes; give another directory "
+            "(or another --state-out)";
+    return false;
+  }
+  // A run that fails leaves the earlier results unmarked (<dir>.done).
+  clearOutputMarker(o.paramsOut);
+  clearOutputMarker(o.stateOut);
+  return true;
+}
+
+/// mkdir `path` (`parents`: and its missing parents, as mkdir -p); 0 or
+/// the errno of the first that failed.
+static int makeDirectories(const std::string &path, bool parents) {
+  for (size_t at = parents ? 1 : path.size(); at <= path.size(); ++at) {
+    if (at < path.size() && path[at] != '/')
+      continue;
+    std::string prefix = path.substr(0, at);
+    if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
+      return errno;
+  }
+  return 0;
+}
+
+bool loom::program::checkOutputDir(const std::string &dir,
+                                   const std::string &what, std::string &error,
+                                   bool tree) {
+  std::string path = dir;
+  while (path.size() > 1 && path.back() == '/')
+    path.pop_back();
+  // The directory (its .npy files) and its parent (the <dir>.done marker,
+  // written through a temporary file beside it) must both take new files;
+  // a tree (checkpoints) is made with its parents and holds its markers.
+  std::string probes[2] = {path + "/.loom-probe-" + std::to_string(::getpid()),
+                           path + ".probe-" + std::to_string(::getpid())};
+  int why = makeDirectories(path, tree);
+  for (int i = 0; i < (tree ? 1 : 2) && !why; ++i) {
+    int fd = ::open(probes[i].c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                    0600);
+    if (fd < 0) {
+      why = errno;
+      break;
+    }
+    ::close(fd);
+    ::unlink(probes[i].c_str());
+  }
+  if (!why)
+    return true;
+  error = "cannot write " + what + " to " + path + ": " +
+          std::strerror(why) + " (checked before training)";
+  return false;
+}
+
+int loom::program::lockOutputDir(const std::string &dir, const std::string &who,
+                                 std::string &error) {
+  std::string path = dir + "/.loom-lock";
+  if (int why = makeDirectories(dir, /*parents=*/true)) {
+    error = "cannot create " + dir + ": " + std::strerror(why);
+    return -1;
+  }
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    error = "cannot write into " + dir + ": " + std::strerror(errno);
+    return -1;
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int why = errno;
+    char text[64] = {0};
+    ssize_t n = ::pread(fd, text, sizeof(text) - 1, 0);
+    std::string holder = n > 0 ? std::string(text, size_t(n)) : "";
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' '))
+      holder.pop_back();
+    ::close(fd);
+    if (why != EWOULDBLOCK) {
+      error = "cannot lock " + path + ": " + std::strerror(why);
+      return -1;
+    }
+    error = "another process is writing into " + dir +
+            (holder.empty() ? std::string() : " (" + holder + ")") +
+            "; wait for it to finish or give another output directory";
+    return -1;
+  }
+  // Who holds it, for the error of the next writer.
+  std::string text = who + " pid " + std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, text.data(), text.size(), 0) != ssize_t(text.size())) {
+    // The lock holds without the note.
+  }
+  return fd;
 }

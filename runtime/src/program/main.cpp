@@ -7,7 +7,8 @@
 //   mpirun -np 4 out/train --steps 10 --data synthetic
 //
 // printing `step K loss L` on rank 0 and writing the final parameters to
-// ARTIFACT/params-final/<name>.npy (optimizer state: optimizer-final/).
+// ARTIFACT/params-final/<name>.npy (optimizer state: optimizer-final/;
+// --params-out and --state-out move them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,7 +48,8 @@ int fail(const std::string &message) {
 
 const char *kUsage =
     "usage: %s [--steps N] [--data DIR|synthetic] [--seed S] [--shuffle]\n"
-    "          [--params-out DIR|none] [--timeout SECONDS]\n"
+    "          [--params-out DIR|none] [--state-out DIR|none]\n"
+    "          [--timeout SECONDS]\n"
     "          [--checkpoint-dir DIR [--checkpoint-every K]\n"
     "           [--checkpoint-keep K]] [--resume CHECKPOINT]\n"
     "          [--trace FILE.json] [--profile] [--init-random SEED]\n"
@@ -108,6 +110,7 @@ bool profile = false;
 std::string traceOut;
 
 bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
+                std::string &paramsOut, std::string &stateOut,
                 std::string &error) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
@@ -129,7 +132,8 @@ bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
       continue;
     }
     bool known = flag == "--steps" || flag == "--data" || flag == "--seed" ||
-                 flag == "--params-out" || flag == "--timeout" ||
+                 flag == "--params-out" || flag == "--state-out" ||
+                 flag == "--timeout" ||
                  flag == "--init-random" || flag == "--checkpoint-dir" ||
                  flag == "--checkpoint-every" || flag == "--checkpoint-keep" ||
                  flag == "--resume" || flag == "--trace";
@@ -148,14 +152,15 @@ bool parseFlags(int argc, char **argv, loom::program::TrainOptions &o,
     double number = 0;
     if (flag == "--data")
       o.data = value;
-    else if (flag == "--params-out") {
+    else if (flag == "--params-out" || flag == "--state-out") {
       // An empty value used to write nothing and exit 0.
       if (value.empty()) {
-        error = "--params-out needs a directory (or none to write no "
-                "parameters), not an empty value";
+        error = flag + " needs a directory (or none to write no " +
+                (flag == "--params-out" ? "parameters" : "optimizer state") +
+                "), not an empty value";
         return false;
       }
-      o.paramsOut = value;
+      (flag == "--params-out" ? paramsOut : stateOut) = value;
     }
     else if (flag == "--checkpoint-dir")
       o.checkpointDir = value;
@@ -245,33 +250,10 @@ int main(int argc, char **argv) {
   std::string self, error;
   if (!selfPath(self, options.dir))
     return fail("cannot find this program's path (/proc/self/exe)");
-  options.paramsOut = options.dir + "/params-final";
-  options.stateOut = options.dir + "/optimizer-final";
-  if (!parseFlags(argc, argv, options, error))
+  std::string paramsFlag, stateFlag;
+  if (!parseFlags(argc, argv, options, paramsFlag, stateFlag, error) ||
+      !loom::program::resolveOutputs(options, paramsFlag, stateFlag, error))
     return fail(error);
-  // Each output directory is cleared of an earlier run's tensors first.
-  auto absolute = [](std::string p) {
-    char cwd[4096];
-    if (!p.empty() && p[0] != '/' && ::getcwd(cwd, sizeof(cwd)))
-      p = std::string(cwd) + "/" + p;
-    while (p.size() > 1 && p.back() == '/')
-      p.pop_back();
-    for (size_t at; (at = p.find("/./")) != std::string::npos;)
-      p.erase(at, 2);
-    return p;
-  };
-  // --params-out none: nothing written (a benchmark's gigabytes).
-  if (options.paramsOut == "none") {
-    options.paramsOut.clear();
-    options.stateOut.clear();
-  } else {
-    loom::program::clearOutputMarker(options.paramsOut);
-    loom::program::clearOutputMarker(options.stateOut);
-  }
-  if (!options.paramsOut.empty() &&
-      absolute(options.paramsOut) == absolute(options.stateOut))
-    return fail("--params-out " + options.paramsOut +
-                " is where the optimizer state goes; give another directory");
   std::string manifestPath = self + ".manifest";
   std::ifstream in(manifestPath);
   if (!in)

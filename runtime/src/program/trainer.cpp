@@ -639,8 +639,12 @@ bool Trainer::gatherStatistics() {
 bool Trainer::save(const std::string &dir, bool trainable) {
   if (dir.empty())
     return true;
-  if (result.rank == 0 && !beginOutputDir(dir, error))
-    return false;
+  // Rank 0 writes; a write that fails (a full disk) does not leave the
+  // gathers below: every rank finishes them and then stops with rank 0's
+  // error, which rank 0 prints (the others used to wait out --timeout and
+  // blame a dead rank 0).
+  std::string mine;
+  bool ok = result.rank != 0 || beginOutputDir(dir, mine);
   std::vector<std::string> written;
   for (auto &[i, buffer] : params) {
     const Value &v = m.arguments[i];
@@ -651,14 +655,16 @@ bool Trainer::save(const std::string &dir, bool trainable) {
         !gatherGlobal(mesh, local, v, global, error))
       return false;
     written.push_back(v.parameter + ".npy");
-    if (result.rank == 0 && !writeNpy(dir + "/" + written.back(), global, error))
-      return false;
+    if (ok && result.rank == 0)
+      ok = writeNpy(dir + "/" + written.back(), global, mine);
   }
-  return result.rank != 0 ||
-         finishOutputDir(dir, written,
+  if (ok && result.rank == 0)
+    ok = finishOutputDir(dir, written,
                          o.writer + " after " + std::to_string(o.steps) +
                              " steps",
-                         error);
+                         mine);
+  error = mine;
+  return mesh ? mesh::agree(mesh, ok, "write " + dir, error) : ok;
 }
 
 } // namespace
