@@ -53,6 +53,10 @@ class Checkpoint:
             self.manifest = json.load(f)
         if self.manifest.get("format") != "loom-checkpoint":
             raise CheckpointError(f"{path}/manifest.json is not a loom checkpoint manifest")
+        self.version = self.manifest.get("version")
+        if self.version not in (1, 2):
+            raise CheckpointError(f"{path}/manifest.json: version {self.version!r} "
+                                  "is not 1 or 2 (written by a newer Loom?)")
         self.step = self.manifest["step"]
         self.tensors = self.manifest["tensors"]
 
@@ -63,25 +67,41 @@ class Checkpoint:
         t = self.tensors[name]
         dtype = np.dtype(_DTYPES[t["dtype"]])
         out = np.zeros(t["shape"], dtype=dtype)
-        covered = 0
+        # Each element is written by exactly one piece (a shifted or
+        # duplicated piece is refused, not averaged into zeros).
+        written = np.zeros(t["shape"], dtype=np.uint8)
         for p in t["pieces"]:
             with builtins_open(os.path.join(self.path, p["file"]), "rb") as f:
                 f.seek(p["byte_offset"])
                 raw = f.read(p["bytes"])
             if len(raw) != p["bytes"]:
                 raise CheckpointError(f"{self.path}: shard {p['file']} is truncated")
-            if zlib.crc32(raw) != p["crc32"]:
+            if zlib.crc32(raw, self._header_crc(name, t, p)) != p["crc32"]:
                 raise CheckpointError(f"{self.path}: shard {p['file']} is corrupt: "
                                       f"tensor '{name}' fails its CRC-32 check")
             block = np.frombuffer(raw, dtype=dtype).reshape(p["block"])
             index = tuple(slice(o, o + s) for o, s in zip(p["offset"], p["block"]))
+            if out[index].shape != block.shape:
+                raise CheckpointError(f"{self.path}: a piece of '{name}' reaches outside it")
             out[index] = block
-            covered += block.size
-        if covered != out.size:
-            raise CheckpointError(f"{self.path}: the pieces of '{name}' do not cover it")
+            written[index] += 1
+        if not np.all(written == 1):
+            raise CheckpointError(f"{self.path}: the pieces of '{name}' do not cover it "
+                                  "exactly once")
         if t["dtype"] == "bfloat16":
             out = (out.astype(np.uint32) << 16).view(np.float32)
         return out
+
+
+    def _header_crc(self, name, t, p):
+        """Version 2 checksums start with the piece's place (pieceChecksum in
+        runtime/src/train/checkpoint.cpp); version 1's cover the bytes alone."""
+        if self.version == 1:
+            return 0
+        ints = lambda v: ",".join(str(int(x)) for x in v)  # noqa: E731
+        header = "\n".join([name, t["dtype"], ints(t["shape"]), ints(p["offset"]),
+                            ints(p["block"]), str(self.step)]) + "\n"
+        return zlib.crc32(header.encode())
 
 
 builtins_open = open

@@ -94,22 +94,30 @@ def tensor_seeds():
 
 def checkpoint_seed():
     shard = bytes((i * 131 + 7) & 255 for i in range(4096))
-    def piece(offset, block, byte_offset, nbytes):
-        return {"file": "rank-00000.bin", "offset": offset, "block": block,
-                "byte_offset": byte_offset, "bytes": nbytes,
-                "crc32": zlib.crc32(shard[byte_offset:byte_offset + nbytes])}
-    manifest = {
-        "format": "loom-checkpoint", "version": 1, "step": 1, "seed": 0,
-        "micro_batches": 1, "data": "synthetic", "mesh": {"ranks": 2},
-        "tensors": {
-            "w": {"dtype": "float32", "shape": [4, 8], "sharding": [["dp"], []],
-                  "trainable": True,
-                  "pieces": [piece([0, 0], [2, 8], 0, 64), piece([2, 0], [2, 8], 64, 64)]},
-            "step": {"dtype": "int64", "shape": [3], "sharding": [], "trainable": False,
-                     "pieces": [piece([0], [3], 128, 24)]},
-        },
-    }
-    write("manifest", "checkpoint.json", b"\x01" + json.dumps(manifest, indent=1).encode())
+    ints = lambda v: ",".join(map(str, v))  # noqa: E731
+
+    def manifest(version):
+        def piece(name, t, offset, block, byte_offset, nbytes):
+            # Version 2's checksum starts with the piece's place
+            # (docs/checkpoints.md); version 1's covers the bytes alone.
+            header = f"{name}\n{t['dtype']}\n{ints(t['shape'])}\n{ints(offset)}\n" \
+                     f"{ints(block)}\n1\n".encode()
+            crc = zlib.crc32(shard[byte_offset:byte_offset + nbytes],
+                             zlib.crc32(header) if version == 2 else 0)
+            return {"file": "rank-00000.bin", "offset": offset, "block": block,
+                    "byte_offset": byte_offset, "bytes": nbytes, "crc32": crc}
+        w = {"dtype": "float32", "shape": [4, 8], "sharding": [["dp"], []],
+             "trainable": True}
+        w["pieces"] = [piece("w", w, [0, 0], [2, 8], 0, 64),
+                       piece("w", w, [2, 0], [2, 8], 64, 64)]
+        step = {"dtype": "int64", "shape": [3], "sharding": [], "trainable": False}
+        step["pieces"] = [piece("step", step, [0], [3], 128, 24)]
+        return {"format": "loom-checkpoint", "version": version, "step": 1, "seed": 0,
+                "micro_batches": 1, "data": "synthetic", "mesh": {"ranks": 2},
+                "tensors": {"w": w, "step": step}}
+    write("manifest", "checkpoint.json", b"\x01" + json.dumps(manifest(1), indent=1).encode())
+    write("manifest", "checkpoint-v2.json",
+          b"\x01" + json.dumps(manifest(2), indent=1).encode())
 
 
 def main():

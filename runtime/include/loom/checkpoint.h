@@ -149,6 +149,8 @@ private:
                              std::string &error) const;
 
   std::string dir;
+  /// The manifest's version (1: piece checksums over the bytes alone).
+  int version = 2;
   CheckpointState state;
   std::map<std::string, Tensor> tensors;
   mutable std::map<std::string, std::unique_ptr<InputFile>> files;
@@ -158,8 +160,19 @@ private:
 std::string tensorTypeText(loom_dtype_t dtype,
                            const std::vector<int64_t> &shape);
 
-/// CRC-32 (IEEE, zlib's) of `size` bytes.
-uint32_t crc32(const void *data, size_t size);
+/// CRC-32 (IEEE, zlib's) of `size` bytes, continuing from `crc` (the CRC
+/// of what precedes them, as zlib's crc32(crc, buf, len)).
+uint32_t crc32(const void *data, size_t size, uint32_t crc = 0);
+
+/// A checkpoint piece's checksum (manifest version 2): CRC-32 of the text
+/// "NAME\nDTYPE\nSHAPE\nOFFSET\nBLOCK\nSTEP\n" (lists of integers joined
+/// by commas) followed by the piece's bytes, so that a piece moved to
+/// another tensor, offset or save fails its check.
+uint32_t pieceChecksum(const std::string &name, const std::string &dtype,
+                       const std::vector<int64_t> &shape,
+                       const std::vector<int64_t> &offset,
+                       const std::vector<int64_t> &block, int64_t step,
+                       const void *bytes, size_t size);
 
 } // namespace loom::program
 

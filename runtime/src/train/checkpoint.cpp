@@ -30,7 +30,7 @@ using JValue = loom::json::Value;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-uint32_t loom::program::crc32(const void *data, size_t size) {
+uint32_t loom::program::crc32(const void *data, size_t size, uint32_t crc) {
   static uint32_t table[256];
   static bool ready = [] {
     for (uint32_t i = 0; i < 256; ++i) {
@@ -43,7 +43,7 @@ uint32_t loom::program::crc32(const void *data, size_t size) {
   }();
   (void)ready;
   const unsigned char *p = static_cast<const unsigned char *>(data);
-  uint32_t c = 0xffffffffu;
+  uint32_t c = crc ^ 0xffffffffu;
   for (size_t i = 0; i < size; ++i)
     c = table[(c ^ p[i]) & 0xff] ^ (c >> 8);
   return c ^ 0xffffffffu;
@@ -55,6 +55,25 @@ std::string loom::program::tensorTypeText(loom_dtype_t dtype,
   for (int64_t d : shape)
     s += std::to_string(d) + "x";
   return s + loom_dtype_name(dtype) + ">";
+}
+
+uint32_t loom::program::pieceChecksum(const std::string &name,
+                                      const std::string &dtype,
+                                      const std::vector<int64_t> &shape,
+                                      const std::vector<int64_t> &offset,
+                                      const std::vector<int64_t> &block,
+                                      int64_t step, const void *bytes,
+                                      size_t size) {
+  auto list = [](const std::vector<int64_t> &v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? "," : "") + std::to_string(v[i]);
+    return s;
+  };
+  std::string header = name + "\n" + dtype + "\n" + list(shape) + "\n" +
+                       list(offset) + "\n" + list(block) + "\n" +
+                       std::to_string(step) + "\n";
+  return crc32(bytes, size, crc32(header.data(), header.size()));
 }
 
 namespace {
@@ -202,8 +221,8 @@ struct Shard {
 };
 
 bool buildShard(const std::vector<CheckpointEntry> &entries, loom_mesh_t mesh,
-                const std::string &file, int32_t pipelineAxis, Shard &shard,
-                std::string &error) {
+                const std::string &file, int32_t pipelineAxis, int64_t step,
+                Shard &shard, std::string &error) {
   for (const CheckpointEntry &e : entries) {
     const Tensor &t = *e.local;
     std::string dtype = checkpointDType(t.dtype);
@@ -242,7 +261,9 @@ bool buildShard(const std::vector<CheckpointEntry> &entries, loom_mesh_t mesh,
     piece["block"] = ints(t.shape);
     piece["byte_offset"] = int64_t(at);
     piece["bytes"] = int64_t(t.bytes.size());
-    piece["crc32"] = int64_t(crc32(t.bytes.data(), t.bytes.size()));
+    piece["crc32"] = int64_t(pieceChecksum(e.name, dtype, e.global, offset,
+                                           t.shape, step, t.bytes.data(),
+                                           t.bytes.size()));
     shard.pieces.push_back(std::move(piece));
   }
   return true;
@@ -304,7 +325,8 @@ bool writeManifest(const std::string &stepDir, const CheckpointState &state,
   meshInfo["ranks"] = ranks;
   JValue manifest = JValue::object();
   manifest["format"] = "loom-checkpoint";
-  manifest["version"] = 1;
+  // Version 2: piece checksums cover the piece's place (pieceChecksum).
+  manifest["version"] = 2;
   manifest["step"] = state.step;
   manifest["seed"] = int64_t(state.seed);
   manifest["data"] = state.data;
@@ -396,7 +418,8 @@ bool loom::program::saveCheckpoint(const std::string &root,
   if (mesh && !mesh::agree(mesh, ok, "prepare the checkpoint directory", error))
     return false;
   Shard shard;
-  ok = ok && buildShard(entries, mesh, file, options.pipelineAxis, shard, error);
+  ok = ok && buildShard(entries, mesh, file, options.pipelineAxis, state.step,
+                        shard, error);
   if (ok) {
     // Every rank writes its index, empty when it holds no first copies: a
     // stale index of an earlier save of this step is never merged.
@@ -483,6 +506,80 @@ std::string lastComponent(const std::string &path) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
+/// Whether `t`'s pieces tile its shape exactly: each fits inside it, and
+/// each element is in exactly one piece (counting elements let a shifted
+/// piece leave a row of zeros behind). The pieces' cut points split each
+/// dimension into intervals; every cell of that grid is counted once.
+bool exactCover(const Checkpoint::Tensor &t, std::string &why) {
+  size_t rank = t.shape.size();
+  std::vector<std::vector<int64_t>> cuts(rank);
+  for (size_t d = 0; d < rank; ++d)
+    cuts[d] = {0, t.shape[d]};
+  for (const Checkpoint::Piece &p : t.pieces) {
+    if (p.offset.size() != rank || p.shape.size() != rank) {
+      why = "have another rank than the tensor";
+      return false;
+    }
+    for (size_t d = 0; d < rank; ++d) {
+      if (p.offset[d] > t.shape[d] || p.shape[d] > t.shape[d] - p.offset[d]) {
+        why = "reach outside it (dimension " + std::to_string(d) + ")";
+        return false;
+      }
+      cuts[d].push_back(p.offset[d]);
+      cuts[d].push_back(p.offset[d] + p.shape[d]);
+    }
+  }
+  const int64_t kMaxCells = int64_t(1) << 22;
+  int64_t cells = 1;
+  for (std::vector<int64_t> &c : cuts) {
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    int64_t n = int64_t(c.size()) - 1;
+    cells = n == 0 || cells == 0 ? 0 : cells > kMaxCells / n ? -1 : cells * n;
+    if (cells < 0) {
+      why = "split it into more than 2^22 cells";
+      return false;
+    }
+  }
+  std::vector<uint8_t> count(size_t(cells), 0);
+  for (const Checkpoint::Piece &p : t.pieces) {
+    std::vector<int64_t> lo(rank), hi(rank), at(rank);
+    bool empty = false;
+    for (size_t d = 0; d < rank; ++d) {
+      auto index = [&](int64_t x) {
+        return int64_t(std::lower_bound(cuts[d].begin(), cuts[d].end(), x) -
+                       cuts[d].begin());
+      };
+      lo[d] = at[d] = index(p.offset[d]);
+      hi[d] = index(p.offset[d] + p.shape[d]);
+      empty |= lo[d] == hi[d];
+    }
+    if (empty || cells == 0)
+      continue;
+    while (true) {
+      int64_t cell = 0;
+      for (size_t d = 0; d < rank; ++d)
+        cell = cell * (int64_t(cuts[d].size()) - 1) + at[d];
+      if (count[size_t(cell)]++) {
+        why = "overlap (an element is written twice)";
+        return false;
+      }
+      size_t d = rank;
+      while (d > 0 && ++at[d - 1] == hi[d - 1]) {
+        at[d - 1] = lo[d - 1];
+        --d;
+      }
+      if (d == 0)
+        break;
+    }
+  }
+  if (std::find(count.begin(), count.end(), 0) != count.end()) {
+    why = "leave elements uncovered";
+    return false;
+  }
+  return true;
+}
+
 /// Why a tensor may not match: top-k residuals are per device.
 std::string mismatchHint(const std::string &name) {
   if (name.find(".error_feedback") != std::string::npos)
@@ -542,10 +639,12 @@ std::optional<Checkpoint> Checkpoint::open(const std::string &path,
     return std::nullopt;
   }
   const JValue *version = root.get("version");
-  if (!version || version->getInteger() != std::optional<int64_t>(1)) {
-    r.fail("manifest version is not 1 (written by a newer Loom?)");
+  std::optional<int64_t> v = version ? version->getInteger() : std::nullopt;
+  if (!v || (*v != 1 && *v != 2)) {
+    r.fail("manifest version is not 1 or 2 (written by a newer Loom?)");
     return std::nullopt;
   }
+  c.version = int(*v);
   c.state.step = r.integer(root, "step");
   c.state.seed = uint64_t(r.integer(root, "seed"));
   c.state.microBatches = r.integer(root, "micro_batches");
@@ -603,6 +702,9 @@ std::optional<Checkpoint> Checkpoint::open(const std::string &path,
                  "' names no file in the checkpoint");
         tensor.pieces.push_back(std::move(piece));
       }
+    std::string why;
+    if (error.empty() && !exactCover(tensor, why))
+      r.fail("the pieces of tensor '" + name + "' " + why);
     c.tensors[name] = std::move(tensor);
   }
   if (!error.empty())
@@ -700,9 +802,17 @@ Checkpoint::readBlock(const std::string &name, loom_dtype_t dtype,
       error = where + ": " + why;
       return std::nullopt;
     }
-    if (crc32(bytes.data(), bytes.size()) != p.crc) {
+    uint32_t sum = version == 1
+                       ? crc32(bytes.data(), bytes.size())
+                       : pieceChecksum(name, checkpointDType(t.dtype), t.shape,
+                                       p.offset, p.shape, state.step,
+                                       bytes.data(), bytes.size());
+    if (sum != p.crc) {
       error = where + ": shard " + p.file + " is corrupt: tensor '" + name +
-              "' fails its CRC-32 check";
+              "' fails its CRC-32 check" +
+              (version == 1 ? std::string()
+                            : " (its bytes, or its name, shape, place or "
+                              "step in the manifest, changed)");
       return std::nullopt;
     }
     copyBlock(bytes.data(), p.shape, srcAt, out.bytes.data(), block, dstAt,

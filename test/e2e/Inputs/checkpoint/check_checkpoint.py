@@ -352,6 +352,42 @@ def main():
         f"'step' is {EVERY - 1} but the folder is step-{EVERY:08d}")
     bad("negative-step", manifest_step(-5), "'step' is negative (-5)")
     bad("fractional-step", manifest_step(2.5), "'step' is not an integer")
+
+    # Pieces checked for coverage, checksums over their place (issue 45
+    # item 6): a piece shifted by a row (on one device the count of
+    # elements still matched: a row of zeros), and the pieces of two
+    # tensors of one shape swapped (their CRCs covered the bytes alone).
+    def edit_manifest(change):
+        def mutate(d):
+            path = os.path.join(d, "manifest.json")
+            m = json.load(open(path))
+            change(m["tensors"])
+            open(path, "w").write(json.dumps(m))
+        return mutate
+
+    def shift(tensors):
+        pieces = tensors["fc1.weight"]["pieces"]
+        if len(pieces) < 2:
+            fail("shifted-piece: fc1.weight has one piece")
+        pieces[1]["offset"][0] += 1
+
+    def swap(tensors):
+        by_type = {}
+        for name in sorted(tensors):
+            t = tensors[name]
+            key = (t["dtype"], tuple(t["shape"]), json.dumps(t["sharding"]))
+            if key in by_type:
+                other = by_type[key]
+                tensors[name]["pieces"], tensors[other]["pieces"] = \
+                    tensors[other]["pieces"], tensors[name]["pieces"]
+                return
+            by_type[key] = name
+        fail("swapped-pieces: no two tensors of one type")
+
+    for target in ("zero3", "single"):
+        bad(f"shifted-piece-{target}", edit_manifest(shift),
+            "the pieces of tensor 'fc1.weight' overlap", name=target)
+    bad("swapped-pieces", edit_manifest(swap), "fails its CRC-32 check")
     print("PASS")
     return 0
 
