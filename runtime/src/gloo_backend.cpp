@@ -24,9 +24,14 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -60,6 +65,11 @@ public:
   // make them.
   bool callableFromLane() const override { return true; }
 
+  ~GlooBackend() override {
+    lingerForDiagnosis();
+    stopHeartbeat();
+  }
+
   loom_status_t init(const loom_launch_info_t &info,
                      const loom_runtime_options_t &options);
   loom_status_t split(int color, int key, std::unique_ptr<Group> &out) override;
@@ -90,13 +100,35 @@ private:
       fn();
       return nullptr;
     } catch (const std::exception &e) {
-      return loom_status_make(LOOM_STATUS_PEER_FAILED,
-                              "%s: rank %d: %s (a rank died, stalled or "
-                              "timed out after %.0f s)",
-                              info.description.c_str(), world->rank, e.what(),
-                              timeout.count() / 1000.0);
+      std::string lost = silentRanks();
+      return loom_status_make(
+          LOOM_STATUS_PEER_FAILED, "%s: rank %d of %d: %s (%s)",
+          info.description.c_str(), world->rank, world->size, e.what(),
+          lost.empty() ? ("every rank is alive: a rank stalled in another "
+                          "operation, or the deadline of " +
+                          std::to_string(timeout.count() / 1000) +
+                          " s is too short")
+                             .c_str()
+                       : lost.c_str());
     }
   }
+  /// Every rank sets its heartbeat key in the store (a thread, every
+  /// kBeat); after a failure the survivors name the ranks whose beat
+  /// stopped, as MPI's backend names the ranks that do not answer (Gloo's
+  /// errors name an address at best, or nothing).
+  void startHeartbeat(const loom_launch_info_t &info);
+  void stopHeartbeat();
+  /// "rank(s) R dead or stopped (...)", or "" when every rank beats;
+  /// marks this rank as ended by a failure (endedKey).
+  std::string silentRanks();
+  void lingerForDiagnosis();
+  static std::string beatKey(int rank) {
+    return "loom/beat/" + std::to_string(rank);
+  }
+  static std::string endedKey(int rank) {
+    return "loom/ended/" + std::to_string(rank);
+  }
+  static constexpr std::chrono::milliseconds kBeat{250};
   std::shared_ptr<gloo::Context> connect(const std::string &prefix, int rank,
                                          int size);
   /// As MPI's backend: every member compares (operation, type, count,
@@ -113,6 +145,16 @@ private:
   }
 
   std::unique_ptr<TcpStore> store;
+  /// The heartbeat's own connection to the store (a blocking rendezvous
+  /// on `store` does not hold it up).
+  std::unique_ptr<TcpStore> beatStore;
+  std::thread beat;
+  std::mutex beatMutex;
+  std::condition_variable beatWake;
+  bool beatStop = false;
+  /// A collective failed (silentRanks ran); rank 0 waited for the others'
+  /// diagnosis (lingerForDiagnosis, once).
+  bool failed = false, lingered = false;
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::Context> world;
   std::chrono::milliseconds timeout{60000};
@@ -133,6 +175,11 @@ loom_status_t GlooBackend::init(const loom_launch_info_t &info,
                                 const loom_runtime_options_t &options) {
   timeout = std::chrono::milliseconds(int64_t(options.timeout_seconds * 1000));
   checkSignatures = options.check_signatures != 0;
+  // A write to the socket of a peer that died must fail with EPIPE (an
+  // error naming the rank), not end this rank silently with SIGPIPE.
+  struct sigaction old {};
+  if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL)
+    std::signal(SIGPIPE, SIG_IGN);
   std::string master = info.master_addr;
   CallInfo what{"rendezvous", "the rendezvous"};
   try {
@@ -158,6 +205,7 @@ loom_status_t GlooBackend::init(const loom_launch_info_t &info,
     gloo::rendezvous::PrefixStore scoped("world", *store);
     context->connectFullMesh(scoped, device);
     world = context;
+    startHeartbeat(info);
   } catch (const std::exception &e) {
     return loom_status_make(LOOM_STATUS_UNAVAILABLE,
                             "gloo: rank %d of %d cannot join the job through "
@@ -395,12 +443,120 @@ loom_status_t GlooBackend::wait(Request &r) {
   });
   if (s)
     return s;
-  if (!done)
+  if (!done) {
+    std::string lost = silentRanks();
     return loom_status_make(LOOM_STATUS_DEADLINE_EXCEEDED,
-                            "%s: rank %d: no peer within %.0f s",
+                            "%s: rank %d: no peer within %.0f s%s%s",
                             request.info.description.c_str(), world->rank,
-                            timeout.count() / 1000.0);
+                            timeout.count() / 1000.0, lost.empty() ? "" : "; ",
+                            lost.c_str());
+  }
   return nullptr;
+}
+
+void GlooBackend::startHeartbeat(const loom_launch_info_t &info) {
+  beatStore = std::make_unique<TcpStore>(info.master_addr, info.master_port,
+                                         /*serve=*/false, timeout);
+  std::string key = beatKey(info.rank);
+  beatStore->set(key, {'0'});
+  beat = std::thread([this, key] {
+    uint64_t n = 0;
+    std::unique_lock<std::mutex> lock(beatMutex);
+    while (!beatWake.wait_for(lock, kBeat, [this] { return beatStop; })) {
+      std::string text = std::to_string(++n);
+      try {
+        beatStore->set(key, std::vector<char>(text.begin(), text.end()));
+      } catch (const std::exception &) {
+        return; // the store's rank 0 is gone (or the job is ending)
+      }
+    }
+  });
+}
+
+void GlooBackend::stopHeartbeat() {
+  if (!beat.joinable())
+    return;
+  {
+    std::lock_guard<std::mutex> lock(beatMutex);
+    beatStop = true;
+  }
+  beatWake.notify_all();
+  beat.join();
+}
+
+std::string GlooBackend::silentRanks() {
+  if (!beatStore || !world)
+    return "";
+  int n = world->size;
+  auto beats = [&] {
+    std::vector<std::string> out(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r)
+      out[size_t(r)] = beatStore->check(beatKey(r)).value_or("");
+    return out;
+  };
+  std::vector<std::string> before, after;
+  std::string silent, ended;
+  try {
+    before = beats();
+    // Several beats: a live rank's key changes in this time.
+    std::this_thread::sleep_for(kBeat * 8);
+    after = beats();
+    for (int r = 0; r < n; ++r) {
+      if (r == world->rank || before[size_t(r)] != after[size_t(r)])
+        continue;
+      // A rank that stopped after reporting a failure of its own is not
+      // the one at fault.
+      std::string &list =
+          beatStore->check(endedKey(r)) ? ended : silent;
+      list += (list.empty() ? "" : ", ") + std::to_string(r);
+    }
+    beatStore->set(endedKey(world->rank), {'1'});
+  } catch (const std::exception &) {
+    return "rank 0 is dead or unreachable: its rendezvous store no longer "
+           "answers";
+  }
+  failed = true;
+  // Programs often exit as soon as a collective fails (compiled code
+  // does): rank 0 keeps its store up for the others' diagnosis first.
+  lingerForDiagnosis();
+  std::string text;
+  if (!silent.empty())
+    text = "rank(s) " + silent + " dead or stopped: no heartbeat for " +
+           std::to_string(int((kBeat * 8).count())) + " ms";
+  if (!ended.empty())
+    text += (text.empty() ? "" : "; ") + std::string("rank(s) ") + ended +
+            " ended after a failure of their own";
+  return text;
+}
+
+void GlooBackend::lingerForDiagnosis() {
+  // Rank 0 serves the store the others diagnose through: after a failure
+  // it waits (beating) until every other rank has reported or stopped
+  // beating, at most the deadline and one diagnosis, so that its exit is
+  // not taken for its death.
+  if (!failed || lingered || !world || world->rank != 0 || !beatStore)
+    return;
+  lingered = true;
+  auto deadline = std::chrono::steady_clock::now() + timeout + kBeat * 16;
+  std::vector<std::string> last(size_t(world->size));
+  std::vector<int> still(size_t(world->size), 0);
+  try {
+    while (std::chrono::steady_clock::now() < deadline) {
+      bool pending = false;
+      for (int r = 1; r < world->size; ++r) {
+        if (beatStore->check(endedKey(r)))
+          continue;
+        std::string b = beatStore->check(beatKey(r)).value_or("");
+        still[size_t(r)] = b == last[size_t(r)] ? still[size_t(r)] + 1 : 0;
+        last[size_t(r)] = b;
+        pending |= still[size_t(r)] < 8;
+      }
+      if (!pending)
+        return;
+      std::this_thread::sleep_for(kBeat);
+    }
+  } catch (const std::exception &) {
+  }
 }
 
 } // namespace

@@ -100,6 +100,16 @@ struct Server {
         lock.unlock();
         if (!writeBlob(fd, v.data(), uint32_t(v.size())))
           break;
+      } else if (op == 'C') {
+        // A check that does not wait: found (1) and the value, or 0.
+        std::unique_lock<std::mutex> lock(mutex);
+        auto it = values.find(key);
+        char found = it != values.end();
+        std::string v = found ? it->second : std::string();
+        lock.unlock();
+        if (!writeAll(fd, &found, 1) ||
+            (found && !writeBlob(fd, v.data(), uint32_t(v.size()))))
+          break;
       } else {
         break;
       }
@@ -225,6 +235,19 @@ std::vector<char> TcpStore::get(const std::string &key) {
          std::to_string(timeout.count() / 1000) +
          " s (did every rank start, with the same WORLD_SIZE?)");
   return std::vector<char>(value.begin(), value.end());
+}
+
+std::optional<std::string> TcpStore::check(const std::string &key) {
+  std::lock_guard<std::mutex> lock(mutex);
+  char op = 'C', found = 0;
+  std::string value;
+  errno = 0;
+  if (!writeAll(fd, &op, 1) || !writeBlob(fd, key.data(), uint32_t(key.size())) ||
+      !readAll(fd, &found, 1) || (found && !readBlob(fd, value)))
+    fail("rendezvous at " + where + ": cannot check '" + key + "'");
+  if (!found)
+    return std::nullopt;
+  return value;
 }
 
 void TcpStore::wait(const std::vector<std::string> &keys) {

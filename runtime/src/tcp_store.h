@@ -18,6 +18,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace loom::rt {
@@ -32,6 +33,8 @@ public:
 
   void set(const std::string &key, const std::vector<char> &data) override;
   std::vector<char> get(const std::string &key) override;
+  /// The value of `key` if it is set now (no wait).
+  std::optional<std::string> check(const std::string &key);
   void wait(const std::vector<std::string> &keys) override;
   void wait(const std::vector<std::string> &keys,
             const std::chrono::milliseconds &timeout) override;

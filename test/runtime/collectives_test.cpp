@@ -526,6 +526,10 @@ int main(int argc, char **argv) {
                 loom_status_message(e));
     std::fflush(stdout);
     loom_status_free(e);
+    // As a program ends after an error: the runtime torn down (Gloo's
+    // rank 0 keeps the store up until the others have diagnosed).
+    loom_mesh_destroy(mesh);
+    loom_runtime_destroy(rt);
     _Exit(2);
   } else {
     fail("unknown mode " + mode);

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Starts a command N times the way torchrun does, without an MPI launcher.
 
-    plain_launch.py N [--timeout S] -- COMMAND ARGS...
+    plain_launch.py N [--timeout S] [--statuses] -- COMMAND ARGS...
 
 Each process gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 MASTER_ADDR=127.0.0.1 and a free MASTER_PORT (and no MPI or Slurm
 variables). Prints every process's output in rank order and exits with the
 largest exit status (124 when they had to be killed after S seconds).
+--statuses: a last line `statuses: S0 S1 ...` (negative: killed by that
+signal).
 """
 
 import os
@@ -22,6 +24,9 @@ def main():
     if args[0] == "--timeout":
         timeout = float(args[1])
         args = args[2:]
+    statuses = args[0] == "--statuses"
+    if statuses:
+        args = args[1:]
     assert args.pop(0) == "--"
     s = socket.socket()
     s.bind(("", 0))
@@ -45,6 +50,8 @@ def main():
             p.returncode = 124
         sys.stdout.write(out)
         status = max(status, p.returncode if p.returncode >= 0 else 128 - p.returncode)
+    if statuses:
+        print("statuses: " + " ".join(str(p.returncode) for p in procs))
     return status
 
 
