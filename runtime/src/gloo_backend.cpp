@@ -207,11 +207,27 @@ loom_status_t GlooBackend::init(const loom_launch_info_t &info,
     world = context;
     startHeartbeat(info);
   } catch (const std::exception &e) {
+    // The rendezvous waits for each rank's address under world/R: the one
+    // it timed out on never joined (not started, or dead).
+    std::string what = e.what(), missing;
+    const std::string waited = "no value for 'world/";
+    size_t at = what.find(waited);
+    if (at != std::string::npos) {
+      at += waited.size();
+      std::string rank = what.substr(at, what.find('\'', at) - at);
+      if (!rank.empty() &&
+          rank.find_first_not_of("0123456789") == std::string::npos)
+        missing = "; rank " + rank + " never joined (dead, or not started)";
+    } else if (info.rank != 0 && what.find("rendezvous at") == 0) {
+      // The store, rank 0's, stopped answering.
+      missing = "; rank 0 is dead or unreachable: its rendezvous store no "
+                "longer answers";
+    }
     return loom_status_make(LOOM_STATUS_UNAVAILABLE,
                             "gloo: rank %d of %d cannot join the job through "
-                            "MASTER_ADDR=%s MASTER_PORT=%d: %s",
+                            "MASTER_ADDR=%s MASTER_PORT=%d: %s%s",
                             info.rank, info.world_size, info.master_addr,
-                            info.master_port, e.what());
+                            info.master_port, what.c_str(), missing.c_str());
   }
   return nullptr;
 }
