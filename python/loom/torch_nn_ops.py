@@ -313,11 +313,38 @@ def _max_pool(im, x, kernel, stride=(), padding=(0,), dilation=(1,),
 @op("avg_pool2d", "avg_pool1d", "avg_pool3d")
 def _avg_pool(im, x, kernel, stride=(), padding=(0,), ceil_mode=False,
               count_include_pad=True, divisor_override=None):
-    if ceil_mode or divisor_override is not None:
-        raise im.error("average pooling with ceil_mode or divisor_override "
-                       "is not supported")
-    extra = " count_include_pad" if count_include_pad and any(padding) else ""
-    return _pool(im, "avg_pool", x, list(kernel), stride, padding, extra=extra)
+    kernel = list(kernel)
+    if not ceil_mode and divisor_override is None:
+        extra = " count_include_pad" if count_include_pad and any(padding) else ""
+        return _pool(im, "avg_pool", x, kernel, stride, padding, extra=extra)
+    # ceil_mode's last window (past the padding) and divisor_override:
+    # window sums (the average over the whole kernel, padding counted as
+    # zeros) scaled by kernel size / PyTorch's divisor at each output.
+    y = _pool(im, "avg_pool", x, kernel, stride, padding,
+              extra=" count_include_pad")
+    spatial = len(kernel)
+    stride = list(stride) if stride else kernel
+    pads = list(padding) * (spatial if len(padding) == 1 else 1)
+    out = y.shape[y.rank - spatial:]
+    divisor = torch.ones(out, dtype=torch.float64)
+    for i in range(spatial):
+        size = x.shape[x.rank - spatial + i]
+        sizes = []
+        for o in range(out[i]):
+            # PyTorch's avg_pool: the window clipped to the padded input
+            # counts padding; clipped to the input, it does not.
+            start = o * stride[i] - pads[i]
+            end = min(start + kernel[i], size + pads[i])
+            inside = min(end, size) - max(start, 0)
+            sizes.append(end - start if count_include_pad else inside)
+        view = [1] * spatial
+        view[i] = out[i]
+        divisor = divisor * torch.tensor(sizes, dtype=torch.float64).reshape(view)
+    if divisor_override is not None:
+        divisor = torch.full(out, float(divisor_override), dtype=torch.float64)
+    factor = (math.prod(kernel) / divisor).to(y.dtype)
+    f = constant(im, factor.reshape((1,) * (y.rank - spatial) + tuple(out)))
+    return binary(im, "mul", y, f, shape=y.shape, dtype=y.dtype)
 
 
 def _reduce(name):

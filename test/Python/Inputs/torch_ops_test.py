@@ -105,6 +105,12 @@ CASES = {
                       lambda x, w: F.max_pool2d(x * w, 3, 2, 0, ceil_mode=True) + F.max_pool2d(x * w, 3, 2, 1, ceil_mode=True).sum(),
                       r(2, 3, 8, 8), (8, 8)),
     "avg_pool": ("avg_pool2d", lambda x, w: F.avg_pool2d(x * w, 3, 1, 1) + F.avg_pool2d(x * w, 2, count_include_pad=False).sum(), r(2, 3, 6, 6), (6, 6)),
+    "avg_pool_ceil": ("avg_pool2d (ceil_mode, count_include_pad both ways, divisor_override)",
+                      lambda x, w: F.avg_pool2d(x * w, 3, 2, 1, ceil_mode=True)
+                      + F.avg_pool2d(x * w, 3, 2, 1, ceil_mode=True, count_include_pad=False).sum()
+                      + F.avg_pool2d(x * w, 2, 3, 0, ceil_mode=True).sum()
+                      + F.avg_pool2d(x * w, 3, 2, 1, divisor_override=5).sum(),
+                      r(2, 3, 8, 8), (8, 8)),
     "index": ("index (one integer index tensor: x[idx], x[:, idx])",
               lambda x, w: (x * w)[torch.tensor([[2, 0], [1, 1]])].sum(0) + (x * w)[:, torch.tensor([3, 0, 3])].sum(-1).sum(0), r(3, 4), (3, 4)),
     "adaptive_avg_pool": ("mean (adaptive_avg_pool2d to 1x1)", lambda x, w: F.adaptive_avg_pool2d(x * w, 1), r(2, 3, 6, 6), (6, 6)),
@@ -161,7 +167,7 @@ AUTODIFF = "loom"
 # does not import yet: they must be refused with a message, not run wrong.
 PYTORCH_BACKWARD_MISSING = {
     "slice", "silu", "index_select", "conv2d", "conv1d", "conv_transpose2d",
-    "conv_transpose1d", "max_pool", "max_pool_ceil", "avg_pool", "adaptive_avg_pool_sizes", "index", "batch_norm",
+    "conv_transpose1d", "max_pool", "max_pool_ceil", "avg_pool", "avg_pool_ceil", "adaptive_avg_pool_sizes", "index", "batch_norm",
     "batch_norm_eval", "max_dim"}
 
 
