@@ -155,6 +155,8 @@ private:
   /// A collective failed (silentRanks ran); rank 0 waited for the others'
   /// diagnosis (lingerForDiagnosis, once).
   bool failed = false, lingered = false;
+  /// This rank and the job's size (known before `world` connects).
+  int me = 0, ranks = 1;
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::Context> world;
   std::chrono::milliseconds timeout{60000};
@@ -199,13 +201,17 @@ loom_status_t GlooBackend::init(const loom_launch_info_t &info,
     else if (gethostname(host, sizeof(host) - 1) == 0)
       attr.hostname = host;
     device = gloo::transport::tcp::CreateDevice(attr);
+    // Beating before the ranks connect: one that dies while they do is
+    // named too.
+    me = info.rank;
+    ranks = info.world_size;
+    startHeartbeat(info);
     auto context =
         std::make_shared<gloo::rendezvous::Context>(info.rank, info.world_size);
     context->setTimeout(timeout);
     gloo::rendezvous::PrefixStore scoped("world", *store);
     context->connectFullMesh(scoped, device);
     world = context;
-    startHeartbeat(info);
   } catch (const std::exception &e) {
     // The rendezvous waits for each rank's address under world/R: the one
     // it timed out on never joined (not started, or dead).
@@ -222,6 +228,9 @@ loom_status_t GlooBackend::init(const loom_launch_info_t &info,
       // The store, rank 0's, stopped answering.
       missing = "; rank 0 is dead or unreachable: its rendezvous store no "
                 "longer answers";
+    } else if (std::string lost = silentRanks(); !lost.empty()) {
+      // Connecting the ranks failed: the ranks that stopped beating.
+      missing = "; " + lost;
     }
     return loom_status_make(LOOM_STATUS_UNAVAILABLE,
                             "gloo: rank %d of %d cannot join the job through "
@@ -501,9 +510,9 @@ void GlooBackend::stopHeartbeat() {
 }
 
 std::string GlooBackend::silentRanks() {
-  if (!beatStore || !world)
+  if (!beatStore)
     return "";
-  int n = world->size;
+  int n = ranks;
   auto beats = [&] {
     std::vector<std::string> out(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r)
@@ -518,7 +527,7 @@ std::string GlooBackend::silentRanks() {
     std::this_thread::sleep_for(kBeat * 8);
     after = beats();
     for (int r = 0; r < n; ++r) {
-      if (r == world->rank || before[size_t(r)] != after[size_t(r)])
+      if (r == me || before[size_t(r)] != after[size_t(r)])
         continue;
       // A rank that stopped after reporting a failure of its own is not
       // the one at fault.
@@ -526,7 +535,7 @@ std::string GlooBackend::silentRanks() {
           beatStore->check(endedKey(r)) ? ended : silent;
       list += (list.empty() ? "" : ", ") + std::to_string(r);
     }
-    beatStore->set(endedKey(world->rank), {'1'});
+    beatStore->set(endedKey(me), {'1'});
   } catch (const std::exception &) {
     return "rank 0 is dead or unreachable: its rendezvous store no longer "
            "answers";
@@ -550,16 +559,16 @@ void GlooBackend::lingerForDiagnosis() {
   // it waits (beating) until every other rank has reported or stopped
   // beating, at most the deadline and one diagnosis, so that its exit is
   // not taken for its death.
-  if (!failed || lingered || !world || world->rank != 0 || !beatStore)
+  if (!failed || lingered || me != 0 || !beatStore)
     return;
   lingered = true;
   auto deadline = std::chrono::steady_clock::now() + timeout + kBeat * 16;
-  std::vector<std::string> last(size_t(world->size));
-  std::vector<int> still(size_t(world->size), 0);
+  std::vector<std::string> last(static_cast<size_t>(ranks));
+  std::vector<int> still(size_t(ranks), 0);
   try {
     while (std::chrono::steady_clock::now() < deadline) {
       bool pending = false;
-      for (int r = 1; r < world->size; ++r) {
+      for (int r = 1; r < ranks; ++r) {
         if (beatStore->check(endedKey(r)))
           continue;
         std::string b = beatStore->check(beatKey(r)).value_or("");
