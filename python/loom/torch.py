@@ -32,7 +32,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils.stateless import functional_call
 
 from loom.torch_ops import (ATEN_OPS, TorchImportError, UnsupportedOp, Value,
-                            cast, constant, mlir_type, reshape)
+                            _ints, _norm_range, _type_of, cast, constant,
+                            element_type, mlir_type, reshape)
 
 __all__ = ["trace", "Traced", "TorchImportError", "UnsupportedOp", "ATEN_OPS",
            "mlir_type"]
@@ -158,6 +159,15 @@ class _Importer:
         # An in-place op's result is its first operand: later reads of
         # either see the tensor's latest value.
         self.alias_root = {}
+        # Views (slice, select) of another node: an in-place write into one
+        # is written back into the tensor it views (circular padding,
+        # masks filled by regions), and a view read after its tensor
+        # changed is taken again (views by node; the version of each
+        # written tensor; each view's value and the version it was taken
+        # at).
+        self.view_of = {}
+        self.version = {}
+        self.view_value = {}
         self.seed = 0
 
     def next_seed(self):
@@ -276,6 +286,8 @@ class _Importer:
     def resolve(self, a):
         if isinstance(a, torch.fx.Node):
             a = self.alias_root.get(a, a)
+            if a in self.view_value:
+                return self._view(a)
             if a not in self.env:
                 raise self.error(f"{a.name} was not imported")
             return self.env[a]
@@ -311,18 +323,150 @@ class _Importer:
         args = self.resolve(node.args)
         kwargs = {k: self.resolve(v) for k, v in node.kwargs.items()}
         result = handler(self, *args, **kwargs)
+        target = node.args[0] if node.args else None
+        if name in _VIEW_OPS and isinstance(target, torch.fx.Node):
+            self.view_of[node] = self.alias_root.get(target, target)
+            self.view_value[node] = (self._version_of(node), result)
+        written = self.alias_root.get(target, target) \
+            if isinstance(target, torch.fx.Node) else None
+        if inplace and written is not None and \
+                written not in self.view_of and _is_view(written) and \
+                self._read_later(written.args[0], node):
+            # PyTorch changes the viewed tensor too, and it is read later.
+            raise self.error(f"an in-place {name} into a view made by "
+                             f"{written.target} is not supported")
+        if inplace and written in self.view_of:
+            view = written
+            self._write_back(view, result)
+            self.alias_root[node] = view
+            return self.resolve(view)
         if inplace:
             self.rebind(node.args[0], result)
             self.alias_root[node] = self.alias_root.get(node.args[0],
                                                         node.args[0])
+            self._touch(self.alias_root[node])
             return self.env[self.alias_root[node]]
         return result
+
+    # Views and writes through them -------------------------------------
+
+    def _read_later(self, base, node):
+        """Whether `base` (or a view of it) is used after `node`."""
+        if not isinstance(base, torch.fx.Node):
+            return False
+        after = False
+        for n in self.gm.graph.nodes:
+            if n is node:
+                after = True
+            elif after and base in n.all_input_nodes:
+                return True
+        return False
+
+    def _root_of(self, node):
+        while node in self.view_of:
+            node = self.view_of[node]
+        return node
+
+    def _version_of(self, node):
+        return self.version.get(self._root_of(node), 0)
+
+    def _touch(self, root):
+        self.version[root] = self.version.get(root, 0) + 1
+
+    def _view(self, node):
+        """A view's value, taken again from its tensor's latest value when
+        that changed since (a view read after a write through another)."""
+        taken, value = self.view_value[node]
+        if taken == self._version_of(node):
+            return value
+        parent = self.resolve(self.view_of[node])
+        saved, self.node = self.node, node
+        try:
+            rest = self.resolve(node.args[1:])
+            kwargs = {k: self.resolve(v) for k, v in node.kwargs.items()}
+            value = ATEN_OPS[node.target.overloadpacket.__name__](
+                self, parent, *rest, **kwargs)
+        finally:
+            self.node = saved
+        self.view_value[node] = (self._version_of(node), value)
+        return value
+
+    def _write_back(self, view, value):
+        """`view` (a chain of slices and selects of a tensor) now holds
+        `value`: each level's new value is its parent's with the block
+        replaced (loom.pad of the block into zeros, loom.select by a
+        constant mask), up to the tensor, which is rebound."""
+        child = view
+        while child in self.view_of:
+            parent = self.view_of[child]
+            old = self.resolve(parent)
+            value = _insert_block(self, child, old, value)
+            child = parent
+        old = self.env[child]
+        self.env[child] = cast(self, reshape(self, value, old.shape), old.dtype)
+        self._touch(child)
 
     def rebind(self, node, value):
         """`node`'s tensor now holds `value` (an in-place op)."""
         node = self.alias_root.get(node, node)
         old = self.env[node]
         self.env[node] = cast(self, reshape(self, value, old.shape), old.dtype)
+
+
+# Views an in-place write goes through: blocks (slice, select) and views
+# of every element in another shape (written back as a reshape).
+_VIEW_OPS = ("slice", "select", "as_strided", "view", "_reshape_alias",
+             "_unsafe_view", "reshape", "squeeze", "unsqueeze", "alias",
+             "detach")
+
+
+def _is_view(node):
+    """Whether `node`'s result aliases its first operand (a view op)."""
+    schema = getattr(node.target, "_schema", None)
+    return bool(schema) and bool(schema.returns) and \
+        schema.returns[0].alias_info is not None and \
+        not schema.returns[0].alias_info.is_write
+
+
+def _insert_block(im, view, old, value):
+    """`old` with the block `view` (a slice or select of it) replaced by
+    `value`."""
+    op = view.target.overloadpacket.__name__
+    if op not in ("slice", "select"):
+        return cast(im, reshape(im, value, old.shape), old.dtype)
+    rank = len(old.shape)
+    args = list(view.args[1:])
+    starts, shape = [0] * rank, list(old.shape)
+    mask = torch.zeros(old.shape, dtype=torch.bool)
+    index = [slice(None)] * rank
+    if op == "slice":
+        dim, start, end, step = (args + [0, None, None, 1][len(args):])[:4]
+        dim %= rank
+        s, e = _norm_range(old.shape[dim], start, end)
+        if step != 1:
+            raise im.error("an in-place write into a strided slice is not "
+                           "supported")
+        starts[dim], shape[dim] = s, max(e - s, 0)
+        index[dim] = slice(s, e)
+    else:
+        dim = args[0] % rank
+        i = args[1] % old.shape[dim]
+        starts[dim], shape[dim] = i, 1
+        index[dim] = slice(i, i + 1)
+    value = cast(im, reshape(im, value, tuple(shape)), old.dtype)
+    if tuple(shape) == tuple(old.shape):
+        return value
+    low = list(starts)
+    high = [n - s_ - g for n, s_, g in zip(old.shape, starts, shape)]
+    padded = im.emit(f"loom.pad {value.name} low = {_ints(low)} high = "
+                     f"{_ints(high)} value = 0.0 : {element_type(old.dtype)} "
+                     f": ({value.type}) -> {_type_of(old.shape, old.dtype)}",
+                     old.shape, old.dtype)
+    mask[tuple(index)] = True
+    m = constant(im, mask)
+    return im.emit(f"loom.select {m.name}, {padded.name}, {old.name} : "
+                   f"({m.type}, {padded.type}, {old.type}) -> {old.type}",
+                   old.shape, old.dtype)
 
 
 def _mutates(node):

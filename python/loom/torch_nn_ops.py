@@ -362,6 +362,56 @@ def _reduce(name):
     return handler
 
 
+def _contiguous(size, stride):
+    """Whether `stride` reads a tensor of `size` in its logical (row-major)
+    order (size-1 dimensions may have any stride)."""
+    step = 1
+    for n, st in zip(reversed(list(size)), reversed(list(stride))):
+        if n != 1 and st != step:
+            return False
+        step *= n
+    return True
+
+
+@op("as_strided")
+def _as_strided(im, x, size, stride, storage_offset=None):
+    """as_strided(_) that reads a row-major tensor's elements in their
+    logical order: the tensor itself (a layout change: PyTorch restrides a
+    pooled [N, C, 1, 1] result of a channels-last tensor in place, in
+    ConvNeXt's and Swin's avgpool) or a reshape of it (PyTorch's own
+    backward of writes into views). Loom's tensors have no layout; any
+    other view of the storage is refused."""
+    val = im.node.args[0].meta.get("val")
+    row_major = val is None or _contiguous(val.shape, val.stride())
+    if not (row_major and storage_offset in (None, 0)
+            and math.prod(size) == math.prod(x.shape)
+            and _contiguous(size, stride)):
+        raise im.error(f"as_strided to size {list(size)}, stride "
+                       f"{list(stride)} of a {list(x.shape)} tensor reads its "
+                       "storage in another order than its shape: not "
+                       "supported")
+    return reshape(im, x, tuple(size))
+
+
+@op("norm")
+def _norm(im, x, p=2, dims=None, keepdim=False, dtype=None):
+    """torch.norm / linalg vector norms of order 2 (F.normalize) and 1."""
+    shape, out_dtype = im.out()
+    p = 2 if p is None else p
+    if p not in (1, 2):
+        raise im.error(f"a norm of order {p} is not supported (1 and 2 are)")
+    x = cast(im, x, out_dtype)
+    dims = list(range(x.rank)) if dims in (None, []) else \
+        sorted(set(dims_of(dims, x.rank)))
+    y = unary(im, "abs", x) if p == 1 else binary(im, "mul", x, x,
+                                                   shape=x.shape, dtype=out_dtype)
+    keep = " keepdims" if keepdim else ""
+    s = im.emit(f"loom.reduce_sum {y.name} dims = {_ints(dims)}{keep} : "
+                f"({y.type}) -> {_type_of(shape, out_dtype)}", shape, out_dtype)
+    return s if p == 1 else im.emit(f"loom.sqrt {s.name} : {s.type}", shape,
+                                    out_dtype)
+
+
 op("sum")(_reduce("reduce_sum"))
 op("mean")(_reduce("reduce_mean"))
 op("amax")(_reduce("reduce_max"))
@@ -545,7 +595,7 @@ def _replication_pad(im, x, padding):
     return _index_pad(im, x, list(padding), "replicate")
 
 
-@op("empty_like", "new_empty", "empty", "empty_strided")
+@op("empty_like", "new_empty", "empty", "empty_strided", "new_empty_strided")
 def _empty(im, *args, **kwargs):
     """An uninitialized tensor: zeros (what a program may read from one is
     unspecified). Remembers the tensor it was made like, so that a random

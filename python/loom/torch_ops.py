@@ -453,6 +453,34 @@ def _where(im, cond, a, b):
                    f"{_type_of(shape, dtype)}", shape, dtype)
 
 
+@op("copy")
+def _copy(im, dst, src, non_blocking=False):
+    """copy_(dst, src): src broadcast and cast to dst (a write into a view
+    of a tensor is written back into it: loom.torch's _write_back)."""
+    src = as_value(im, src, dst.dtype)
+    if src.shape == dst.shape:
+        return src
+    offset = len(dst.shape) - src.rank
+    return im.emit(f"loom.broadcast {src.name} dims = "
+                   f"{_ints(range(offset, len(dst.shape)))} : ({src.type}) -> "
+                   f"{dst.type}", dst.shape, dst.dtype)
+
+
+@op("fill")
+def _fill(im, x, value):
+    """fill_(x, v): v everywhere (x's shape and dtype)."""
+    if isinstance(value, Value):
+        if value.shape != ():
+            raise im.error("fill_ with a non-scalar tensor")
+        return _copy(im, x, value)
+    return scalar(im, value, x.dtype, x.shape)
+
+
+@op("zero")
+def _zero(im, x):
+    return scalar(im, 0, x.dtype, x.shape)
+
+
 @op("masked_fill")
 def _masked_fill(im, x, mask, value):
     if isinstance(value, Value):

@@ -37,6 +37,16 @@ def r(*shape):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(7))
 
 
+def _view_writes(y):
+    m = torch.zeros(y.shape[-2:])
+    m[:, 1:3].fill_(2.0)
+    m[0].zero_()
+    z = (y * m + y).clone()
+    z[:, 1] = y[:, 2] * 3
+    z[..., 1:4].mul_(0.5)
+    return z
+
+
 # name: (aten ops covered, fn(x, w), x, w shape)
 CASES = {
     "view": ("view _unsafe_view _reshape_alias reshape flatten unsqueeze squeeze",
@@ -111,6 +121,16 @@ CASES = {
                       + F.avg_pool2d(x * w, 2, 3, 0, ceil_mode=True).sum()
                       + F.avg_pool2d(x * w, 3, 2, 1, divisor_override=5).sum(),
                       r(2, 3, 8, 8), (8, 8)),
+    "pad_circular": ("F.pad circular (new_empty, then copy_ into slices of it)",
+                     lambda x, w: F.pad(x * w, (1, 2, 2, 1), mode="circular"), r(2, 3, 6, 6), (6, 6)),
+    "view_writes": ("in-place writes into views (fill_/zero_ of a mask's slices, x[:, 1] = ...)",
+                    lambda x, w: _view_writes(x * w), r(2, 4, 5), (4, 5)),
+    "norm": ("norm (F.normalize's order 2, order 1)",
+             lambda x, w: F.normalize(x * w, dim=-1) + torch.norm(x * w, p=1, dim=1, keepdim=True),
+             r(2, 3, 4), (3, 4)),
+    "channels_last_pool": ("as_strided_ (the pooled result of a channels-last tensor restrided)",
+                           lambda x, w: F.adaptive_avg_pool2d((x * w).contiguous(memory_format=torch.channels_last), 1).flatten(1),
+                           r(2, 3, 4, 4), (4, 4)),
     "index": ("index (one integer index tensor: x[idx], x[:, idx])",
               lambda x, w: (x * w)[torch.tensor([[2, 0], [1, 1]])].sum(0) + (x * w)[:, torch.tensor([3, 0, 3])].sum(-1).sum(0), r(3, 4), (3, 4)),
     "adaptive_avg_pool": ("mean (adaptive_avg_pool2d to 1x1)", lambda x, w: F.adaptive_avg_pool2d(x * w, 1), r(2, 3, 6, 6), (6, 6)),
@@ -163,11 +183,12 @@ LOSS_CASES = {
 
 AUTODIFF = "loom"
 # Cases whose PyTorch backward ops (convolution, pooling, batch norm, strided
-# slices, index_add, max's indices, silu's empty_like) autodiff="pytorch"
+# slices, index_add, max's indices, silu's empty_like, copy_ into views:
+# as_strided) autodiff="pytorch"
 # does not import yet: they must be refused with a message, not run wrong.
 PYTORCH_BACKWARD_MISSING = {
     "slice", "silu", "index_select", "conv2d", "conv1d", "conv_transpose2d",
-    "conv_transpose1d", "max_pool", "max_pool_ceil", "avg_pool", "avg_pool_ceil", "adaptive_avg_pool_sizes", "index", "batch_norm",
+    "conv_transpose1d", "max_pool", "max_pool_ceil", "avg_pool", "avg_pool_ceil", "pad_circular", "view_writes", "adaptive_avg_pool_sizes", "index", "batch_norm",
     "batch_norm_eval", "max_dim"}
 
 
