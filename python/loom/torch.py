@@ -159,12 +159,11 @@ class _Importer:
         # An in-place op's result is its first operand: later reads of
         # either see the tensor's latest value.
         self.alias_root = {}
-        # Views (slice, select) of another node: an in-place write into one
-        # is written back into the tensor it views (circular padding,
-        # masks filled by regions), and a view read after its tensor
-        # changed is taken again (views by node; the version of each
-        # written tensor; each view's value and the version it was taken
-        # at).
+        # Views of another node (_VIEW_OPS): an in-place write into one is
+        # written back into the tensor it views (circular padding, masks
+        # filled by regions), and a view read after its tensor changed is
+        # taken again (views by node; the version of each written tensor;
+        # each view's value and the version it was taken at).
         self.view_of = {}
         self.version = {}
         self.view_value = {}
@@ -384,8 +383,9 @@ class _Importer:
         try:
             rest = self.resolve(node.args[1:])
             kwargs = {k: self.resolve(v) for k, v in node.kwargs.items()}
-            value = ATEN_OPS[node.target.overloadpacket.__name__](
-                self, parent, *rest, **kwargs)
+            handler = ATEN_OPS.get(str(node.target)) or \
+                ATEN_OPS[node.target.overloadpacket.__name__]
+            value = handler(self, parent, *rest, **kwargs)
         finally:
             self.node = saved
         self.view_value[node] = (self._version_of(node), value)
