@@ -247,8 +247,12 @@ LogicalResult BatchNormTrainingOp::buildGradients(
   SmallVector<int64_t> dims = nonChannelDims(rank);
   Normalized n = normalize(g, x, dims, getEpsilon().convertToDouble());
   RankedTensorType xType = getInput().getType();
-  double count = static_cast<double>(numElements(xType.getShape()) /
-                                     xType.getDimSize(1));
+  // Elements per channel: the product of the other dimensions (the
+  // elements divided by the channels would divide by zero without
+  // channels).
+  double count = 1;
+  for (int64_t d : dims)
+    count *= static_cast<double>(xType.getDimSize(d));
   if (wanted[0]) {
     Value dx;
     if (dy)
