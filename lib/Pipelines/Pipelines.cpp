@@ -132,6 +132,7 @@ void mlir::loom::buildLoomShardingPipeline(
 
 void mlir::loom::registerLoomPassesAndPipelines() {
   registerLoomTrainingPasses();
+  registerLoomPlanPipelinePass();
   registerLoomShardingPasses();
   registerLoomStagesPasses();
   registerLoomPlannerPasses();

@@ -19,6 +19,29 @@ using namespace mlir;
 using namespace mlir::loom;
 
 namespace {
+/// The pipeline the planner chose for a step without stages (its search, or
+/// the stages of a pp mesh), for loom-plan-pipeline to apply: the stage
+/// boundaries as op names (what loom-assign-stages takes) besides
+/// loom.pipeline_plan's keys.
+void writePipelinePlan(ModuleOp module, const planner::Plan &plan) {
+  Builder b(module.getContext());
+  const planner::PipelineInfo &pi = plan.pipeline;
+  SmallVector<StringRef> cuts;
+  StringRef(pi.boundaries).split(cuts, ',', -1, false);
+  SmallVector<Attribute> names;
+  for (StringRef c : cuts)
+    names.push_back(b.getStringAttr(c));
+  NamedAttrList attrs;
+  attrs.set("mesh", b.getStringAttr(plan.mesh));
+  attrs.set("stages", b.getI64IntegerAttr(pi.stages));
+  attrs.set("schedule", b.getStringAttr(pi.stages > 1 ? pi.schedule : "none"));
+  attrs.set("micro_batches", b.getI64IntegerAttr(std::max(1, pi.microBatches)));
+  attrs.set("boundaries", b.getArrayAttr(names));
+  attrs.set("step_s", b.getF64FloatAttr(plan.stepTime));
+  module->setAttr(LoomDialect::kPipelinePlanAttrName,
+                  attrs.getDictionary(module.getContext()));
+}
+
 struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
   using LoomAutoShardBase::LoomAutoShardBase;
   void runOnOperation() override {
@@ -68,6 +91,13 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
     options.bucketBytes = std::max(0.0, double(bucketMb)) * 1024.0 * 1024;
     options.overlap = overlap;
     options.schedule = schedule;
+    // A step whose stages loom-plan-pipeline chose runs the schedule it
+    // chose with them.
+    if (auto chosen = module->getAttrOfType<DictionaryAttr>(
+            LoomDialect::kPipelinePlanAttrName);
+        chosen && options.schedule.empty() &&
+        chosen.getAs<IntegerAttr>("stages").getInt() > 1)
+      options.schedule = chosen.getAs<StringAttr>("schedule").str();
     std::string error;
     FailureOr<planner::Plan> plan =
         planner::autoShard(module, *fn, options, error);
@@ -79,6 +109,8 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
     if (overlap)
       module->setAttr(LoomDialect::kOverlapAttrName,
                       BoolAttr::get(module.getContext(), plan->overlap));
+    if (plan->pipelineConfigs > 0 && !plan->pipeline.stagesFromProgram)
+      writePipelinePlan(module, *plan);
     if (mode == "none")
       return;
     std::string err;

@@ -78,6 +78,18 @@ struct AssignStagesPass : loom::impl::LoomAssignStagesBase<AssignStagesPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // Without stages asked for, the stages loom-plan-pipeline chose (it
+    // annotated the model's ops; the ops added since, the loss's, continue
+    // the last stage), else nothing to do.
+    if (stages == 1 && boundaries.empty()) {
+      auto chosen = module->getAttrOfType<DictionaryAttr>(
+          LoomDialect::kPipelinePlanAttrName);
+      int64_t planned =
+          chosen ? chosen.getAs<IntegerAttr>("stages").getInt() : 1;
+      if (planned <= 1)
+        return;
+      stages = static_cast<unsigned>(planned);
+    }
     FailureOr<func::FuncOp> fn = lookupFunction(module, function, getArgument());
     if (failed(fn) || failed(verifySingleBlock(*fn, getArgument())))
       return signalPassFailure();

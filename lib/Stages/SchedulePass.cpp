@@ -39,8 +39,22 @@ struct SchedulePipelinePass
                             "loom-split-stages first)";
       return signalPassFailure();
     }
+    // Stages loom-plan-pipeline chose run the schedule it priced with them;
+    // a schedule asked for besides it must be that one.
+    std::string name = schedule.empty() ? "1f1b" : schedule.getValue();
+    if (auto chosen = module->getAttrOfType<DictionaryAttr>(
+            LoomDialect::kPipelinePlanAttrName)) {
+      StringRef planned = chosen.getAs<StringAttr>("schedule").getValue();
+      if (!schedule.empty() && planned != schedule) {
+        module.emitError() << getArgument() << ": schedule=" << schedule
+                           << ", but the planner chose these stages for the "
+                           << planned << " schedule (loom.pipeline_plan)";
+        return signalPassFailure();
+      }
+      name = planned.str();
+    }
     std::string error;
-    std::optional<Schedule> s = buildSchedule(schedule, shape, error);
+    std::optional<Schedule> s = buildSchedule(name, shape, error);
     std::optional<Timeline> t;
     if (s)
       t = simulate(*s, shape, Durations::uniform(shape.stages()), error);
@@ -57,13 +71,13 @@ struct SchedulePipelinePass
       ranks.push_back(b.getArrayAttr(actions));
     }
     NamedAttrList attrs(pipe);
-    attrs.set("schedule", b.getStringAttr(schedule));
+    attrs.set("schedule", b.getStringAttr(name));
     attrs.set("actions", b.getArrayAttr(ranks));
     attrs.set("bubble", b.getF64FloatAttr(t->bubble));
     module->setAttr(LoomDialect::kPipelineAttrName,
                     attrs.getDictionary(&getContext()));
     if (report) {
-      llvm::outs() << "pipeline schedule " << schedule << " (forward 1, "
+      llvm::outs() << "pipeline schedule " << name << " (forward 1, "
                    << "backward 2 time units per stage):\n";
       printTimeline(*t, shape, llvm::outs());
       for (auto [r, list] : llvm::enumerate(*s)) {

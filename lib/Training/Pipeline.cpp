@@ -36,7 +36,8 @@ void mlir::loom::buildLoomTrainingPipeline(
     split.count = options.splitMicroBatches;
     pm.addPass(createLoomSplitMicroBatches(split));
   }
-  if (options.stages > 1 || !options.stageBoundaries.empty()) {
+  // Also without stages asked for: those of loom-plan-pipeline.
+  {
     LoomAssignStagesOptions assign;
     assign.stages = options.stages;
     assign.boundaries.assign(options.stageBoundaries.begin(),

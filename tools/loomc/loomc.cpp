@@ -251,6 +251,9 @@ namespace {
 /// splits it (a pp mesh axis, or the search of --plan-stages), and loomc
 /// compiles the split it reports.
 bool stagesByPlanner = false;
+/// The mesh loom-plan-pipeline chose and created in the model (without
+/// --mesh).
+std::string plannedMesh;
 
 int fail(const Twine &message) {
   llvm::errs() << "loomc: error: " << message << "\n";
@@ -307,10 +310,12 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, llvm::SourceMgr &sourceMgr,
   return module;
 }
 
-/// The size of the mesh's pp axis (1 without one).
+/// The size of the mesh's pp axis (1 without one): --mesh, or the mesh
+/// the planner chose.
 int64_t pipelineRanks() {
   SmallVector<StringRef> axes;
-  StringRef(meshSpec).split(axes, ',', -1, false);
+  StringRef(meshSpec.empty() ? StringRef(plannedMesh) : StringRef(meshSpec))
+      .split(axes, ',', -1, false);
   for (StringRef a : axes) {
     auto [name, size] = a.split('=');
     int64_t n = 0;
@@ -545,12 +550,18 @@ void fillShardingOptions(ShardingPipelineOptions &o, ModuleOp module,
   o.overlap = overlapCollectives;
   o.pipeline = pipelineRanks() > 1;
   o.virtualStages = virtualStages;
-  o.schedule = scheduleName;
+  // Without --schedule, loom-schedule-pipeline runs the planner's choice
+  // (loom.pipeline_plan) or 1F1B.
+  if (scheduleName.getNumOccurrences())
+    o.schedule = scheduleName;
   o.scheduleReport = o.pipeline && planReport != "json";
   o.planStages = planStages;
   o.planMicroBatches = std::max(microBatches, gradAccumulation);
-  // A pp mesh is priced with the schedule it runs.
-  if (scheduleName.getNumOccurrences() || pipelineRanks() > 1)
+  // A pp mesh is priced with the schedule it runs: --schedule, the
+  // planner's choice (loom.pipeline_plan) or 1F1B.
+  if (scheduleName.getNumOccurrences() ||
+      (pipelineRanks() > 1 && plannedMesh.empty() &&
+       !module->hasAttr(LoomDialect::kPipelinePlanAttrName)))
     o.planSchedule = scheduleName;
   if (o.pipeline) {
     llvm::sys::fs::create_directories(outDir, /*IgnoreExisting=*/true,
@@ -732,90 +743,37 @@ int writeCuda(MLIRContext &ctx, ModuleOp module, StringRef chip,
   return 0;
 }
 
-/// `spec` without its axes of size 1 ("pp=2,rep=1" -> "pp=2").
-std::string dropUnitAxes(StringRef spec) {
-  SmallVector<StringRef> axes;
-  spec.split(axes, ',', -1, false);
-  std::string out;
-  for (StringRef a : axes)
-    if (a.split('=').second.trim() != "1")
-      out += (out.empty() ? "" : ",") + a.trim().str();
-  return out;
-}
-
-/// The planner's pipeline, planned on a copy of the model (one
-/// micro-batch's step without stages, as --plan-only plans it), becomes
-/// the flags that compile it: the mesh the search chose, the stage
-/// boundaries of its split and its schedule. The step compiled from them
-/// is priced again, stage by stage, as the program has them.
-LogicalResult planStagesFirst(MLIRContext &ctx, ModuleOp module, double beta1,
-                              double beta2, std::string &error) {
-  OwningOpRef<ModuleOp> copy = module.clone();
-  // The model's remarks come once, from the step that is compiled.
-  ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &d) {
-    return success(d.getSeverity() == DiagnosticSeverity::Remark);
-  });
+/// The planner's pipeline (loom-plan-pipeline: one micro-batch's step
+/// without stages planned on a copy of the model) written into the model:
+/// the mesh, the stages (loom.stage) and loom.pipeline_plan. loomc then
+/// compiles the model as it compiles a user's stages; the planner prices
+/// that program again, stage by stage, as the program has them.
+LogicalResult planStagesFirst(MLIRContext &ctx, ModuleOp module,
+                              StringRef chosen, double beta1, double beta2) {
   TrainingPipelineOptions training;
   fillTrainingOptions(training, beta1, beta2);
-  training.numberGradientRules = true;
-  if (failed(runPipeline(ctx, *copy, [&](OpPassManager &pm) {
-        buildLoomTrainingPipeline(pm, training);
-      })))
-    return failure();
-  SmallString<128> path;
-  if (llvm::sys::fs::createTemporaryFile("loomc-stages", "json", path)) {
-    error = "cannot create a temporary file for the pipeline plan";
-    return failure();
-  }
-  llvm::scope_exit remove([&] { llvm::sys::fs::remove(path); });
   ShardingPipelineOptions sharding;
-  fillShardingOptions(sharding, *copy, "auto", path);
-  sharding.partition = false;
-  sharding.pipeline = false;
-  sharding.planReport = "json";
-  if (failed(runPipeline(ctx, *copy, [&](OpPassManager &pm) {
-        buildLoomShardingPipeline(pm, sharding);
+  fillShardingOptions(sharding, module, chosen, "-");
+  if (failed(runPipeline(ctx, module, [&](OpPassManager &pm) {
+        pm.addPass(createLoomPlanPipeline(training, sharding));
       })))
     return failure();
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  llvm::Expected<llvm::json::Value> json =
-      buffer ? llvm::json::parse((*buffer)->getBuffer())
-             : llvm::Expected<llvm::json::Value>(llvm::createStringError(
-                   "the planner wrote no report"));
-  const llvm::json::Object *plan = json ? json->getAsObject() : nullptr;
-  if (!plan || !plan->getString("mesh")) {
-    error = "cannot read the planner's pipeline plan" +
-            (json ? std::string() : ": " + llvm::toString(json.takeError()));
-    return failure();
-  }
-  std::string mesh = dropUnitAxes(*plan->getString("mesh"));
-  const llvm::json::Object *pipe = plan->getObject("pipeline");
-  int64_t stages = pipe ? pipe->getInteger("stages").value_or(1) : 1;
+  auto plan =
+      module->getAttrOfType<DictionaryAttr>(LoomDialect::kPipelinePlanAttrName);
   if (meshSpec.empty())
-    meshSpec = mesh;
-  if (stages > 1) {
-    StringRef cuts = pipe->getString("boundaries").value_or("");
-    SmallVector<StringRef> names;
-    cuts.split(names, ',', -1, false);
-    if (names.size() + 1 != size_t(stages) || llvm::is_contained(names, "?")) {
-      error = "the planner's stage boundaries (" + cuts.str() +
-              ") do not all name an op of the model; give --stage-boundaries";
-      return failure();
-    }
-    for (StringRef n : names)
-      stageBoundaries.push_back(n.str());
-    scheduleName = pipe->getString("schedule").value_or("1f1b").str();
-  }
+    plannedMesh = plan.getAs<StringAttr>("mesh").str();
   planStages = 1;
-  messages() << "loomc: the planner's pipeline: mesh " << meshSpec
-             << ", schedule " << (stages > 1 ? scheduleName.getValue() : std::string("none"))
-             << ", " << microBatches << " micro-batches"
-             << (stageBoundaries.empty() ? "" : ", --stage-boundaries=");
-  for (auto [i, n] : llvm::enumerate(stageBoundaries))
-    messages() << (i ? "," : "") << n;
+  messages() << "loomc: the planner's pipeline: mesh "
+             << (meshSpec.empty() ? plannedMesh : meshSpec.getValue())
+             << ", schedule " << plan.getAs<StringAttr>("schedule").getValue()
+             << ", " << microBatches << " micro-batches";
+  for (auto [i, n] : llvm::enumerate(plan.getAs<ArrayAttr>("boundaries")))
+    messages() << (i ? "," : ", --stage-boundaries=")
+               << cast<StringAttr>(n).getValue();
   // The compiled step is priced again below; the two must agree.
-  messages() << llvm::formatv("; predicted step time {0:f3} ms\n",
-                              plan->getNumber("step_s").value_or(0) * 1e3);
+  messages() << llvm::formatv(
+      "; predicted step time {0:f3} ms\n",
+      plan.getAs<FloatAttr>("step_s").getValueAsDouble() * 1e3);
   return success();
 }
 
@@ -873,8 +831,8 @@ int main(int argc, char **argv) {
                     (pipelineRanks() > 1 || planStages != 1) &&
                     stageBoundaries.empty() && !annotated;
   if (stagesByPlanner && !planOnly) {
-    if (failed(planStagesFirst(ctx, *module, beta1, beta2, error)))
-      return error.empty() ? 2 : fail(error);
+    if (failed(planStagesFirst(ctx, *module, chosen, beta1, beta2)))
+      return 2;
     stagesByPlanner = false;
   }
   // The planner plans (auto) or prices a preset (isPlannedPreset); either

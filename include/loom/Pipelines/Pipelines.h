@@ -4,6 +4,8 @@
 // loom-opt runs exactly what loomc runs (as IREE's Pipelines/ does; loomc
 // only parses flags and builds these):
 //
+//   [--loom-plan-pipeline]     model -> model with the planner's stages,
+//                              mesh and schedule (PlanPipeline.cpp)
 //   --loom-training-pipeline   model -> @train_step (Training/Passes.h)
 //   --loom-sharding-pipeline   @train_step -> the per-device program:
 //                              mesh, strategy or planner, partition,
@@ -106,8 +108,9 @@ struct ShardingPipelineOptions
       llvm::cl::init(1)};
   Option<std::string> schedule{
       *this, "schedule",
-      llvm::cl::desc("gpipe, 1f1b, interleaved or zb-h1"),
-      llvm::cl::init("1f1b")};
+      llvm::cl::desc("gpipe, 1f1b, interleaved or zb-h1 (default: the "
+                     "module's loom.pipeline_plan, else 1f1b)"),
+      llvm::cl::init("")};
   // The planner's pipeline search (loom-auto-shard pipeline-stages).
   Option<int> planStages{
       *this, "plan-stages",
@@ -152,6 +155,19 @@ struct ShardingPipelineOptions
 /// outside the planner).
 void buildLoomShardingPipeline(OpPassManager &pm,
                                const ShardingPipelineOptions &options);
+
+struct TrainingPipelineOptions;
+
+/// loom-plan-pipeline (PlanPipeline.cpp): on the model, before the training
+/// pipeline, the planner's pipeline search on a copy (the training pipeline
+/// without stages, then the sharding pipeline's planner), its decision
+/// written into the model: the mesh, loom.stage on the forward ops and
+/// loom.pipeline_plan (the schedule). loom-opt takes the two pipelines'
+/// options as `training={...} sharding={...}`.
+std::unique_ptr<Pass>
+createLoomPlanPipeline(const TrainingPipelineOptions &training,
+                       const ShardingPipelineOptions &sharding);
+void registerLoomPlanPipelinePass();
 
 /// Registers every Loom pass and the named pipelines above.
 void registerLoomPassesAndPipelines();

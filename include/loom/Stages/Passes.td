@@ -24,13 +24,16 @@ def LoomAssignStages : Pass<"loom-assign-stages", "mlir::ModuleOp"> {
     and constants (a weight's transpose) take their first user's stage;
     constants get none (each stage makes its own). Errors name the cause:
     more stages than places to cut, a boundary that is not an op, a value
-    used across non-adjacent stages.
+    used across non-adjacent stages. With `stages` 1 and no boundaries it
+    does nothing, unless loom-plan-pipeline chose stages
+    (`loom.pipeline_plan`): then their count.
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The model or loss function (default: the module's only one)">,
     Option<"stages", "stages", "unsigned", /*default=*/"1",
-           "Pipeline stages (times virtual stages with interleaving)">,
+           "Pipeline stages (times virtual stages with interleaving; 1: "
+           "those of loom.pipeline_plan, or none)">,
     ListOption<"boundaries", "boundaries", "std::string",
                "Names of the ops that start stages 1, 2, ...">,
   ];
@@ -82,8 +85,9 @@ def LoomSchedulePipeline : Pass<"loom-schedule-pipeline", "mlir::ModuleOp"> {
     `report` it prints the simulated timeline and bubble fraction.
   }];
   let options = [
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b, interleaved or zb-h1">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
+           "gpipe, 1f1b, interleaved or zb-h1 (default: the schedule of "
+           "the module's loom.pipeline_plan, else 1f1b)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Print the timeline and bubble fraction">,
     Option<"svg", "svg", "std::string", /*default=*/"\"\"",

@@ -1108,3 +1108,9 @@ func.func @wait_two(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   return %w#0, %w#1 : tensor<4xf32>, tensor<4xf32>
 }
 
+
+// -----
+
+// expected-error @+1 {{'loom.pipeline_plan' must be {mesh = "...", stages = S >= 1, schedule = "...", micro_batches = M >= 1, ...} on a module}}
+module attributes {loom.pipeline_plan = {mesh = "pp=2", stages = 0 : i64, schedule = "1f1b", micro_batches = 4 : i64}} {
+}

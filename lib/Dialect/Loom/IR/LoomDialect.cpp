@@ -130,6 +130,22 @@ static LogicalResult verifyStarted(Operation *op, Attribute value) {
   return success();
 }
 
+/// loom.pipeline_plan: {mesh, stages >= 1, schedule, micro_batches >= 1,
+/// ...} on a module (loom-plan-pipeline).
+static LogicalResult verifyPipelinePlan(Operation *op, Attribute value) {
+  auto dict = dyn_cast<DictionaryAttr>(value);
+  auto stages = dict ? dict.getAs<IntegerAttr>("stages") : nullptr;
+  auto schedule = dict ? dict.getAs<StringAttr>("schedule") : nullptr;
+  auto micro = dict ? dict.getAs<IntegerAttr>("micro_batches") : nullptr;
+  if (!isa<mlir::ModuleOp>(op) || !stages || stages.getInt() < 1 ||
+      !schedule || !dict.getAs<StringAttr>("mesh") || !micro ||
+      micro.getInt() < 1)
+    return op->emitOpError("'loom.pipeline_plan' must be {mesh = \"...\", "
+                           "stages = S >= 1, schedule = \"...\", "
+                           "micro_batches = M >= 1, ...} on a module");
+  return success();
+}
+
 LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() == kShardingAttrName)
@@ -256,6 +272,8 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                              "module");
     return success();
   }
+  if (attr.getName() == kPipelinePlanAttrName)
+    return verifyPipelinePlan(op, attr.getValue());
   if (attr.getName() == kProgramAttrName) {
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !dict ||

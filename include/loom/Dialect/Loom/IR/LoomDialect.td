@@ -136,6 +136,13 @@ def Loom_Dialect : Dialect {
     /// dictionary with the stage count, virtual stages, micro-batches, the
     /// schedule's name and its per-rank action lists.
     static constexpr ::llvm::StringLiteral kPipelineAttrName = "loom.pipeline";
+    /// Module attribute set by loom-plan-pipeline: the planner's pipeline
+    /// decision for a model it split into stages itself, as a dictionary
+    /// {mesh = "pp=..,..", stages = S, schedule = "1f1b", micro_batches = M,
+    /// step_s = predicted seconds}. The stages are the loom.stage of the
+    /// forward ops; loom-schedule-pipeline and loom-auto-shard take the
+    /// schedule from it.
+    static constexpr ::llvm::StringLiteral kPipelinePlanAttrName = "loom.pipeline_plan";
     /// Function attribute of a stage program: {stage = S, kind = K} with K
     /// one of forward, backward_input, backward_weight, update.
     static constexpr ::llvm::StringLiteral kProgramAttrName = "loom.program";
