@@ -112,7 +112,9 @@ struct PlanPipelinePass
       llvm::cl::init("")};
 
 private:
-  LogicalResult plan(ModuleOp copy);
+  LogicalResult plan(ModuleOp copy, int64_t microBatches,
+                     std::string *firstError);
+  DictionaryAttr search(ModuleOp module);
 
   std::shared_ptr<TrainingPipelineOptions> trainingOptions;
   std::shared_ptr<ShardingPipelineOptions> shardingOptions;
@@ -120,7 +122,11 @@ private:
 
 /// Builds one micro-batch's step without stages on `copy` and plans it;
 /// the planner leaves its decision on `copy` (loom.pipeline_plan).
-LogicalResult PlanPipelinePass::plan(ModuleOp copy) {
+/// `microBatches` > 0 overrides the options' count. With `firstError`,
+/// every diagnostic is kept from the user and the first error's message
+/// goes there (a count the search tries and the model cannot split).
+LogicalResult PlanPipelinePass::plan(ModuleOp copy, int64_t microBatches,
+                                     std::string *firstError) {
   MLIRContext *ctx = &getContext();
   TrainingPipelineOptions t;
   t.copyOptionValuesFrom(*trainingOptions);
@@ -133,15 +139,69 @@ LogicalResult PlanPipelinePass::plan(ModuleOp copy) {
   s.partition = false;
   s.pipeline = false;
   s.planReport = "none";
+  if (microBatches > 0) {
+    t.splitMicroBatches = static_cast<unsigned>(microBatches);
+    s.planMicroBatches = static_cast<int>(microBatches);
+  }
   PassManager pm(ctx);
   buildLoomTrainingPipeline(pm, t);
   buildLoomShardingPipeline(pm, s);
   // The model's remarks (inferred buffers, ...) come once, from the step
-  // that is compiled; errors go on.
-  ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &d) {
-    return success(d.getSeverity() == DiagnosticSeverity::Remark);
+  // that is compiled; errors go on (or, searching, to `firstError`).
+  ScopedDiagnosticHandler quiet(ctx, [&](Diagnostic &d) {
+    if (!firstError)
+      return success(d.getSeverity() == DiagnosticSeverity::Remark);
+    if (d.getSeverity() == DiagnosticSeverity::Error && firstError->empty())
+      *firstError = d.str();
+    return success();
   });
   return pm.run(copy);
+}
+
+/// The micro-batch counts a search tries: the batch split in 1, 2, 4, ...
+/// 64 (a count that does not divide it fails to split and is skipped).
+static constexpr int64_t kSearchedMicroBatches[] = {1, 2, 4, 8, 16, 32, 64};
+
+/// Plans every count of kSearchedMicroBatches and keeps the fastest
+/// predicted step (the fewer micro-batches on a tie); its plan gets
+/// `tried`: [[count, predicted seconds or -1 with the reason], ...].
+DictionaryAttr PlanPipelinePass::search(ModuleOp module) {
+  Builder b(&getContext());
+  DictionaryAttr best;
+  double bestTime = 0;
+  SmallVector<Attribute> tried;
+  std::string reasons;
+  for (int64_t m : kSearchedMicroBatches) {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    std::string error;
+    DictionaryAttr chosen;
+    if (succeeded(plan(*copy, m, &error)))
+      chosen = (*copy)->getAttrOfType<DictionaryAttr>(
+          LoomDialect::kPipelinePlanAttrName);
+    if (!chosen) {
+      tried.push_back(b.getArrayAttr({b.getI64IntegerAttr(m),
+                                      b.getF64FloatAttr(-1),
+                                      b.getStringAttr(error)}));
+      reasons += "\n  " + std::to_string(m) + ": " + error;
+      continue;
+    }
+    double time = chosen.getAs<FloatAttr>("step_s").getValueAsDouble();
+    tried.push_back(b.getArrayAttr(
+        {b.getI64IntegerAttr(m), b.getF64FloatAttr(time)}));
+    if (!best || time < bestTime) {
+      best = chosen;
+      bestTime = time;
+    }
+  }
+  if (!best) {
+    module.emitError() << getArgument()
+                       << ": no micro-batch count the search tries plans:"
+                       << reasons;
+    return nullptr;
+  }
+  NamedAttrList attrs(best);
+  attrs.set("tried", b.getArrayAttr(tried));
+  return attrs.getDictionary(&getContext());
 }
 
 void PlanPipelinePass::runOnOperation() {
@@ -173,11 +233,21 @@ void PlanPipelinePass::runOnOperation() {
                           "without them";
     return signalPassFailure();
   }
-  OwningOpRef<ModuleOp> copy = module.clone();
-  if (failed(plan(*copy)))
-    return signalPassFailure();
-  auto chosen =
-      (*copy)->getAttrOfType<DictionaryAttr>(LoomDialect::kPipelinePlanAttrName);
+  // Micro-batches 0: the planner chooses their count too.
+  bool searching = shardingOptions->planMicroBatches == 0 ||
+                   trainingOptions->splitMicroBatches == 0;
+  DictionaryAttr chosen;
+  if (searching) {
+    chosen = search(module);
+    if (!chosen)
+      return signalPassFailure();
+  } else {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    if (failed(plan(*copy, 0, nullptr)))
+      return signalPassFailure();
+    chosen = (*copy)->getAttrOfType<DictionaryAttr>(
+        LoomDialect::kPipelinePlanAttrName);
+  }
   if (!chosen) {
     module.emitError() << getArgument()
                        << ": the planner chose no pipeline (give "

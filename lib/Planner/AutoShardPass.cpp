@@ -87,7 +87,11 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
     options.dpAxis = dpAxis;
     options.tpAxis = tpAxis;
     options.pipelineStages = pipelineStages;
-    options.microBatches = microBatches;
+    int64_t planned = microBatches;
+    if (failed(resolvePlannedMicroBatches(module, planned, getArgument(),
+                                          "micro-batches")))
+      return signalPassFailure();
+    options.microBatches = static_cast<int>(planned);
     options.bucketBytes = std::max(0.0, double(bucketMb)) * 1024.0 * 1024;
     options.overlap = overlap;
     options.schedule = schedule;

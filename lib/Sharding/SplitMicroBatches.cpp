@@ -242,6 +242,11 @@ struct SplitMicroBatchesPass
   using LoomSplitMicroBatchesBase::LoomSplitMicroBatchesBase;
 
   void runOnOperation() override {
+    int64_t n = count;
+    if (failed(resolvePlannedMicroBatches(getOperation(), n, getArgument(),
+                                          "count")))
+      return signalPassFailure();
+    count = n;
     if (count < 1) {
       getOperation().emitError()
           << getArgument() << ": the number of micro-batches must be at "

@@ -891,6 +891,10 @@ struct BuildTrainStepPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    int64_t m = microBatches; // 0: loom.pipeline_plan's
+    if (failed(resolvePlannedMicroBatches(module, m, getArgument(), "micro-batches")))
+      return signalPassFailure();
+    microBatches = static_cast<unsigned>(m);
     FailureOr<func::FuncOp> fn =
         lookupFunction(module, function, getArgument());
     if (failed(fn) || failed(checkOptions(*fn)) ||
@@ -914,12 +918,9 @@ struct BuildTrainStepPass
   }
 
   LogicalResult checkOptions(func::FuncOp fn);
-
   double effectiveLr() const { return lr >= 0 ? double(lr) : 1e-3; }
   double effectiveWeightDecay() const {
-    if (weightDecay >= 0)
-      return weightDecay;
-    return optimizer == "adamw" ? 0.01 : 0.0;
+    return weightDecay >= 0 ? double(weightDecay) : optimizer == "adamw" ? 0.01 : 0.0;
   }
 };
 
@@ -996,4 +997,3 @@ LogicalResult BuildTrainStepPass::checkOptions(func::FuncOp fn) {
                   << static_cast<int64_t>(totalSteps);
   return success();
 }
-

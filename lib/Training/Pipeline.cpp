@@ -31,7 +31,8 @@ void mlir::loom::buildLoomTrainingPipeline(
     autocast.precision = options.precision;
     pm.addPass(createLoomAutocast(autocast));
   }
-  if (options.splitMicroBatches > 1) {
+  // 0: the count loom-plan-pipeline chose.
+  if (options.splitMicroBatches != 1) {
     LoomSplitMicroBatchesOptions split;
     split.count = options.splitMicroBatches;
     pm.addPass(createLoomSplitMicroBatches(split));

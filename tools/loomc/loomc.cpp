@@ -98,7 +98,9 @@ static cl::opt<unsigned> microBatches("micro-batches",
     cl::desc("Split the model's batch (the step's whole batch) into this "
              "many micro-batches, run one after the other (a pipeline's "
              "micro-batches): the same step, less activation memory; must "
-             "divide the batch"),
+             "divide the batch. 0 with --strategy auto and a pipeline "
+             "(--plan-stages or a pp mesh axis): the planner chooses the "
+             "count (1, 2, 4, ... 64 tried)"),
     cl::init(1), cl::cat(category));
 static cl::opt<unsigned> gradAccumulation("grad-accumulation",
     cl::desc("Accumulate gradients over this many data entries per step, "
@@ -378,11 +380,18 @@ std::string checkNumbers(double beta1, double beta2) {
     return "--warmup-steps and --total-steps must be >= 0";
   if (lossScaleGrowthInterval < 1)
     return "--loss-scale-growth-interval must be at least 1";
-  if (microBatches < 1)
-    return "--micro-batches must be at least 1";
+  bool pipelineSearch = strategy == "auto" && (planStages != 1 || pipelineRanks() > 1);
+  if (microBatches < 1 && !pipelineSearch)
+    return "--micro-batches must be at least 1 (0, the planner's choice, "
+           "needs --strategy auto with pipeline stages: --plan-stages or a "
+           "pp mesh axis)";
+  if (microBatches == 0 && planOnly)
+    return "--micro-batches=0 with --plan-only is not supported yet: the "
+           "planner's choice of micro-batches is compiled, not reported; "
+           "give a count";
   if (gradAccumulation < 1)
     return "--grad-accumulation must be at least 1";
-  if (microBatches > 1 && gradAccumulation > 1)
+  if (microBatches != 1 && gradAccumulation > 1)
     return "--micro-batches and --grad-accumulation together are not "
            "supported yet: split the batch (--micro-batches) or accumulate "
            "data entries (--grad-accumulation)";
@@ -556,7 +565,8 @@ void fillShardingOptions(ShardingPipelineOptions &o, ModuleOp module,
     o.schedule = scheduleName;
   o.scheduleReport = o.pipeline && planReport != "json";
   o.planStages = planStages;
-  o.planMicroBatches = std::max(microBatches, gradAccumulation);
+  o.planMicroBatches =
+      microBatches == 0 ? 0 : std::max(microBatches, gradAccumulation);
   // A pp mesh is priced with the schedule it runs: --schedule, the
   // planner's choice (loom.pipeline_plan) or 1F1B.
   if (scheduleName.getNumOccurrences() ||
@@ -763,6 +773,23 @@ LogicalResult planStagesFirst(MLIRContext &ctx, ModuleOp module,
   if (meshSpec.empty())
     plannedMesh = plan.getAs<StringAttr>("mesh").str();
   planStages = 1;
+  // --micro-batches=0: the count the planner chose, with what it tried.
+  if (auto tried = plan.getAs<ArrayAttr>("tried")) {
+    microBatches = static_cast<unsigned>(
+        plan.getAs<IntegerAttr>("micro_batches").getInt());
+    messages() << "loomc: micro-batches the planner tried (predicted step "
+                  "time):";
+    for (Attribute t : tried) {
+      auto entry = cast<ArrayAttr>(t);
+      int64_t m = cast<IntegerAttr>(entry[0]).getInt();
+      double s = cast<FloatAttr>(entry[1]).getValueAsDouble();
+      if (s < 0)
+        messages() << " " << m << ": no plan;";
+      else
+        messages() << llvm::formatv(" {0}: {1:f3} ms;", m, s * 1e3);
+    }
+    messages() << " chose " << microBatches << "\n";
+  }
   messages() << "loomc: the planner's pipeline: mesh "
              << (meshSpec.empty() ? plannedMesh : meshSpec.getValue())
              << ", schedule " << plan.getAs<StringAttr>("schedule").getValue()
@@ -775,6 +802,35 @@ LogicalResult planStagesFirst(MLIRContext &ctx, ModuleOp module,
       "; predicted step time {0:f3} ms\n",
       plan.getAs<FloatAttr>("step_s").getValueAsDouble() * 1e3);
   return success();
+}
+
+/// --strategy auto on a model without stages of the user's, with a pp
+/// axis or --plan-stages: the planner's stages first (planStagesFirst;
+/// with --plan-only the report prices them instead). Returns 0, or the
+/// exit status after an error.
+int planStagesIfAsked(MLIRContext &ctx, ModuleOp module, StringRef chosen,
+                      double beta1, double beta2) {
+  bool annotated = false;
+  module->walk([&](Operation *op) {
+    annotated |= op->hasAttr(LoomDialect::kStageAttrName);
+  });
+  if (annotated && planStages != 1)
+    return fail("--plan-stages searches the stages, but the model's "
+                "loom.stage annotations fix them: give --mesh pp=P,... "
+                "instead");
+  stagesByPlanner = chosen == "auto" &&
+                    (pipelineRanks() > 1 || planStages != 1) &&
+                    stageBoundaries.empty() && !annotated;
+  if (microBatches == 0 && !stagesByPlanner)
+    return fail("--micro-batches=0 lets the planner choose the count with "
+                "the stages it chooses; the stages are given (loom.stage or "
+                "--stage-boundaries): give a count");
+  if (stagesByPlanner && !planOnly) {
+    if (failed(planStagesFirst(ctx, module, chosen, beta1, beta2)))
+      return 2;
+    stagesByPlanner = false;
+  }
+  return 0;
 }
 
 /// One loomc writes into an -o at a time (two left a train that did not
@@ -819,22 +875,8 @@ int main(int argc, char **argv) {
   std::string chosen = resolveStrategy(*module, error);
   if (chosen.empty())
     return fail(error);
-  bool annotated = false;
-  module->walk([&](Operation *op) {
-    annotated |= op->hasAttr(LoomDialect::kStageAttrName);
-  });
-  if (annotated && planStages != 1)
-    return fail("--plan-stages searches the stages, but the model's "
-                "loom.stage annotations fix them: give --mesh pp=P,... "
-                "instead");
-  stagesByPlanner = chosen == "auto" &&
-                    (pipelineRanks() > 1 || planStages != 1) &&
-                    stageBoundaries.empty() && !annotated;
-  if (stagesByPlanner && !planOnly) {
-    if (failed(planStagesFirst(ctx, *module, chosen, beta1, beta2)))
-      return 2;
-    stagesByPlanner = false;
-  }
+  if (int status = planStagesIfAsked(ctx, *module, chosen, beta1, beta2))
+    return status;
   // The planner plans (auto) or prices a preset (isPlannedPreset); either
   // is written as a plan, whose gradient rules run on their forward ops'
   // shardings.

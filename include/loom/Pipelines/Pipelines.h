@@ -119,7 +119,9 @@ struct ShardingPipelineOptions
       llvm::cl::init(1)};
   Option<int> planMicroBatches{
       *this, "plan-micro-batches",
-      llvm::cl::desc("With plan-stages: micro-batches per step"),
+      llvm::cl::desc("With plan-stages: micro-batches per step (0: "
+                     "loom-plan-pipeline searches 1, 2, 4, ... 64; after it, "
+                     "the count of loom.pipeline_plan)"),
       llvm::cl::init(1)};
   Option<std::string> planSchedule{
       *this, "plan-schedule",

@@ -74,7 +74,7 @@ def LoomAutoShard : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
            "(the plan is reported, not written into the IR)">,
     Option<"microBatches", "micro-batches", "int", /*default=*/"1",
            "With a pipeline search: micro-batches per step (the model's batch "
-           "is one)">,
+           "is one; 0: the count loom.pipeline_plan has)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
            "With a pipeline search: gpipe, 1f1b or zb-h1 (default: each)">,
   ];

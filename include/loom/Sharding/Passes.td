@@ -140,7 +140,8 @@ def LoomSplitMicroBatches : Pass<"loom-split-micro-batches", "mlir::ModuleOp"> {
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The loss function (default: the module's only function)">,
     Option<"count", "count", "int64_t", /*default=*/"1",
-           "Micro-batches the batch is split into">,
+           "Micro-batches the batch is split into (0: the count "
+           "loom.pipeline_plan has, loom-plan-pipeline's choice)">,
   ];
   let dependentDialects = ["mlir::loom::LoomDialect"];
 }

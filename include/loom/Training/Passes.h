@@ -67,13 +67,14 @@ struct TrainingPipelineOptions
       *this, "micro-batches",
       llvm::cl::desc("Micro-batches per step: the step's copies of the loss "
                      "function (what split-micro-batches made one "
-                     "micro-batch of, or accumulated data entries)"),
+                     "micro-batch of, or accumulated data entries; 0: the "
+                     "count of loom.pipeline_plan)"),
       llvm::cl::init(1)};
   Option<unsigned> splitMicroBatches{
       *this, "split-micro-batches",
       llvm::cl::desc("Make the loss function one of this many micro-batches "
                      "that split its batch (loom-split-micro-batches; 1: "
-                     "not split)"),
+                     "not split; 0: the count of loom.pipeline_plan)"),
       llvm::cl::init(1)};
   Option<std::string> lrSchedule{*this, "lr-schedule",
                                  llvm::cl::desc("constant or warmup-cosine"),

@@ -178,7 +178,8 @@ def LoomBuildTrainStep : Pass<"loom-build-train-step", "mlir::ModuleOp"> {
     Option<"gradClip", "grad-clip", "double", /*default=*/"0.0",
            "Clip the global gradient norm to this value (0: off)">,
     Option<"microBatches", "micro-batches", "unsigned", /*default=*/"1",
-           "Micro-batches per step (gradient accumulation)">,
+           "Micro-batches per step (gradient accumulation; 0: the count "
+           "loom.pipeline_plan has, loom-plan-pipeline's choice)">,
     Option<"lrSchedule", "lr-schedule", "std::string", /*default=*/"\"constant\"",
            "constant or warmup-cosine">,
     Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",

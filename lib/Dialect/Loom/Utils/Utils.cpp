@@ -132,3 +132,20 @@ int64_t loom::tensorBytes(Type type) {
       e.isIntOrFloat() ? std::max<int64_t>(8, e.getIntOrFloatBitWidth()) : 32;
   return t.getNumElements() * bits / 8;
 }
+
+LogicalResult loom::resolvePlannedMicroBatches(ModuleOp module,
+                                               int64_t &count, StringRef pass,
+                                               StringRef option) {
+  if (count != 0)
+    return success();
+  auto plan = module->getAttrOfType<DictionaryAttr>(
+      LoomDialect::kPipelinePlanAttrName);
+  if (!plan)
+    return module.emitError()
+           << pass << ": " << option
+           << "=0 takes the micro-batches the planner chose "
+              "(loom.pipeline_plan, written by loom-plan-pipeline), and the "
+              "module has no such plan";
+  count = plan.getAs<IntegerAttr>("micro_batches").getInt();
+  return success();
+}

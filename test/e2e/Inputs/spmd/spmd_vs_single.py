@@ -45,6 +45,9 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--optimizer", default="adamw")
     p.add_argument("--micro-batches", type=int, default=1)
+    p.add_argument("--spmd-micro-batches", type=int, default=None,
+                   help="loomc --micro-batches of the distributed program (default: "
+                        "--micro-batches, which sizes the batch); 0: the planner's choice")
     p.add_argument("--reference-micro-batches", action="store_true",
                    help="the single-device step splits the batch into the same "
                         "micro-batches (default: it steps on the whole batch)")
@@ -113,7 +116,9 @@ def main():
     ref = [f"--micro-batches={a.micro_batches}"] if a.reference_micro_batches else []
     subprocess.run(["loomc", *common, *ref, "-o", single], check=True, capture_output=True)
     extra = ["--cluster", a.cluster] if a.cluster else []
-    if a.micro_batches > 1:
+    if a.spmd_micro_batches is not None:
+        extra += [f"--micro-batches={a.spmd_micro_batches}"]
+    elif a.micro_batches > 1:
         extra += [f"--micro-batches={a.micro_batches}"]
     if a.remat:
         extra += [f"--remat={a.remat}"]

@@ -14,6 +14,13 @@ namespace mlir::loom {
 FailureOr<func::FuncOp> lookupFunction(ModuleOp module, StringRef name,
                                        StringRef pass);
 
+/// A pass option of micro-batches that is 0 takes the count
+/// loom-plan-pipeline chose (loom.pipeline_plan's micro_batches): sets
+/// `count` to it, or emits an error naming `pass` and `option` when the
+/// module has no such plan. Other counts are kept.
+LogicalResult resolvePlannedMicroBatches(ModuleOp module, int64_t &count,
+                                         StringRef pass, StringRef option);
+
 /// The loom.parameter argument `index` of `fn` is bound to, if any.
 ParameterOp boundParameter(func::FuncOp fn, unsigned index);
 
