@@ -49,6 +49,7 @@ void addStrategy(OpPassManager &pm, const ShardingPipelineOptions &options) {
     plan.pipelineStages = options.planStages;
     plan.microBatches = options.planMicroBatches;
     plan.schedule = options.planSchedule;
+    plan.recordPlan = options.recordPlan;
     plan.bucketMb = options.bucketMb;
     plan.overlap = options.overlap;
     if (preset) {

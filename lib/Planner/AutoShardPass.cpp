@@ -38,6 +38,7 @@ void writePipelinePlan(ModuleOp module, const planner::Plan &plan) {
   attrs.set("micro_batches", b.getI64IntegerAttr(std::max(1, pi.microBatches)));
   attrs.set("boundaries", b.getArrayAttr(names));
   attrs.set("step_s", b.getF64FloatAttr(plan.stepTime));
+  attrs.set("layers", b.getI64IntegerAttr(plan.layers));
   module->setAttr(LoomDialect::kPipelinePlanAttrName,
                   attrs.getDictionary(module.getContext()));
 }
@@ -113,8 +114,13 @@ struct AutoShardPass : loom::impl::LoomAutoShardBase<AutoShardPass> {
     if (overlap)
       module->setAttr(LoomDialect::kOverlapAttrName,
                       BoolAttr::get(module.getContext(), plan->overlap));
-    if (plan->pipelineConfigs > 0 && !plan->pipeline.stagesFromProgram)
+    if ((plan->pipelineConfigs > 0 && !plan->pipeline.stagesFromProgram) ||
+        (recordPlan && plan->pipelineConfigs == 0))
       writePipelinePlan(module, *plan);
+    // loom-plan-pipeline's comparison, for the report.
+    plan->pipelineDecision = describePipelineDecision(
+        module->getAttrOfType<DictionaryAttr>(
+            LoomDialect::kPipelinePlanAttrName));
     if (mode == "none")
       return;
     std::string err;

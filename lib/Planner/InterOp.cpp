@@ -38,7 +38,7 @@ struct Stage {
   double time(int i, int j, int s) const {
     double t = sums.time[j] - sums.time[i];
     if (s + 1 < pb.stages)
-      t += 2 * pb.layers[j - 1].transfer;
+      t += 2 * pb.transfer(j - 1, s);
     return t;
   }
   double memory(int i, int j, int s) const {

@@ -247,6 +247,9 @@ private:
     Link p2p;
     Graph graph;
     SmallVector<int> ilp, megatron;
+    /// Ranks between a device of one stage and its peer in the next (the
+    /// devices of the pp axis's later axes).
+    int64_t stride = 1;
   };
 
   LogicalResult planShape(Shape &sh, std::string &error);
@@ -269,7 +272,7 @@ private:
   }
   /// Prices `costs` (per layer) for `pp` stages under `schedule`: the DP's
   /// split, or Megatron's even one.
-  Config price(const std::vector<LayerCost> &costs, int pp,
+  Config price(const std::vector<LayerCost> &costs, int pp, int64_t stride,
                StringRef schedule, const std::vector<int> *split);
   /// Prices the ILP's and the Megatron plan of `shapes[si]` under every
   /// schedule (the DP's split, or `split`); keeps the best.
@@ -305,8 +308,21 @@ public:
   double ilpTime() const { return ilpSeconds; }
 };
 
+/// The link stage `s` sends to stage s + 1 over, `stride` ranks apart:
+/// the innermost level whose blocks hold both stages' devices.
+static Link hopLink(const Cluster &cluster, int64_t stride, int s) {
+  int64_t first = s * stride, last = (s + 2) * stride - 1, block = 1;
+  for (const LinkLevel &l : cluster.levels) {
+    block *= l.size;
+    if (first / block == last / block)
+      return {l.bandwidth, l.latency, l.name, l.overhead};
+  }
+  const LinkLevel &top = cluster.levels.back();
+  return {top.bandwidth, top.latency, top.name, top.overhead};
+}
+
 Config PipelineSearch::price(const std::vector<LayerCost> &costs, int pp,
-                             StringRef schedule,
+                             int64_t stride, StringRef schedule,
                              const std::vector<int> *split) {
   Config c;
   c.pp = pp;
@@ -328,6 +344,13 @@ Config PipelineSearch::price(const std::vector<LayerCost> &costs, int pp,
   pb.microBatches = m;
   pb.inFlight = order->inFlight;
   pb.memoryLimit = limit;
+  // Each hop over its own link (the layers' transfer priced none).
+  if (!cluster.levels.empty())
+    for (int s = 0; s + 1 < pp; ++s) {
+      Link l = hopLink(cluster, stride, s);
+      pb.hopFixed.push_back(l.latency + l.overhead);
+      pb.hopPerByte.push_back(l.bandwidth > 0 ? 1 / l.bandwidth : 0);
+    }
   c.unitBubble = order->bubble;
   if (split) {
     c.split = priceSplit(pb, *split);
@@ -357,7 +380,7 @@ Config PipelineSearch::price(const std::vector<LayerCost> &costs, int pp,
     // Input and weight gradients: half each (as for a contraction).
     d.backwardInput.push_back(b / 2);
     d.backwardWeight.push_back(b / 2);
-    d.transfers.push_back(costs[j - 1].transfer);
+    d.transfers.push_back(s + 1 < pp ? pb.transfer(j - 1, s) : 0);
     d.updates.push_back(u);
   }
   std::optional<stages::Timeline> t = stages::simulate(*sched, ps, d, err);
@@ -463,7 +486,7 @@ void PipelineSearch::priceShape(size_t si, const std::vector<int> *split) {
       std::vector<LayerCost> lc =
           layerCosts(sh.graph, choice, remat, costs, sh.p2p);
       for (StringRef schedule : schedules) {
-        Config c = price(lc, sh.pp, schedule, split);
+        Config c = price(lc, sh.pp, sh.stride, schedule, split);
         ++plan.pipelineConfigs;
         c.shape = si;
         c.megatron = which == 1;
@@ -479,7 +502,7 @@ void PipelineSearch::priceShape(size_t si, const std::vector<int> *split) {
       // Megatron-LM's 3-D plan: its shardings, layers split evenly,
       // 1F1B; the best rematerialization level.
       if (which == 1 && megatronShape && options.compareMegatron) {
-        Config c = price(lc, sh.pp, "1f1b", &even);
+        Config c = price(lc, sh.pp, sh.stride, "1f1b", &even);
         bool better = c.feasible ? (!meg.feasible || c.time < meg.seconds)
                                  : (!meg.feasible && !c.split.first.empty() &&
                                     (meg.memory == 0 || c.memory < meg.memory));
@@ -514,14 +537,16 @@ LogicalResult PipelineSearch::run(std::string &error) {
     return failure();
   }
   for (int pp = 1; pp <= std::min<int64_t>(devices, layers); ++pp) {
-    if (devices % pp || (fixed > 1 && pp != fixed))
+    // -1: every stage count but 1 (loom-plan-pipeline compares the best
+    // of them with the plan without a pipeline).
+    if (devices % pp || (fixed > 1 && pp != fixed) || (fixed < 0 && pp == 1))
       continue;
     int64_t n = devices / pp;
     Link p2p = pp > 1 ? cluster.link(n, 2) : Link{};
     for (int64_t inner = 1; inner <= n; ++inner) {
       if (n % inner)
         continue;
-      Shape sh{pp, MeshShape(), p2p, base, {}, {}};
+      Shape sh{pp, MeshShape(), p2p, base, {}, {}, n};
       sh.mesh.names = {"x", "y"};
       sh.mesh.sizes = {n / inner, inner};
       sh.mesh.links = {cluster.link(inner, n / inner), cluster.link(1, inner)};
@@ -529,6 +554,12 @@ LogicalResult PipelineSearch::run(std::string &error) {
         return failure();
       shapes.push_back(std::move(sh));
     }
+  }
+  if (shapes.empty()) {
+    error = llvm::formatv("no stage count above 1 divides the cluster's {0} "
+                          "devices and is at most the model's {1} layers",
+                          devices, base.layers);
+    return failure();
   }
   for (size_t si = 0; si < shapes.size(); ++si)
     priceShape(si, nullptr);
@@ -552,6 +583,9 @@ LogicalResult PipelineSearch::runFixed(MeshOp meshOp, std::string &error) {
     if (whole.names[a] == "pp") {
       sh.pp = int(whole.sizes[a]);
       sh.p2p = whole.links[a];
+      sh.stride = 1;
+      for (int b = a + 1; b < whole.rank(); ++b)
+        sh.stride *= whole.sizes[b];
       continue;
     }
     sh.mesh.names.push_back(whole.names[a]);

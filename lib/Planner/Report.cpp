@@ -310,6 +310,8 @@ void printAlternatives(const Plan &p, llvm::raw_ostream &os) {
 
 void mlir::loom::planner::printPlan(const Plan &p, llvm::raw_ostream &os) {
   printSummary(p, os);
+  if (!p.pipelineDecision.empty())
+    os << p.pipelineDecision << "\n";
   os << "\nops (forward; time per op for forward+backward)\n";
   for (const OpRow &r : p.ops) {
     os << "  " << r.op;
@@ -408,6 +410,8 @@ void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
                        {"megatron", std::move(megatron)}};
   if (p.bruteForceTime >= 0)
     o["brute_force_s"] = p.bruteForceTime;
+  if (!p.pipelineDecision.empty())
+    o["pipeline_decision"] = p.pipelineDecision;
   if (p.pipelineConfigs > 0) {
     const PipelineInfo &pi = p.pipeline;
     o["pipeline"] = llvm::json::Object{

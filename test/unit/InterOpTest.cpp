@@ -74,6 +74,51 @@ TEST(InterOpTest, MoreStagesThanLayersIsNoProblem) {
   EXPECT_FALSE(priceSplit(uniform(4, 2, 4), {0, 0}).feasible);
 }
 
+TEST(InterOpTest, EachHopOverItsOwnLink) {
+  // 4 uniform layers, 2 bytes sent after each; 4 stages. The hop from
+  // stage 1 to 2 crosses a slow link (1 s per byte), the others are free:
+  // stage 1's time is 3 + 2 * 2 (its send, forward and backward).
+  StageProblem pb = uniform(4, 4, 8);
+  for (LayerCost &l : pb.layers)
+    l.transferBytes = 2;
+  pb.hopFixed = {0, 0, 0};
+  pb.hopPerByte = {0, 1, 0};
+  StageSplit s = priceSplit(pb, {0, 1, 2, 3});
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.stageTime, (std::vector<double>{3, 7, 3, 3}));
+  // Without hops, every layer's own transfer (0 here).
+  pb.hopFixed.clear();
+  pb.hopPerByte.clear();
+  EXPECT_EQ(priceSplit(pb, {0, 1, 2, 3}).stageTime,
+            (std::vector<double>{3, 3, 3, 3}));
+}
+
+TEST(InterOpTest, RandomProblemsWithHopsMatchBruteForce) {
+  std::mt19937 rng(20261128);
+  std::uniform_real_distribution<double> u(0.1, 3.0);
+  for (int trial = 0; trial < 200; ++trial) {
+    int layers = 2 + rng() % 9;
+    int p = 2 + rng() % std::min(layers - 1, 4);
+    StageProblem pb;
+    pb.stages = p;
+    pb.microBatches = 1 + rng() % 12;
+    pb.inFlight = oneFOneB(p);
+    for (int k = 0; k < layers; ++k) {
+      LayerCost l{u(rng), 2 * u(rng), 0, u(rng), u(rng), 0};
+      l.transferBytes = u(rng);
+      pb.layers.push_back(l);
+    }
+    for (int h = 0; h + 1 < p; ++h) {
+      pb.hopFixed.push_back(rng() % 2 ? 0.0 : u(rng));
+      pb.hopPerByte.push_back(rng() % 2 ? 0.01 : u(rng));
+    }
+    StageSplit dp = splitStages(pb), bf = bruteForceSplit(pb);
+    ASSERT_TRUE(dp.feasible && bf.feasible) << "trial " << trial;
+    EXPECT_NEAR(dp.objective, bf.objective, 1e-9 * bf.objective)
+        << "trial " << trial;
+  }
+}
+
 TEST(InterOpTest, RandomProblemsMatchBruteForce) {
   std::mt19937 rng(20261123);
   std::uniform_real_distribution<double> u(0.1, 3.0);

@@ -24,6 +24,7 @@
 #include "loom/Execution/Executable.h"
 #include "loom/Execution/Passes.h"
 #include "loom/Pipelines/Pipelines.h"
+#include "PlanMessages.h"
 #include "loom/Sharding/PartitionReport.h"
 #include "loom/Sharding/Strategies.h"
 #include "loom/Support/Debug.h"
@@ -242,7 +243,11 @@ static cl::opt<int> planStages("plan-stages",
              "(0: every stage count that divides the devices; N: exactly N) "
              "for --micro-batches per step (which split the model's batch); "
              "the report names the stages, sub-mesh and "
-             "schedule, and without --plan-only loomc compiles that plan"),
+             "schedule, and without --plan-only loomc compiles that plan. "
+             "Not given, on a cluster of several nodes: the planner compares "
+             "pipelines (stages, schedule and micro-batches searched) with "
+             "the best plan without one and keeps the faster; 1: no "
+             "pipeline"),
     cl::init(1), cl::cat(category));
 static cl::list<std::string> inputShapes("input-shape",
     cl::desc("ONNX: NAME=D0xD1x... binds an input's shape"), cl::cat(category));
@@ -380,15 +385,16 @@ std::string checkNumbers(double beta1, double beta2) {
     return "--warmup-steps and --total-steps must be >= 0";
   if (lossScaleGrowthInterval < 1)
     return "--loss-scale-growth-interval must be at least 1";
-  bool pipelineSearch = strategy == "auto" && (planStages != 1 || pipelineRanks() > 1);
+  // Without --plan-stages and --mesh, auto may compare pipelines (several
+  // nodes; planStagesIfAsked decides).
+  bool pipelineSearch =
+      strategy == "auto" &&
+      (planStages != 1 || pipelineRanks() > 1 ||
+       (!planStages.getNumOccurrences() && meshSpec.empty()));
   if (microBatches < 1 && !pipelineSearch)
     return "--micro-batches must be at least 1 (0, the planner's choice, "
-           "needs --strategy auto with pipeline stages: --plan-stages or a "
-           "pp mesh axis)";
-  if (microBatches == 0 && planOnly)
-    return "--micro-batches=0 with --plan-only is not supported yet: the "
-           "planner's choice of micro-batches is compiled, not reported; "
-           "give a count";
+           "needs --strategy auto with pipeline stages: --plan-stages, a "
+           "pp mesh axis, or a cluster of several nodes)";
   if (gradAccumulation < 1)
     return "--grad-accumulation must be at least 1";
   if (microBatches != 1 && gradAccumulation > 1)
@@ -770,37 +776,16 @@ LogicalResult planStagesFirst(MLIRContext &ctx, ModuleOp module,
     return failure();
   auto plan =
       module->getAttrOfType<DictionaryAttr>(LoomDialect::kPipelinePlanAttrName);
-  if (meshSpec.empty())
+  bool staged = plan.getAs<IntegerAttr>("stages").getInt() > 1;
+  if (meshSpec.empty() && staged)
     plannedMesh = plan.getAs<StringAttr>("mesh").str();
   planStages = 1;
-  // --micro-batches=0: the count the planner chose, with what it tried.
-  if (auto tried = plan.getAs<ArrayAttr>("tried")) {
-    microBatches = static_cast<unsigned>(
-        plan.getAs<IntegerAttr>("micro_batches").getInt());
-    messages() << "loomc: micro-batches the planner tried (predicted step "
-                  "time):";
-    for (Attribute t : tried) {
-      auto entry = cast<ArrayAttr>(t);
-      int64_t m = cast<IntegerAttr>(entry[0]).getInt();
-      double s = cast<FloatAttr>(entry[1]).getValueAsDouble();
-      if (s < 0)
-        messages() << " " << m << ": no plan;";
-      else
-        messages() << llvm::formatv(" {0}: {1:f3} ms;", m, s * 1e3);
-    }
-    messages() << " chose " << microBatches << "\n";
-  }
-  messages() << "loomc: the planner's pipeline: mesh "
-             << (meshSpec.empty() ? plannedMesh : meshSpec.getValue())
-             << ", schedule " << plan.getAs<StringAttr>("schedule").getValue()
-             << ", " << microBatches << " micro-batches";
-  for (auto [i, n] : llvm::enumerate(plan.getAs<ArrayAttr>("boundaries")))
-    messages() << (i ? "," : ", --stage-boundaries=")
-               << cast<StringAttr>(n).getValue();
-  // The compiled step is priced again below; the two must agree.
-  messages() << llvm::formatv(
-      "; predicted step time {0:f3} ms\n",
-      plan.getAs<FloatAttr>("step_s").getValueAsDouble() * 1e3);
+  // --micro-batches=0 or a comparison: the count the planner chose.
+  microBatches =
+      static_cast<unsigned>(plan.getAs<IntegerAttr>("micro_batches").getInt());
+  loomc::printPipelinePlan(
+      plan, meshSpec.empty() ? StringRef(plannedMesh) : StringRef(meshSpec),
+      messages());
   return success();
 }
 
@@ -818,14 +803,36 @@ int planStagesIfAsked(MLIRContext &ctx, ModuleOp module, StringRef chosen,
     return fail("--plan-stages searches the stages, but the model's "
                 "loom.stage annotations fix them: give --mesh pp=P,... "
                 "instead");
+  // Not asked either way, on several nodes: the planner compares
+  // pipelines with the best plan without one (loom-plan-pipeline
+  // plan-stages=-1), micro-batches searched unless given.
+  bool compare = chosen == "auto" && !planStages.getNumOccurrences() &&
+                 meshSpec.empty() && module.getOps<MeshOp>().empty() &&
+                 stageBoundaries.empty() && !annotated &&
+                 virtualStages == 1 && remat != "layers" && remat != "full" &&
+                 gradAccumulation == 1 &&
+                 loomc::clusterHasSeveralNodes(clusterSpec);
+  if (compare) {
+    planStages = -1;
+    if (!microBatches.getNumOccurrences())
+      microBatches = 0;
+  }
   stagesByPlanner = chosen == "auto" &&
                     (pipelineRanks() > 1 || planStages != 1) &&
                     stageBoundaries.empty() && !annotated;
   if (microBatches == 0 && !stagesByPlanner)
-    return fail("--micro-batches=0 lets the planner choose the count with "
-                "the stages it chooses; the stages are given (loom.stage or "
-                "--stage-boundaries): give a count");
-  if (stagesByPlanner && !planOnly) {
+    return fail(annotated || !stageBoundaries.empty()
+                    ? "--micro-batches=0 lets the planner choose the count "
+                      "with the stages it chooses; the stages are given "
+                      "(loom.stage or --stage-boundaries): give a count"
+                    : "--micro-batches=0 lets the planner choose the count "
+                      "with pipeline stages it chooses: give --plan-stages, "
+                      "a pp mesh axis, or a cluster of several nodes "
+                      "(--cluster), or a count");
+  // With --plan-only and a stage count asked, the report prices the
+  // stages the search chose; comparing, or choosing the micro-batches,
+  // takes the planner's pass first.
+  if (stagesByPlanner && (!planOnly || compare || microBatches == 0)) {
     if (failed(planStagesFirst(ctx, module, chosen, beta1, beta2)))
       return 2;
     stagesByPlanner = false;

@@ -115,8 +115,16 @@ struct ShardingPipelineOptions
   Option<int> planStages{
       *this, "plan-stages",
       llvm::cl::desc("With strategy=auto: 1 no pipeline search; 0 every stage "
-                     "count; N exactly N (reported, not written)"),
+                     "count; N exactly N (reported, not written); -1 "
+                     "(loom-plan-pipeline only) every stage count, kept only "
+                     "when faster than the best plan without a pipeline"),
       llvm::cl::init(1)};
+  Option<bool> recordPlan{
+      *this, "record-plan",
+      llvm::cl::desc("loom-auto-shard writes loom.pipeline_plan for a plan "
+                     "without a pipeline too (loom-plan-pipeline's "
+                     "comparison)"),
+      llvm::cl::init(false)};
   Option<int> planMicroBatches{
       *this, "plan-micro-batches",
       llvm::cl::desc("With plan-stages: micro-batches per step (0: "

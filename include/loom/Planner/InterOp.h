@@ -60,6 +60,18 @@ struct StageProblem {
   std::vector<int> inFlight;
   /// Bytes per device.
   double memoryLimit = 0;
+  /// Per stage boundary s (stage s sends to stage s + 1), when given: the
+  /// link of that hop as seconds = fixed + bytes * perByte (stages of one
+  /// node send over its links, a pipeline that crosses nodes over theirs);
+  /// empty: every layer's `transfer`.
+  std::vector<double> hopFixed, hopPerByte;
+
+  /// Seconds stage `s`, ending with `layer`, sends its output in.
+  double transfer(int layer, int s) const {
+    if (static_cast<std::size_t>(s) >= hopFixed.size())
+      return layers[layer].transfer;
+    return hopFixed[s] + layers[layer].transferBytes * hopPerByte[s];
+  }
 };
 
 struct StageSplit {

@@ -71,12 +71,17 @@ def LoomAutoShard : Pass<"loom-auto-shard", "mlir::ModuleOp"> {
            "(loom-bucket-all-reduce; 0: not bucketed), as priced">,
     Option<"pipelineStages", "pipeline-stages", "int", /*default=*/"1",
            "Pipeline search: 1 none; 0 every stage count; N exactly N stages "
-           "(the plan is reported, not written into the IR)">,
+           "(the plan is reported, not written into the IR); -1 every stage "
+           "count above 1">,
     Option<"microBatches", "micro-batches", "int", /*default=*/"1",
            "With a pipeline search: micro-batches per step (the model's batch "
            "is one; 0: the count loom.pipeline_plan has)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
            "With a pipeline search: gpipe, 1f1b or zb-h1 (default: each)">,
+    Option<"recordPlan", "record-plan", "bool", /*default=*/"false",
+           "Write loom.pipeline_plan for a plan without a pipeline too "
+           "(stages = 1; loom-plan-pipeline compares it with the pipelined "
+           "plans)">,
   ];
 }
 

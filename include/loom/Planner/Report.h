@@ -106,6 +106,10 @@ struct Plan {
   /// Planning (graph, strategies, ILPs), and pricing the Megatron plans
   /// (not part of planning).
   double planningSeconds = 0, ilpSeconds = 0, megatronSeconds = 0;
+  /// loom-plan-pipeline's comparison of the best pipelined plan with the
+  /// best plan without a pipeline (the model's loom.pipeline_plan), as one
+  /// sentence; empty when it did not compare.
+  std::string pipelineDecision;
   // Graph.
   int nodes = 0, distinctNodes = 0, layers = 0, opsPerLayer = 0;
   std::vector<OpRow> ops;

@@ -149,3 +149,48 @@ LogicalResult loom::resolvePlannedMicroBatches(ModuleOp module,
   count = plan.getAs<IntegerAttr>("micro_batches").getInt();
   return success();
 }
+
+std::string loom::describePipelineDecision(DictionaryAttr plan) {
+  if (!plan)
+    return "";
+  auto seconds = [](DictionaryAttr d) {
+    auto t = d ? d.getAs<FloatAttr>("step_s") : nullptr;
+    return t ? t.getValueAsDouble() : -1.0;
+  };
+  auto str = [](DictionaryAttr d, StringRef key) {
+    auto s = d ? d.getAs<StringAttr>(key) : nullptr;
+    return s ? s.getValue().str() : std::string("?");
+  };
+  auto integer = [](DictionaryAttr d, StringRef key) {
+    auto i = d ? d.getAs<IntegerAttr>(key) : nullptr;
+    return i ? i.getInt() : int64_t(0);
+  };
+  double chosen = seconds(plan);
+  if (auto without = plan.getAs<DictionaryAttr>("without_pipeline")) {
+    double other = seconds(without);
+    return llvm::formatv("pipeline chosen (loom-plan-pipeline): {0:f3} ms "
+                         "predicted against {1:f3} ms for the best plan "
+                         "without a pipeline (mesh {2}): {3:f2}x faster",
+                         chosen * 1e3, other * 1e3, str(without, "mesh"),
+                         chosen > 0 ? other / chosen : 0.0)
+        .str();
+  }
+  if (auto why = plan.getAs<StringAttr>("without_pipeline"))
+    return ("pipeline chosen (loom-plan-pipeline): without a pipeline " +
+            why.getValue())
+        .str();
+  if (auto piped = plan.getAs<DictionaryAttr>("pipelined")) {
+    double other = seconds(piped);
+    int64_t m = integer(piped, "micro_batches");
+    return llvm::formatv("no pipeline (loom-plan-pipeline): the best "
+                         "pipelined plan (mesh {0}, {1} micro-batch{2}, "
+                         "schedule {3}) is predicted at {4:f3} ms against "
+                         "{5:f3} ms without one",
+                         str(piped, "mesh"), m, m == 1 ? "" : "es",
+                         str(piped, "schedule"), other * 1e3, chosen * 1e3)
+        .str();
+  }
+  if (auto why = plan.getAs<StringAttr>("pipelined"))
+    return ("no pipeline (loom-plan-pipeline): " + why.getValue()).str();
+  return "";
+}

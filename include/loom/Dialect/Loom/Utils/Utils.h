@@ -21,6 +21,11 @@ FailureOr<func::FuncOp> lookupFunction(ModuleOp module, StringRef name,
 LogicalResult resolvePlannedMicroBatches(ModuleOp module, int64_t &count,
                                          StringRef pass, StringRef option);
 
+/// loom-plan-pipeline's comparison in a loom.pipeline_plan (its
+/// `without_pipeline` or `pipelined` entry) as one sentence; empty without
+/// one.
+std::string describePipelineDecision(DictionaryAttr plan);
+
 /// The loom.parameter argument `index` of `fn` is bound to, if any.
 ParameterOp boundParameter(func::FuncOp fn, unsigned index);
 
