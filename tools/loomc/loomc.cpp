@@ -101,7 +101,8 @@ static cl::opt<unsigned> microBatches("micro-batches",
              "micro-batches): the same step, less activation memory; must "
              "divide the batch. 0 with --strategy auto and a pipeline "
              "(--plan-stages or a pp mesh axis): the planner chooses the "
-             "count (1, 2, 4, ... 64 tried)"),
+             "count (1, 2, 4, ... 64 tried). Not given, when auto compares "
+             "pipelines on a cluster of several nodes: searched from 8"),
     cl::init(1), cl::cat(category));
 static cl::opt<unsigned> gradAccumulation("grad-accumulation",
     cl::desc("Accumulate gradients over this many data entries per step, "
