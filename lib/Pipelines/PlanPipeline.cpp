@@ -339,8 +339,9 @@ DictionaryAttr PlanPipelinePass::compare(ModuleOp module, bool searching) {
     return result.getDictionary(&getContext());
   }
   std::string why;
+  // pipeline-stages=-1: a plan found has at least 2 stages.
   DictionaryAttr piped = planPipelined(module, searching, /*quiet=*/true, why);
-  bool staged = piped && piped.getAs<IntegerAttr>("stages").getInt() > 1;
+  bool staged = bool(piped);
   if (!flat) {
     if (!staged) {
       // Neither plans: the error of the plan without a pipeline, as
@@ -367,10 +368,6 @@ DictionaryAttr PlanPipelinePass::compare(ModuleOp module, bool searching) {
   if (!piped) {
     result.set("pipelined", b.getStringAttr(why.empty() ? "no pipelined plan"
                                                         : why));
-  } else if (!staged) {
-    result.set("pipelined",
-               b.getStringAttr("the pipeline search's best plan has one "
-                               "stage"));
   } else {
     NamedAttrList other;
     for (StringRef key : {"mesh", "stages", "schedule", "micro_batches",
