@@ -6,7 +6,9 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <string>
+#include <unistd.h>
 
 extern "C" char **environ;
 
@@ -198,4 +200,25 @@ loom_launch_info_from_environ(const char *const *env,
 
 extern "C" loom_status_t loom_launch_info_from_env(loom_launch_info_t *out_info) {
   return loom_launch_info_from_environ(environ, out_info);
+}
+
+extern "C" void loom_keep_rank_error(const char *message) {
+  const char *dir = std::getenv("LOOM_ERROR_DIR");
+  if (!dir || !*dir || !message)
+    return;
+  loom_launch_info_t info;
+  if (loom_status_t status = loom_launch_info_from_env(&info)) {
+    loom_status_free(status);
+    info.rank = 0; // the message is kept; which rank said it is unknown
+  }
+  std::string path =
+      std::string(dir) + "/rank-" + std::to_string(info.rank);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return;
+  std::string line = std::string(message) + "\n";
+  // One write: a short message appends whole.
+  ssize_t written = ::write(fd, line.data(), line.size());
+  (void)written;
+  ::close(fd);
 }

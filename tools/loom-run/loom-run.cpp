@@ -24,6 +24,7 @@
 #include "loom/Execution/Executor.h"
 #include "loom/Execution/TensorIO.h"
 #include "Calibrate.h"
+#include "Launch.h"
 #include "loom/Stages/Schedule.h"
 #include "loom/Support/Debug.h"
 #include "loom/Support/InputLimits.h"
@@ -215,6 +216,7 @@ int fail(const std::string &message) {
   // One write: errs() is unbuffered and mpirun splices the ranks' output
   // together, so a line written in pieces can be cut by another rank's.
   llvm::errs() << "loom-run: error: " + message + "\n";
+  loom_keep_rank_error(message.c_str()); // repeated by launchRanks
   return 2;
 }
 
@@ -259,18 +261,21 @@ std::vector<std::string> mpirunCommand() {
   return command;
 }
 
-/// Replaces this process with `command` (run through mpirun with -np).
+/// Runs `command`: under mpirun (-np N) as loom-run's child (Launch.h,
+/// which repeats the ranks' errors after the job), else in place of this
+/// process.
 int execute(std::vector<std::string> &command) {
+  if (numRanks > 0) {
+    std::string error;
+    int status = launchRanks(command, numRanks, error);
+    return status < 0 ? fail(error) : status;
+  }
   std::vector<char *> cargv;
   for (std::string &c : command)
     cargv.push_back(c.data());
   cargv.push_back(nullptr);
   execvp(cargv[0], cargv.data());
-  return fail("cannot run " + command[0] + ": " + std::strerror(errno) +
-              (numRanks > 0 ? " (install OpenMPI, or launch the ranks "
-                              "yourself: mpirun -np " +
-                                  std::to_string(numRanks) + " ...)"
-                            : std::string()));
+  return fail("cannot run " + command[0] + ": " + std::strerror(errno));
 }
 
 /// `loom-run --calibrate [-np N]` (Calibrate.cpp).

@@ -103,6 +103,13 @@ loom_status_t loom_launch_info_from_env(loom_launch_info_t *out_info);
 loom_status_t loom_launch_info_from_environ(const char *const *environ_list,
                                             loom_launch_info_t *out_info);
 
+/* Keeps this rank's error message where the launcher that started the job
+ * reads it after the job ends: with $LOOM_ERROR_DIR set (loom-run -np N
+ * sets it), appends MESSAGE and a newline to $LOOM_ERROR_DIR/rank-R. mpirun
+ * may drop a rank's last output when the job is torn down; the launcher
+ * repeats what it finds there. Does nothing without the variable. */
+void loom_keep_rank_error(const char *message);
+
 
 /*===----------------------------------------------------------------------===*
  * Element types and reductions

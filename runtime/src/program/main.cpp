@@ -42,6 +42,7 @@ namespace {
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "loom: %s\n", message.c_str());
+  loom_keep_rank_error(message.c_str()); // for loom-run -np N (launch.cpp)
   std::fflush(stdout);
   return 1;
 }
