@@ -2,6 +2,7 @@
 
 #include "loom/Planner/CostTable.h"
 #include "loom/Sharding/Buckets.h"
+#include "loom/Sharding/TopKExchange.h"
 #include "loom/Planner/Candidates.h"
 
 #include <map>
@@ -73,30 +74,27 @@ Mask mlir::loom::planner::stateExtra(const Graph &g, const Node &u,
   return zeroExtra(storage, gradPartial, u.type, mesh, dimOut);
 }
 
-/// Top-k with error feedback over the axes `grad` is partial over: each
-/// device adds its residual, selects k = ceil(ratio * n) of its n local
-/// entries and all-gathers their positions (i32 below 2^31 entries, else
-/// i64) and values; the sum is
-/// scattered back. Returns the time; the residual (n elements per device)
-/// is optimizer-state memory.
+/// Top-k with error feedback over the axes `grad` is partial over, as
+/// loom-compress-gradients emits it (TopKExchange.h): two all-gathers
+/// (positions, values) and the selection and scatters around them.
+/// Returns the time; the residual (n elements per device) is
+/// optimizer-state memory.
 static double topKExchange(const Graph &g, const AxisSharding &grad,
                            ArrayRef<int64_t> shape, double element,
                            Costs &costs, double &residual) {
   SmallVector<int64_t, 4> local = grad.localShape(shape, costs.mesh.sizes);
-  double n = 1;
+  int64_t n = 1;
   for (int64_t d : local)
-    n *= static_cast<double>(d);
-  double k = std::min(n, std::max(1.0, std::ceil(g.topKRatio * n)));
+    n *= d;
   Mask axes = maskOf(grad.partial);
-  double group = static_cast<double>(costs.mesh.n(axes));
-  double indexBytes = n <= 2147483647.0 ? 4 : 8;
-  double t =
-      costs.collective(CollectiveKind::AllGather, axes, group * k * indexBytes);
-  t += costs.collective(CollectiveKind::AllGather, axes, group * k * element);
-  residual = n * element;
-  // Selection (nth_element over n, a sort of k) and two scatters.
-  t += costs.compute(n * std::log2(std::max(2.0, k)) + group * k,
-                     (3 * n + 2 * group * k) * element, false);
+  TopKExchange x = TopKExchange::of(
+      n, static_cast<int64_t>(costs.mesh.n(axes)), g.topKRatio);
+  double t = costs.collective(CollectiveKind::AllGather, axes,
+                              x.positionBytes());
+  t += costs.collective(CollectiveKind::AllGather, axes,
+                        x.valueBytes(element));
+  residual = static_cast<double>(n) * element;
+  t += costs.compute(x.flops(), x.bytesTouched(element), false);
   return t;
 }
 

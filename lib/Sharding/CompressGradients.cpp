@@ -33,6 +33,7 @@
 
 #include <cmath>
 #include "loom/Sharding/Passes.h"
+#include "loom/Sharding/TopKExchange.h"
 #include "loom/Support/Debug.h"
 
 #define DEBUG_TYPE "loom-compress-gradients"
@@ -271,16 +272,14 @@ LogicalResult TopK::exchange(Operation *reduction, StringRef name,
     return failure();
   Value residual = fn.getArgument(argIndex);
 
-  int64_t n = local.getNumElements();
-  int64_t k = std::min<int64_t>(
-      n, std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ratio * n))));
   int64_t group = 1;
   for (Attribute a : axes)
     group *= mesh.getAxis(cast<StringAttr>(a).getValue()).getSize();
+  // The exchange the planner prices (TopKExchange.h).
+  TopKExchange x = TopKExchange::of(local.getNumElements(), group, ratio);
+  int64_t n = x.n, k = x.k;
   Type element = local.getElementType();
-  // Positions in 32 bits where they fit (as Deep Gradient Compression
-  // sends them): 4 + 4 bytes per f32 entry sent.
-  auto index = IntegerType::get(ctx, n <= INT32_MAX ? 32 : 64);
+  auto index = IntegerType::get(ctx, 8 * x.indexBytes);
   auto flatType = RankedTensorType::get({n}, element);
   ImplicitLocOpBuilder b(reduction->getLoc(), reduction);
   IntegerAttr zero = b.getI64IntegerAttr(0);
@@ -289,10 +288,11 @@ LogicalResult TopK::exchange(Operation *reduction, StringRef name,
   Value idx = TopKIndicesOp::create(b, RankedTensorType::get({k}, index), flat,
                                     b.getI64IntegerAttr(k));
   Value sent = GatherOp::create(b, flat, idx, zero);
-  Value allIdx = AllGatherOp::create(b, RankedTensorType::get({group * k}, index),
-                                     idx, meshRef, axes, zero);
+  Value allIdx = AllGatherOp::create(
+      b, RankedTensorType::get({x.gathered()}, index), idx, meshRef, axes, zero);
   Value allSent = AllGatherOp::create(
-      b, RankedTensorType::get({group * k}, element), sent, meshRef, axes, zero);
+      b, RankedTensorType::get({x.gathered()}, element), sent, meshRef, axes,
+      zero);
   Value sum = ReshapeOp::create(
       b, local, ScatterAddOp::create(b, flatType, allSent, allIdx, zero));
   Value kept = SubOp::create(b, flat,
