@@ -43,7 +43,8 @@ struct Stage {
   }
   double memory(int i, int j, int s) const {
     return sums.weights[j] - sums.weights[i] +
-           pb.inFlight[s] * (sums.activations[j] - sums.activations[i]);
+           pb.inFlight[s] * (sums.activations[j] - sums.activations[i] +
+                             pb.received(i));
   }
   bool fits(int i, int j, int s) const {
     return pb.memoryLimit <= 0 ||

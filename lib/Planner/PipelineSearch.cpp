@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #define DEBUG_TYPE "loom-pipeline-search"
 
@@ -166,15 +167,25 @@ mlir::loom::planner::layerCosts(const Graph &g, ArrayRef<int> choice,
       l.activations += c.memory;
       mem[seg[v]].inputs += c.memory;
     }
-    // What the next layer reads crosses a stage boundary after it.
-    if (n.kind == NodeKind::Op && n.crossLayerProducer && n.layer >= 0 &&
-        n.layer + 1 < g.layers) {
-      double bytes = bytesOf(n.op->getResult(0).getType()) /
-                     mesh.n(s.results[0].usedMask());
-      l.transfer = p2p.latency + p2p.overhead + (p2p.bandwidth > 0 ? bytes / p2p.bandwidth
-                                                    : 0);
-      l.transferBytes = bytes;
-    }
+  }
+  // What the next layer reads crosses a stage boundary after a layer: one
+  // message per value, as the pipeline sends them (Transfers.h).
+  std::vector<stages::BoundaryTransfer> sent(layers);
+  std::set<std::pair<int, int>> counted;
+  for (const Edge &e : g.edges) {
+    const Node &u = g.nodes[e.u];
+    if (u.kind != NodeKind::Op || u.layer < 0 || u.layer + 1 >= g.layers ||
+        !stages::sentToStage(u.layer, g.nodes[e.v].layer) ||
+        !counted.insert({e.u, e.res}).second)
+      continue;
+    const Strategy &a = u.strategies[choice[e.u]];
+    sent[u.layer].add(e.bytes() / mesh.n(a.results[e.res].usedMask()));
+  }
+  for (auto [l, t] : llvm::zip(out, sent)) {
+    l.transfer = t.seconds(p2p.latency + p2p.overhead,
+                           p2p.bandwidth > 0 ? 1 / p2p.bandwidth : 0);
+    l.transferBytes = t.bytes;
+    l.transferMessages = t.messages;
   }
   ValueReshards reshards(remat);
   for (const Edge &e : g.edges) {
@@ -691,16 +702,23 @@ void PipelineSearch::describe(const Config &c, bool fixedNames) {
       held.updates += mem[k].updates;
       acts += mem[k].activations + mem[k].inputs;
     }
+    // What it receives from the stage before (StageProblem::received).
+    if (from > 0)
+      acts += lc[from - 1].transferBytes;
     pi.stageHeld.push_back(held);
     pi.stageActivations.push_back(acts);
-    if (s + 1 < c.pp)
+    if (s + 1 < c.pp) {
       pi.transferBytes.push_back(lc[to - 1].transferBytes);
+      pi.transferMessages.push_back(lc[to - 1].transferMessages);
+    }
   }
   plan.memory = pi.stageHeld[worst];
   for (int k = i; k < j; ++k) {
     plan.memory.activations += c.inFlight[worst] * mem[k].activations;
     plan.memory.inputs += c.inFlight[worst] * mem[k].inputs;
   }
+  if (i > 0)
+    plan.memory.activations += c.inFlight[worst] * lc[i - 1].transferBytes;
   pi.stages = c.pp;
   pi.microBatches = options.microBatches;
   pi.schedule = c.schedule;

@@ -178,6 +178,12 @@ void printPipeline(const Plan &p, llvm::raw_ostream &os) {
                           formatMemory(pi.stageActivations[s]));
       if (size_t(s) < pi.transferBytes.size())
         os << "; sends " << formatMemory(pi.transferBytes[s])
+           << (size_t(s) < pi.transferMessages.size()
+                   ? llvm::formatv(" in {0} message{1}",
+                                   pi.transferMessages[s],
+                                   pi.transferMessages[s] == 1 ? "" : "s")
+                         .str()
+                   : std::string())
            << " per micro-batch";
       os << "\n";
     }
@@ -439,6 +445,10 @@ void mlir::loom::planner::printPlanJson(const Plan &p, llvm::raw_ostream &os) {
     pj["stage_held_bytes"] = std::move(held);
     pj["stage_activation_bytes"] = std::move(acts);
     pj["transfer_bytes"] = std::move(sends);
+    llvm::json::Array messages;
+    for (int m : pi.transferMessages)
+      messages.push_back(m);
+    pj["transfer_messages"] = std::move(messages);
   }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << "\n";
 }

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "loom/Stages/Passes.h"
+#include "loom/Stages/Transfers.h"
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Dialect/Loom/Utils/Utils.h"
@@ -201,7 +202,9 @@ LogicalResult Splitter::route(Value v, Operation *user, Program &to) {
   bool backwardUser = at.kind == kInput || at.kind == kWeight;
   // Forward activations to the next stage (kept there if its backward
   // reads them).
-  if (from.kind == kForward && from.stage + 1 == s && at.kind != kUpdate) {
+  // (The planner prices this route's messages: Transfers.h.)
+  if (from.kind == kForward && stages::sentToStage(from.stage, s) &&
+      at.kind != kUpdate) {
     int n = indexIn(sendIndex[from.stage], v);
     addResult(program(from), v, pipe("send", n));
     Program &fwd = program({s, kForward});

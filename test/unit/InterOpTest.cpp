@@ -79,8 +79,10 @@ TEST(InterOpTest, EachHopOverItsOwnLink) {
   // stage 1 to 2 crosses a slow link (1 s per byte), the others are free:
   // stage 1's time is 3 + 2 * 2 (its send, forward and backward).
   StageProblem pb = uniform(4, 4, 8);
-  for (LayerCost &l : pb.layers)
+  for (LayerCost &l : pb.layers) {
     l.transferBytes = 2;
+    l.transferMessages = 1;
+  }
   pb.hopFixed = {0, 0, 0};
   pb.hopPerByte = {0, 1, 0};
   StageSplit s = priceSplit(pb, {0, 1, 2, 3});
@@ -91,6 +93,39 @@ TEST(InterOpTest, EachHopOverItsOwnLink) {
   pb.hopPerByte.clear();
   EXPECT_EQ(priceSplit(pb, {0, 1, 2, 3}).stageTime,
             (std::vector<double>{3, 3, 3, 3}));
+}
+
+TEST(InterOpTest, EachValueSentIsAMessage) {
+  // Two values cross each boundary (one message each, as the pipeline
+  // sends them: stages::BoundaryTransfer): a hop with a fixed cost of 1 per
+  // message and 0.5 per byte costs 2 * 1 + 4 * 0.5 = 4 each way.
+  StageProblem pb = uniform(2, 2, 4);
+  pb.layers[0].transferBytes = 4;
+  pb.layers[0].transferMessages = 2;
+  pb.hopFixed = {1};
+  pb.hopPerByte = {0.5};
+  EXPECT_DOUBLE_EQ(pb.transfer(0, 0), 4);
+  StageSplit s = priceSplit(pb, {0, 1});
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.stageTime, (std::vector<double>{3 + 2 * 4, 3}));
+}
+
+TEST(InterOpTest, TheReceivingStageHoldsWhatItReceives) {
+  // 1F1B on 2 stages (2 and 1 micro-batches in flight), activations 2 per
+  // layer, 3 bytes sent after each layer: stage 1 holds its layer's 2 and
+  // the 3 it received, per micro-batch in flight.
+  StageProblem pb = uniform(2, 2, 4);
+  for (LayerCost &l : pb.layers) {
+    l.activations = 2;
+    l.transferBytes = 3;
+    l.transferMessages = 1;
+  }
+  StageSplit s = priceSplit(pb, {0, 1});
+  ASSERT_TRUE(s.feasible);
+  EXPECT_DOUBLE_EQ(s.memory[0], 2 * 2);
+  EXPECT_DOUBLE_EQ(s.memory[1], 1 * (2 + 3));
+  pb.memoryLimit = 4.5; // stage 1's 5 no longer fits
+  EXPECT_FALSE(splitStages(pb).feasible);
 }
 
 TEST(InterOpTest, RandomProblemsWithHopsMatchBruteForce) {
@@ -106,6 +141,7 @@ TEST(InterOpTest, RandomProblemsWithHopsMatchBruteForce) {
     for (int k = 0; k < layers; ++k) {
       LayerCost l{u(rng), 2 * u(rng), 0, u(rng), u(rng), 0};
       l.transferBytes = u(rng);
+      l.transferMessages = 1 + rng() % 3;
       pb.layers.push_back(l);
     }
     for (int h = 0; h + 1 < p; ++h) {

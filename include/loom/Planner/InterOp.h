@@ -28,6 +28,8 @@
 #ifndef LOOM_PLANNER_INTEROP_H
 #define LOOM_PLANNER_INTEROP_H
 
+#include "loom/Stages/Transfers.h"
+
 #include <vector>
 
 namespace mlir::loom::planner {
@@ -44,12 +46,14 @@ struct LayerCost {
   /// Bytes per device held all step (parameters, gradients, optimizer
   /// state) and per micro-batch in flight (saved activations, inputs).
   double weights = 0, activations = 0;
-  /// Seconds to send the layer's output to the next stage (0 for the last
-  /// layer): paid forward and again for its gradient, when a stage ends
-  /// here.
+  /// Seconds to send what the next layer reads to the next stage (0 for
+  /// the last layer): paid forward and again for its gradient, when a
+  /// stage ends here.
   double transfer = 0;
-  /// Bytes per device that transfer sends.
+  /// Bytes per device that transfer sends, in how many messages (one per
+  /// value, as the pipeline sends them: stages::BoundaryTransfer).
   double transferBytes = 0;
+  int transferMessages = 0;
 };
 
 struct StageProblem {
@@ -61,16 +65,25 @@ struct StageProblem {
   /// Bytes per device.
   double memoryLimit = 0;
   /// Per stage boundary s (stage s sends to stage s + 1), when given: the
-  /// link of that hop as seconds = fixed + bytes * perByte (stages of one
+  /// link of that hop as seconds = fixed * messages + bytes * perByte (stages of one
   /// node send over its links, a pipeline that crosses nodes over theirs);
   /// empty: every layer's `transfer`.
   std::vector<double> hopFixed, hopPerByte;
 
+  /// Bytes per device a stage that begins with layer `first` receives per
+  /// micro-batch (what the layer before it sends), held until the
+  /// micro-batch's backward: the producer's layer prices them on the
+  /// sending stage, and the receiving stage keeps its own copy.
+  double received(int first) const {
+    return first > 0 ? layers[first - 1].transferBytes : 0;
+  }
   /// Seconds stage `s`, ending with `layer`, sends its output in.
   double transfer(int layer, int s) const {
     if (static_cast<std::size_t>(s) >= hopFixed.size())
       return layers[layer].transfer;
-    return hopFixed[s] + layers[layer].transferBytes * hopPerByte[s];
+    const LayerCost &l = layers[layer];
+    return stages::BoundaryTransfer{l.transferMessages, l.transferBytes}
+        .seconds(hopFixed[s], hopPerByte[s]);
   }
 };
 

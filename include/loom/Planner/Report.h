@@ -62,6 +62,8 @@ struct PipelineInfo {
   /// back the same size).
   std::vector<MemoryBreakdown> stageHeld;
   std::vector<double> stageActivations, transferBytes;
+  /// Per boundary: the messages each direction sends per micro-batch.
+  std::vector<int> transferMessages;
   /// The bubble of the schedule with unit durations (forward 1, backward
   /// 2), as loom-schedule-pipeline prints it for the emitted program.
   double unitBubble = 0;

@@ -13,8 +13,8 @@ plan's prices:
   bubble with unit durations           equal (the emitted schedule's)
   micro-batches in flight per stage    equal (counted on the action lists)
   parameters, gradients, optimizer     equal bytes per device
-  activations sent forward (and their  equal bytes per device per micro-batch
-  gradients back) at each boundary
+  activations sent forward (and their  equal bytes per device per micro-batch,
+  gradients back) at each boundary      and equal messages (one per value)
   activations held per micro-batch     the plan's price >= what the stage
                                        stashes for its backward (the plan
                                        counts every forward value)
@@ -164,6 +164,8 @@ def main():
         if s + 1 < stages:
             same(f"boundary {s}->{s + 1} bytes sent per device per micro-batch",
                  pj["transfer_bytes"][s], sum(sends.values()))
+            same(f"boundary {s}->{s + 1} messages per micro-batch (one per value)",
+                 pj["transfer_messages"][s], len(sends))
         saved = sum(stash.values()) + data
         priced = pj["stage_activation_bytes"][s]
         ok = priced >= saved
