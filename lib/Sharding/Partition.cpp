@@ -708,28 +708,47 @@ bool sliceEarlier(AllSliceOp slice) {
   OpBuilder b(def);
   Value replacement;
   if (auto ar = dyn_cast<AllReduceOp>(def)) {
-    // all_slice(all_reduce(x)) over a subset of its axes: reduce_scatter
-    // over those axes, all_reduce over the others.
+    // all_slice(all_reduce(x)) over a subset of its axes: the steps
+    // planReshard takes from x, partial over the all_reduce's axes, to
+    // the slice (reduce_scatter over the slice's axes, all_reduce over the
+    // others), the steps the planner prices (Costs::reshard), so the
+    // reduce-scatter formed here is the one it priced.
     if (ar.getInputs().size() != 1)
       return false;
-    SmallVector<Attribute> rest;
     for (Attribute a : slice.getAxes())
       if (!llvm::is_contained(ar.getAxes(), a))
         return false;
-    for (Attribute a : ar.getAxes())
-      if (!llvm::is_contained(slice.getAxes(), a))
-        rest.push_back(a);
-    replacement = ReduceScatterOp::create(
-        b, ar.getLoc(), slice.getType(), ar.getInputs().front(),
-        slice.getMeshAttr(), slice.getAxes(), slice.getDimAttr(),
-        ar.getReductionAttr());
-    if (!rest.empty())
-      replacement = AllReduceOp::create(b, ar.getLoc(),
-                                        TypeRange{slice.getType()},
-                                        ValueRange{replacement},
-                                        ar.getMeshAttr(), b.getArrayAttr(rest),
-                                        ar.getReductionAttr())
-                        .getResult(0);
+    auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+        slice, slice.getMeshAttr());
+    if (!mesh)
+      return false;
+    Value x = ar.getInputs().front();
+    auto local = cast<RankedTensorType>(x.getType());
+    auto names = [](ArrayAttr axes) {
+      SmallVector<StringRef> out;
+      for (Attribute a : axes)
+        out.push_back(cast<StringAttr>(a).getValue());
+      return out;
+    };
+    SmallVector<SmallVector<StringRef>> whole(local.getRank()), sliced(whole);
+    sliced[dim] = names(slice.getAxes());
+    MLIRContext *ctx = slice.getContext();
+    AxisSharding from = toAxisSharding(
+        ShardingAttr::get(ctx, mesh.getSymName(), whole,
+                          names(ar.getAxes()), ar.getReduction()),
+        mesh);
+    AxisSharding to = toAxisSharding(
+        ShardingAttr::get(ctx, mesh.getSymName(), sliced), mesh);
+    FailureOr<SmallVector<ReshardStep>> steps =
+        planReshard(from, to, local.getShape(), axisSizes(mesh));
+    // Only where a reduce_scatter forms (else the steps are this pair
+    // again) and the steps end in the slice's shape.
+    if (failed(steps) || steps->empty() ||
+        steps->front().kind != CollectiveKind::ReduceScatter ||
+        ArrayRef<int64_t>(steps->back().outShape) !=
+            slice.getType().getShape())
+      return false;
+    replacement = buildReshardSteps(b, ar.getLoc(), x, *steps, mesh);
   } else {
     if (!sliceable(def))
       return false;
