@@ -65,9 +65,9 @@ struct StageProblem {
   /// Bytes per device.
   double memoryLimit = 0;
   /// Per stage boundary s (stage s sends to stage s + 1), when given: the
-  /// link of that hop as seconds = fixed * messages + bytes * perByte (stages of one
-  /// node send over its links, a pipeline that crosses nodes over theirs);
-  /// empty: every layer's `transfer`.
+  /// link of that hop as seconds = fixed * messages + bytes * perByte
+  /// (stages of one node send over its links, a pipeline that crosses
+  /// nodes over theirs); empty: every layer's `transfer`.
   std::vector<double> hopFixed, hopPerByte;
 
   /// Bytes per device a stage that begins with layer `first` receives per

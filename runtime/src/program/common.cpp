@@ -325,6 +325,22 @@ Tensor drawSynthetic(const Value &v, std::mt19937_64 &gen) {
   return global;
 }
 
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : s)
+    h = (h ^ uint8_t(c)) * 1099511628211ull;
+  return h;
+}
+
+std::mt19937_64 syntheticStream(int64_t seed, int64_t step,
+                                const std::string &name) {
+  // seed_seq keeps 32 bits of each value: 64-bit keys go in halves.
+  uint64_t h = fnv1a(name), a = uint64_t(seed), b = uint64_t(step);
+  std::seed_seq seq{uint32_t(a), uint32_t(a >> 32), uint32_t(b),
+                    uint32_t(b >> 32), uint32_t(h), uint32_t(h >> 32)};
+  return std::mt19937_64(seq);
+}
+
 ResumeOptions resumeOptions(const TrainOptions &o) {
   ResumeOptions ro;
   ro.steps = o.steps;

@@ -108,6 +108,17 @@ bool randomValue(const Value &v, uint64_t seed, Tensor &global,
 /// floats uniform in [-1, 1), integers uniform in [0, loom.index_bound).
 Tensor drawSynthetic(const Value &v, std::mt19937_64 &gen);
 
+/// FNV-1a: a string's hash, the same in every process.
+uint64_t fnv1a(const std::string &s);
+
+/// The generator of input `name`'s synthetic data at `step`: keyed by
+/// (seed, step, name), so that every program that reads the input draws
+/// the same values for a step: the unpipelined step (its whole batch), each
+/// pipeline stage (its micro-batch's block of that batch) and a resumed run
+/// (without replaying the steps before).
+std::mt19937_64 syntheticStream(int64_t seed, int64_t step,
+                                const std::string &name);
+
 /// What resuming a checkpoint expects for these options (rank 0's notes
 /// through `note`, warnings on stderr).
 ResumeOptions resumeOptions(const TrainOptions &o);

@@ -9,8 +9,8 @@
 // the step ends. Stashes hold what a stage's backward reads per
 // micro-batch; weight gradients are summed over micro-batches in
 // micro-batch order and handed to the stage's update program once per
-// step. Synthetic data is drawn per (seed, step, micro-batch, input) and
-// files are read per micro-batch. Checkpoints are saved and resumed as for
+// step. Synthetic data is the unpipelined step's (drawn per (seed, step,
+// input), each micro-batch its block) and files are read per micro-batch. Checkpoints are saved and resumed as for
 // an unpipelined step (each stage's first rank writes its stage's
 // tensors); the trace records every action's span.
 //
@@ -124,14 +124,6 @@ struct Stage {
   Program programs[4];
 };
 
-/// FNV-1a: a string's hash, the same in every process (as loom-run's).
-uint64_t fnv1a(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
-  for (char c : s)
-    h = (h ^ uint8_t(c)) * 1099511628211ull;
-  return h;
-}
-
 class PipelineTrainer {
 public:
   PipelineTrainer(const Manifest &m,
@@ -176,6 +168,8 @@ private:
   }
   bool postReceives();
   bool runProgram(Stage &stage, int kind, int micro, int64_t step);
+  /// Micro-batch `micro`'s block of input `v`'s synthetic data at `step`.
+  Tensor syntheticBlock(const Value &v, int64_t step, int micro);
   bool runAction(const Action &a, int64_t step);
   bool save(const std::string &dir, bool trainable);
   bool allGather(std::vector<int64_t> values, std::vector<int64_t> &all);
@@ -235,6 +229,8 @@ private:
     std::vector<int64_t> fileShape;
   };
   std::map<std::string, Data> data;
+  /// Per input: the step whose synthetic batch is drawn, and the batch.
+  std::map<std::string, std::pair<int64_t, Tensor>> drawn;
   /// Per step.
   std::map<std::tuple<int, int, int, int>, Tensor> inbox, outbox;
   std::map<std::tuple<int, int, int, int>, loom_request_t> pending;
@@ -445,6 +441,31 @@ bool PipelineTrainer::allGather(std::vector<int64_t> values,
                                int64_t(values.size())));
 }
 
+/// The unpipelined step's draw for the step (syntheticStream): the whole
+/// batch, M micro-batches of `v` one after the other (or one micro-batch's
+/// tensor for an input that the split micro-batches read whole), drawn
+/// once per step and input; micro-batch `micro` takes its block. So a
+/// pipeline trains on the synthetic data the same model trains on
+/// without stages.
+Tensor PipelineTrainer::syntheticBlock(const Value &v, int64_t step,
+                                       int micro) {
+  bool whole = m.splitBatch && v.wholeBatch;
+  auto &[at, batch] = drawn[v.name];
+  if (batch.bytes.empty() || at != step) {
+    std::mt19937_64 gen = syntheticStream(o.seed, step, v.name);
+    Value all = v;
+    all.global = {whole ? numElements(v.global)
+                        : numElements(v.global) * m.microBatches};
+    batch = drawSynthetic(all, gen);
+    at = step;
+  }
+  Tensor block(v.dtype, v.global);
+  size_t offset = whole ? 0 : size_t(micro) * block.bytes.size();
+  std::memcpy(block.bytes.data(), batch.bytes.data() + offset,
+              block.bytes.size());
+  return block;
+}
+
 /// Opens this rank's stages' data; the ranks then agree that all could and
 /// that every input's file holds as many entries.
 bool PipelineTrainer::openData() {
@@ -581,15 +602,8 @@ bool PipelineTrainer::runProgram(Stage &stage, int kind, int micro,
         }
         owned[i] = std::move(block);
       } else {
-        // Drawn per (seed, step, micro-batch, input): every rank of the
-        // stage's sub-mesh draws the same whole tensor.
-        uint64_t name = fnv1a(v.name);
-        // (An input the split micro-batches read whole: the same draw.)
-        uint64_t draw = m.splitBatch && v.wholeBatch ? 0 : uint64_t(micro);
-        std::seed_seq seq{uint64_t(o.seed), uint64_t(step), draw, name,
-                          name >> 32};
-        std::mt19937_64 gen(seq);
-        owned[i] = localShard(mesh, drawSynthetic(v, gen), v);
+        // Every rank of the stage's sub-mesh draws the same whole tensor.
+        owned[i] = localShard(mesh, syntheticBlock(v, step, micro), v);
       }
       arg = &owned[i];
       break;

@@ -100,7 +100,7 @@ private:
   bool openFile(DataSource &source, const Value &v);
   /// Step `s`'s data (empty with dataError set when a value must not reach
   /// the step).
-  std::vector<Tensor> stepData(int64_t s, std::mt19937_64 &gen);
+  std::vector<Tensor> stepData(int64_t s);
   void repeatFirstMicroBatch(Tensor &t) const;
   std::string dataError;
   bool runSteps();
@@ -360,13 +360,14 @@ void Trainer::repeatFirstMicroBatch(Tensor &t) const {
     std::memcpy(t.bytes.data() + size_t(k) * block, t.bytes.data(), block);
 }
 
-std::vector<Tensor> Trainer::stepData(int64_t s, std::mt19937_64 &gen) {
+std::vector<Tensor> Trainer::stepData(int64_t s) {
   std::vector<Tensor> values(m.arguments.size());
   for (DataSource &source : data) {
     const Value &v = m.arguments[source.arg];
     if (!source.file) {
-      // Every rank draws the whole batch, in argument order, and keeps its
-      // block.
+      // Every rank draws the whole batch of the step (syntheticStream, as
+      // pipeline stages draw it) and keeps its block.
+      std::mt19937_64 gen = syntheticStream(o.seed, s, v.name);
       if (m.splitBatch && v.wholeBatch && m.microBatches > 1) {
         // One draw of the input, as the step on the whole batch draws it,
         // read by every micro-batch.
@@ -492,7 +493,6 @@ void Trainer::traceStep(int64_t s, double start, double end) {
 }
 
 bool Trainer::runSteps() {
-  std::mt19937_64 gen(o.seed);
   // Dynamic loss scaling's scale, when the step has one.
   long scaleArg = -1;
   for (size_t i = 0; i < m.arguments.size(); ++i)
@@ -505,16 +505,12 @@ bool Trainer::runSteps() {
   if (o.trace && runtime)
     loom_runtime_trace_start(runtime);
   clockStart = std::chrono::steady_clock::now();
-  // Resumed: the synthetic stream continues where it stopped.
-  for (int64_t s = 0; s < firstStep; ++s)
-    for (DataSource &source : data)
-      if (!source.file)
-        drawSynthetic(m.arguments[source.arg], gen);
+  // (Resumed: synthetic data is keyed by the step, syntheticStream.)
   // The next step's data is prepared on a thread while this step runs.
   std::future<std::vector<Tensor>> next;
   if (firstStep < o.steps)
     next = std::async(std::launch::async,
-                      [this, &gen, s = firstStep] { return stepData(s, gen); });
+                      [this, s = firstStep] { return stepData(s); });
   auto begin = std::chrono::steady_clock::now();
   for (int64_t s = firstStep; s < o.steps; ++s) {
     std::vector<Tensor> values = next.get();
@@ -527,7 +523,7 @@ bool Trainer::runSteps() {
     values.resize(m.arguments.size());
     if (s + 1 < o.steps)
       next = std::async(std::launch::async,
-                        [this, &gen, s] { return stepData(s + 1, gen); });
+                        [this, s] { return stepData(s + 1); });
     injectFault(o, result.rank, s);
     double before = 0, after = 0, loss = 0;
     MemoryUse memory;
