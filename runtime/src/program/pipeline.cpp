@@ -10,9 +10,10 @@
 // micro-batch; weight gradients are summed over micro-batches in
 // micro-batch order and handed to the stage's update program once per
 // step. Synthetic data is the unpipelined step's (drawn per (seed, step,
-// input), each micro-batch its block) and files are read per micro-batch. Checkpoints are saved and resumed as for
-// an unpipelined step (each stage's first rank writes its stage's
-// tensors); the trace records every action's span.
+// input), each micro-batch its block) and files are read per
+// micro-batch. Checkpoints are saved and resumed as for an unpipelined
+// step (each stage's first rank writes its stage's tensors); the trace
+// records every action's span.
 //
 //===----------------------------------------------------------------------===//
 
