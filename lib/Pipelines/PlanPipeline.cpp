@@ -341,9 +341,8 @@ DictionaryAttr PlanPipelinePass::compare(ModuleOp module, bool searching) {
   std::string why;
   // pipeline-stages=-1: a plan found has at least 2 stages.
   DictionaryAttr piped = planPipelined(module, searching, /*quiet=*/true, why);
-  bool staged = bool(piped);
   if (!flat) {
-    if (!staged) {
+    if (!piped) {
       // Neither plans: the error of the plan without a pipeline, as
       // without this pass.
       module.emitError() << (flatError.empty() ? "the planner found no plan"
@@ -355,7 +354,7 @@ DictionaryAttr PlanPipelinePass::compare(ModuleOp module, bool searching) {
     return won.getDictionary(&getContext());
   }
   double flatTime = flat.getAs<FloatAttr>("step_s").getValueAsDouble();
-  if (staged && piped.getAs<FloatAttr>("step_s").getValueAsDouble() <
+  if (piped && piped.getAs<FloatAttr>("step_s").getValueAsDouble() <
                     flatTime) {
     NamedAttrList won(piped);
     won.set("without_pipeline",

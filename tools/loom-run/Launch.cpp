@@ -74,7 +74,7 @@ int launchRanks(std::vector<std::string> command, int ranks,
       ::_exit(1);
     ::execvp(argv[0], argv.data());
     int saved = errno;
-    // The launcher prints why (exit code 127 and the errno on stderr).
+    // Exit 127, as a shell does for a command it cannot run.
     llvm::errs() << "loom-run: error: cannot run " << command[0] << ": "
                  << std::strerror(saved) << " (install OpenMPI, or launch "
                  << "the ranks yourself: mpirun -np " << ranks << " ...)\n";
