@@ -241,23 +241,27 @@ void ValueReshards::priceParts(const Graph &g, const Edge &e,
 
 namespace {
 /// What the overlapped step's simulation needs (evaluate): per node its
-/// forward and backward compute and blocking communication; the weights'
-/// gradient reductions (ready after the backward pass of their use) and
-/// updates with ZeRO's gathers, in program order.
+/// forward and backward compute and blocking communication and the time of
+/// gathering the weights it reads first (ZeRO-3); the weights' gradient
+/// reductions (ready after the backward pass of their use) and updates with
+/// ZeRO's gathers, in program order.
 struct StepParts {
   struct Reduction {
     int v;
     double time, bytes;
     bool bucketed;
   };
-  std::vector<double> forward, backward, backwardComm;
+  std::vector<double> forward, backward, backwardComm, gathers;
   std::vector<Reduction> reductions;
   std::vector<std::pair<double, double>> updates; // (update, gather)
   double blocking = 0;
 };
 
 /// The step as loom-overlap-collectives and the runtime's lane run it:
-/// the forward pass; the backward pass in reverse node order, each
+/// the forward pass, the weights' gathers prefetched (those a node reads
+/// first started before the node that reads the previous ones, the first
+/// at the start; each waited for before the next start or its reader); the
+/// backward pass in reverse node order, each
 /// gradient reduction started when its gradient is made (all-reduces in
 /// buckets of g.bucketBytes in that order, as loom-bucket-all-reduce
 /// fuses them), one in flight (the program waits for the previous one
@@ -266,9 +270,27 @@ struct StepParts {
 /// update; the step ends when the lane is done. The lane's time delays
 /// the step by `slowdown` of it (it shares the cores).
 double overlappedTime(const Graph &g, const StepParts &p, double slowdown) {
-  double t = p.blocking, lane = 0, laneBusy = 0;
-  for (double f : p.forward)
-    t += f;
+  double t = 0, lane = 0, laneBusy = 0;
+  auto post = [&](double seconds) {
+    lane = std::max(lane, t) + seconds;
+    laneBusy += seconds;
+  };
+  std::vector<int> readers;
+  for (int v = 0; v < int(p.gathers.size()); ++v)
+    if (p.gathers[v] > 0)
+      readers.push_back(v);
+  size_t posted = 0;
+  if (!readers.empty())
+    post(p.gathers[readers[posted++]]);
+  t += p.blocking;
+  for (int v = 0; v < int(p.forward.size()); ++v) {
+    if (p.gathers[v] > 0) {
+      t = std::max(t, lane); // its weights' waits
+      if (posted < readers.size())
+        post(p.gathers[readers[posted++]]);
+    }
+    t += p.forward[v];
+  }
   auto start = [&](double seconds) {
     t = std::max(t, lane);
     lane = t + seconds;
@@ -323,6 +345,7 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
     parts.forward.assign(g.nodes.size(), 0);
     parts.backward.assign(g.nodes.size(), 0);
     parts.backwardComm.assign(g.nodes.size(), 0);
+    parts.gathers.assign(g.nodes.size(), 0);
   }
   for (int v = 0; v < int(g.nodes.size()); ++v) {
     const Node &n = g.nodes[v];
@@ -362,7 +385,9 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
     t.memory.updates += c.updates;
     if (!overlapped)
       continue;
-    parts.blocking += fwd;
+    // A weight's gather is prefetched (loom-overlap-collectives).
+    (g.nodes[e.u].kind == NodeKind::Param ? parts.gathers[e.v]
+                                          : parts.blocking) += fwd;
     parts.backwardComm[e.v] += bwd;
     if (g.nodes[e.u].kind == NodeKind::Param) {
       if (c.time - c.gather > 0)

@@ -14,6 +14,17 @@
 // between, the collective stays blocking: a wait right after its start would
 // only add the hand-over to the lane.
 //
+// A weight's gather (an all_gather of a function argument: ZeRO-3's shard
+// of a parameter) is prefetched, as FSDP prefetches the next unit's
+// parameters: the gathers first read by one op start just before the op
+// that first reads the previous such gathers, after their waits (the first
+// ones at the function's start), so each runs on the lane while the
+// previous weight's reader and what follows it compute. The gathers read
+// first by one op are in flight together; each is waited for before the
+// next ones start or before its reader, whichever comes first. One gathered weight is whole earlier than at its
+// use, not longer: the program keeps a gathered weight until its last
+// reader (the backward pass) either way.
+//
 //===----------------------------------------------------------------------===//
 
 #include "loom/Dialect/Loom/IR/LoomOps.h"
@@ -62,18 +73,79 @@ struct OverlapCollectivesPass
             !op.hasAttr(LoomDialect::kAsyncAttrName) &&
             cast<CollectiveOpInterface>(op).getGroupSize() > 1)
           collectives.push_back(&op);
-      // Reductions start where their operands are ready. Gathers stay
-      // where partitioning put them: a ZeRO-3 weight gathered early would
-      // be whole for longer than the planner's memory bound says.
+      // Reductions start where their operands are ready; weights' gathers
+      // one reader ahead; other gathers (of updated weights) stay where
+      // partitioning put them.
       for (Operation *op : collectives)
         if (!isa<AllGatherOp>(op))
           hoist(op);
+      DenseMap<Operation *, Operation *> readerOf = prefetch(collectives);
       llvm::sort(collectives, [](Operation *a, Operation *b) {
         return a->isBeforeInBlock(b);
       });
-      for (auto [i, op] : llvm::enumerate(collectives))
-        overlap(op, i + 1 < collectives.size() ? collectives[i + 1] : nullptr);
+      for (auto [i, op] : llvm::enumerate(collectives)) {
+        // Gathers read first by the same op are in flight together.
+        Operation *reader = readerOf.lookup(op);
+        size_t n = i + 1;
+        while (n < collectives.size() && reader &&
+               readerOf.lookup(collectives[n]) == reader)
+          ++n;
+        overlap(op, n < collectives.size() ? collectives[n] : nullptr);
+      }
     });
+  }
+
+  /// The first reader of `op`'s results in its block (null: none).
+  static Operation *firstReader(Operation *op) {
+    Block *block = op->getBlock();
+    Operation *at = nullptr;
+    for (Operation *user : op->getUsers()) {
+      Operation *u = block->findAncestorOpInBlock(*user);
+      if (u && (!at || u->isBeforeInBlock(at)))
+        at = u;
+    }
+    return at;
+  }
+
+  /// Moves each weight's gather (operands all arguments of the function)
+  /// to just before the first reader of the previous weights' gathers
+  /// (after their waits), or to the function's start for those read first,
+  /// where that is earlier than it stands. Returns each gather's first
+  /// reader.
+  static DenseMap<Operation *, Operation *>
+  prefetch(ArrayRef<Operation *> collectives) {
+    SmallVector<std::pair<Operation *, Operation *>> gathers; // (op, reader)
+    for (Operation *op : collectives) {
+      if (!isa<AllGatherOp>(op) ||
+          !llvm::all_of(op->getOperands(),
+                        [](Value v) { return isa<BlockArgument>(v); }))
+        continue;
+      Operation *reader = firstReader(op);
+      if (reader && !isa<func::ReturnOp>(reader))
+        gathers.push_back({op, reader});
+    }
+    llvm::sort(gathers, [](auto &a, auto &b) {
+      return a.second != b.second ? a.second->isBeforeInBlock(b.second)
+                                  : a.first->isBeforeInBlock(b.first);
+    });
+    DenseMap<Operation *, Operation *> readerOf;
+    Operation *previous = nullptr; // the previous gathers' first reader
+    for (size_t i = 0; i < gathers.size();) {
+      Operation *reader = gathers[i].second;
+      Block *block = reader->getBlock();
+      Operation *front = &block->front();
+      for (; i < gathers.size() && gathers[i].second == reader; ++i) {
+        Operation *op = gathers[i].first;
+        readerOf[op] = reader;
+        Operation *before = previous ? previous : front;
+        if (before != op && before->isBeforeInBlock(op))
+          op->moveBefore(before);
+        else if (!previous && op == front)
+          front = op->getNextNode(); // the next one goes after it
+      }
+      previous = reader;
+    }
+    return readerOf;
   }
 
   /// Just after the last of `op`'s operands' definitions in its block.
@@ -100,13 +172,7 @@ struct OverlapCollectivesPass
   /// are both alive for one bucket, not for the whole backward pass (the
   /// lane runs them one after another anyway).
   static void overlap(Operation *op, Operation *next) {
-    Block *block = op->getBlock();
-    Operation *at = nullptr;
-    for (Operation *user : op->getUsers()) {
-      Operation *u = block->findAncestorOpInBlock(*user);
-      if (u && (!at || u->isBeforeInBlock(at)))
-        at = u;
-    }
+    Operation *at = firstReader(op);
     if (!at)
       return;
     if (next && next->isBeforeInBlock(at))

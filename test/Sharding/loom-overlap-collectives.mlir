@@ -79,3 +79,44 @@ func.func @one(%x: tensor<4xf32>) -> tensor<4xf32> attributes {loom.partitioned 
   %a = loom.add %r, %e : tensor<4xf32>
   return %a : tensor<4xf32>
 }
+
+// -----
+
+// Weights' gathers (ZeRO-3: all_gathers of arguments) are prefetched: those
+// an op reads first start just before the op that reads the previous ones,
+// after their waits; the first at the function's start. The layer norm's
+// two gathers are in flight together. The gather of a computed value (%u)
+// stays where it is.
+// CHECK-LABEL: func.func @fsdp
+// CHECK-NEXT: %[[W1:.*]] = loom.all_gather %arg1 over @m ["dp"] dim = 0 {loom.async}
+// CHECK-NEXT: %[[E:.*]] = loom.exp %arg0
+// CHECK-NEXT: %[[W1W:.*]] = loom.wait %[[W1]]
+// CHECK-NEXT: %[[G:.*]] = loom.all_gather %arg2 over @m ["dp"] dim = 0 {loom.async}
+// CHECK-NEXT: %[[B:.*]] = loom.all_gather %arg3 over @m ["dp"] dim = 0 {loom.async}
+// CHECK-NEXT: %[[Y:.*]] = loom.dot_general %[[E]], %[[W1W]]
+// CHECK-NEXT: %[[T:.*]] = loom.tanh %[[Y]]
+// CHECK-NEXT: %[[GW:.*]] = loom.wait %[[G]]
+// CHECK-NEXT: %[[BW:.*]] = loom.wait %[[B]]
+// CHECK-NEXT: %[[W2:.*]] = loom.all_gather %arg4 over @m ["dp"] dim = 0 {loom.async}
+// CHECK-NEXT: %[[N:.*]] = loom.layer_norm %[[T]], %[[GW]], %[[BW]]
+// CHECK-NEXT: %[[W2W:.*]] = loom.wait %[[W2]]
+// CHECK-NEXT: %[[Z:.*]] = loom.dot_general %[[N]], %[[W2W]]
+// CHECK-NEXT: %[[U:.*]] = loom.neg %[[Z]]
+// CHECK-NEXT: loom.all_gather %[[U]] over @m ["dp"] dim = 0 :
+loom.mesh @m ["dp"=2]
+func.func @fsdp(%x: tensor<4x4xf32>, %w1: tensor<2x4xf32>, %g: tensor<2xf32>,
+                %b: tensor<2xf32>, %w2: tensor<2x4xf32>)
+    -> (tensor<4x4xf32>, tensor<8x4xf32>) attributes {loom.partitioned = @m} {
+  %e = loom.exp %x : tensor<4x4xf32>
+  %W1 = loom.all_gather %w1 over @m ["dp"] dim = 0 : (tensor<2x4xf32>) -> tensor<4x4xf32>
+  %y = loom.dot_general %e, %W1 contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %t = loom.tanh %y : tensor<4x4xf32>
+  %G = loom.all_gather %g over @m ["dp"] dim = 0 : (tensor<2xf32>) -> tensor<4xf32>
+  %B = loom.all_gather %b over @m ["dp"] dim = 0 : (tensor<2xf32>) -> tensor<4xf32>
+  %n = loom.layer_norm %t, %G, %B axis = 1 epsilon = 1.000000e-05 : (tensor<4x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
+  %W2 = loom.all_gather %w2 over @m ["dp"] dim = 0 : (tensor<2x4xf32>) -> tensor<4x4xf32>
+  %z = loom.dot_general %n, %W2 contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %u = loom.neg %z : tensor<4x4xf32>
+  %ug = loom.all_gather %u over @m ["dp"] dim = 0 : (tensor<4x4xf32>) -> tensor<8x4xf32>
+  return %z, %ug : tensor<4x4xf32>, tensor<8x4xf32>
+}

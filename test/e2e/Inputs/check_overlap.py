@@ -46,6 +46,11 @@ started = len(re.findall(r"\{loom\.async\}", text))
 waits = len(re.findall(r"= loom\.wait ", text))
 if not started or started != waits:
     fail(f"{started} started collectives and {waits} waits in {over}/train.mlir")
+# Weights' gathers (ZeRO-3) are prefetched: started before the reader of
+# the previous weights.
+gathers = len(re.findall(r"= loom\.all_gather %arg[0-9]+ [^\n]*\{loom\.async\}", text))
+if strategy == "zero3" and not gathers:
+    fail(f"no weight's gather is started early in {over}/train.mlir")
 if "loom.async" in compile_(block, "--overlap=false"):
     fail("--overlap=false still starts collectives")
 
@@ -62,7 +67,7 @@ for p in params:
         fail(f"parameter {p} differs between the overlapped and blocking runs")
 
 events = [e for e in json.load(open(trace))["traceEvents"] if e["ph"] == "X"]
-lead = []
+lead, early = [], 0
 for r in range(ranks):
     for s in range(3):
         mine = sorted((e for e in events if e["pid"] == r and e["args"].get("step") == s),
@@ -75,6 +80,7 @@ for r in range(ranks):
         for k, (c, w) in enumerate(zip(runs, wts)):
             if w["ts"] + w["dur"] < c["ts"] + c["dur"] - 1:
                 fail(f"rank {r} step {s}: wait {k} returned before its collective ended")
+            early += c["name"].startswith("all_gather") and c["ts"] < w["ts"]
         first, last = runs[0], wts[-1]
         if not first["ts"] + first["dur"] < last["ts"]:
             fail(f"rank {r} step {s}: the first started collective ended at "
@@ -84,3 +90,8 @@ print(f"OK: {strategy} on {ranks} ranks: {started} started collectives, each wai
       f"losses and {len(params)} parameters bit-identical to the blocking program "
       f"(JIT and rank program); the first finished {min(lead) / 1e3:.2f}-{max(lead) / 1e3:.2f} ms "
       f"before the last wait")
+if strategy == "zero3":
+    if not early:
+        fail("no started gather ran before the program reached its wait")
+    print(f"prefetched: {gathers} weights' gathers started early; {early} of "
+          f"{gathers * ranks * 3} ran while the program computed")
