@@ -193,6 +193,11 @@ bool mlir::loom::planner::recomputedReshard(const Graph &g, const Edge &e) {
   return u.kind == NodeKind::Op && u.layer >= 0;
 }
 
+bool mlir::loom::planner::regatheredReshard(const Graph &g, const Edge &e) {
+  const Node &u = g.nodes[e.u];
+  return u.kind == NodeKind::Param && u.readBackward;
+}
+
 bool mlir::loom::planner::summedGradient(const Graph &g, const Edge &e) {
   return e.grad && g.nodes[e.u].kind == NodeKind::Op;
 }
@@ -227,6 +232,8 @@ void ValueReshards::priceParts(const Graph &g, const Edge &e,
                                Costs &costs, double &fwd, double &bwd) {
   if (forward.insert({e.u, e.res, layoutKey(b.operands[e.operand])}).second) {
     fwd += forwardReshard(e, a, b, costs);
+    if (regatheredReshard(g, e))
+      bwd += forwardReshard(e, a, b, costs);
     if (recomputedReshard(g, e) && remat > 0) {
       double weight = costs.weight;
       costs.weight *= remat;
@@ -497,6 +504,8 @@ void addValueReshards(const Graph &g, Costs &costs, CostTable &t,
     double weight = group.second;
     if (dir.recomputed && recomputedReshard(g, first))
       weight *= 1 + remat;
+    if (dir.recomputed && regatheredReshard(g, first))
+      weight *= 2;
     int ru = g.nodes[first.u].rep, vu = t.variableOf[first.u];
     const auto &su = g.nodes[ru].strategies;
     // Users that can never need the same layout price apart, as pairs

@@ -114,6 +114,9 @@ Graph mlir::loom::planner::buildGraph(func::FuncOp fn, int defaultStates) {
     n.argIndex = i;
     n.type = type;
     n.name = p ? p.getSymName().str() : argumentName(fn, i);
+    n.readBackward = llvm::any_of(arg.getUsers(), [](Operation *u) {
+      return u->hasAttr(LoomDialect::kVjpOfAttrName);
+    });
     nodeOf[arg] = {int(g.nodes.size()), 0};
     if (n.trainable)
       needsGrad.insert(arg);

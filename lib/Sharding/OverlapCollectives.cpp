@@ -116,7 +116,9 @@ struct OverlapCollectivesPass
   prefetch(ArrayRef<Operation *> collectives) {
     SmallVector<std::pair<Operation *, Operation *>> gathers; // (op, reader)
     for (Operation *op : collectives) {
-      if (!isa<AllGatherOp>(op) ||
+      // Gathers again for the backward pass (loom.regather) stay where
+      // they are: the planner prices them blocking.
+      if (!isa<AllGatherOp>(op) || op->hasAttr(LoomDialect::kRegatherAttrName) ||
           !llvm::all_of(op->getOperands(),
                         [](Value v) { return isa<BlockArgument>(v); }))
         continue;

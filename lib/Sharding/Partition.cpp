@@ -199,6 +199,20 @@ LogicalResult Partitioner::sumGradients(Operation *op, Value primal) {
   return success();
 }
 
+/// Marks the collectives that took `from` to `v` (one resharding's steps, a
+/// chain through first operands) as a weight's gather for the backward pass.
+static void markRegather(Value v, Value from) {
+  while (v != from) {
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getNumOperands() == 0)
+      return;
+    if (isa<CollectiveOpInterface>(def))
+      def->setAttr(LoomDialect::kRegatherAttrName,
+                   UnitAttr::get(def->getContext()));
+    v = def->getOperand(0);
+  }
+}
+
 Sharded Partitioner::input(Operation *op, unsigned i) {
   Value o = op->getOperand(i);
   // Parameters and data are read from storage again (as FSDP gathers a
@@ -500,6 +514,8 @@ LogicalResult Partitioner::partitionOp(Operation *op,
                                  cast<RankedTensorType>(o.getType()));
     if (failed(v))
       return failure();
+    if (isa<BlockArgument>(o) && op->hasAttr(LoomDialect::kVjpOfAttrName))
+      markRegather(*v, in.value);
     map.map(o, *v);
     if (fwd)
       fwd->operands.push_back({*v, need});

@@ -5,6 +5,7 @@
 // RUN: loom-opt %s --loom-build-train-step="optimizer=adam lr=0.1" --loom-apply-strategy=strategy=dp-tp --loom-partition --canonicalize --cse --loom-bucket-all-reduce | FileCheck %s --check-prefix=DPTP
 // RUN: loom-opt %s --loom-build-train-step="optimizer=adam lr=0.1" --loom-apply-strategy=strategy=zero2 --loom-partition --canonicalize --cse --loom-bucket-all-reduce | FileCheck %s --check-prefix=ZERO2
 // RUN: loom-opt %s --loom-build-train-step="optimizer=adam lr=0.1" --loom-apply-strategy=strategy=zero3 --loom-partition --canonicalize --cse --loom-bucket-all-reduce | FileCheck %s --check-prefix=ZERO3
+// RUN: loom-opt %s --loom-build-train-step="optimizer=adam lr=0.1 number-gradient-rules=true" --loom-apply-strategy=strategy=zero3 --loom-partition --canonicalize --cse --loom-bucket-all-reduce | FileCheck %s --check-prefix=ZERO3R
 
 // A projection (w0) whose softmax keeps it out of tensor parallelism, then
 // a Megatron pair (w1 by columns, w2 by rows).
@@ -67,8 +68,9 @@ func.func @f(%x: tensor<4x8xf32> {loom.name = "x"}, %w0: tensor<8x8xf32> {loom.p
 // ZERO2-COUNT-3: loom.all_gather %{{.*}} over @m ["dp"] dim = 0 : (tensor<4x8xf32>) -> tensor<8x8xf32>
 // ZERO2: return
 
-// ZeRO-3: parameters stored split and gathered before use (once: the
-// backward reuses them); activations never move over dp; gradients
+// ZeRO-3: parameters stored split and gathered before use (once: without
+// numbered gradient rules the partitioner cannot tell the backward pass's
+// reads, and CSE merges them); activations never move over dp; gradients
 // reduce-scattered; nothing gathered after the update.
 // ZERO3-LABEL: func.func @train_step
 // ZERO3: loom.all_gather %arg1 over @m ["dp"] dim = 0 : (tensor<4x8xf32>) -> tensor<8x8xf32>
@@ -78,4 +80,16 @@ func.func @f(%x: tensor<4x8xf32> {loom.name = "x"}, %w0: tensor<8x8xf32> {loom.p
 // ZERO3-NOT: loom.all_to_all
 // ZERO3-COUNT-3: loom.reduce_scatter %{{.*}} over @m ["dp"] dim = 0 reduction = sum
 // ZERO3-NOT: loom.all_
+
+// With numbered rules (as loomc builds the step), the weights the backward
+// pass reads (w1, w2: the input gradients of their matmuls; w0's input needs
+// none) are gathered again there (loom.regather, which CSE keeps apart), so
+// the forward pass's gathered copies die after their forward use.
+// ZERO3R-LABEL: func.func @train_step
+// ZERO3R-COUNT-3: loom.all_gather %arg{{[123]}} over @m ["dp"] dim = 0 :
+// ZERO3R: loom.all_gather %arg3 over @m ["dp"] dim = 0 {loom.regather}
+// ZERO3R-NEXT: loom.dot_general %{{.*}}, %{{.*}} contracting_dims = [1] x [1]
+// ZERO3R: loom.all_gather %arg2 over @m ["dp"] dim = 0 {loom.regather}
+// ZERO3R-NEXT: loom.dot_general %{{.*}}, %{{.*}} contracting_dims = [1] x [1]
+// ZERO3R-NOT: loom.all_gather
 // ZERO3: return

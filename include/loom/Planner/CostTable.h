@@ -78,6 +78,10 @@ double forwardReshard(const Edge &e, const Strategy &a, const Strategy &b,
 /// the layer made (wherever its user is) belongs to that layer; one of a
 /// parameter or of the layer's input belongs to no recomputed layer.
 bool recomputedReshard(const Graph &g, const Edge &e);
+/// Whether the forward resharding on the edge is performed again for the
+/// backward pass: a weight the backward pass reads is gathered again there
+/// (loom-partition's loom.regather; ZeRO-3 frees the forward's copy).
+bool regatheredReshard(const Graph &g, const Edge &e);
 /// Whether the edge carries a gradient that is summed with the value's
 /// other gradients before it is resharded: the value is an op's result
 /// (autodiff names each of its gradients a loom.cotangent), and the

@@ -70,6 +70,9 @@ struct Node {
   /// Per result: whether the backward pass reads it (a consumer's gradient
   /// rule saves it, DifferentiableOpInterface::getSavedForBackward).
   SmallVector<bool, 1> saved;
+  /// A weight the backward pass reads (a gradient rule's op, loom.vjp_of):
+  /// gathered for its forward use, it is gathered again there (ZeRO-3).
+  bool readBackward = false;
   /// The node whose choice this one shares (itself unless coarsened), its
   /// layer inside the repeated run (-1 outside), and whether the next layer
   /// reads it (its output is the layer's input kept under remat).

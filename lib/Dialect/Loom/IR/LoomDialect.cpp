@@ -160,6 +160,12 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kAsyncAttrName)
     return verifyStarted(op, attr.getValue());
+  if (attr.getName() == kRegatherAttrName) {
+    if (!isa<CollectiveOpInterface>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("'loom.regather' must be a unit attribute on a "
+                             "collective");
+    return success();
+  }
   if (attr.getName() == kOverlapAttrName) {
     if (!isa<ModuleOp>(op) || !isa<BoolAttr>(attr.getValue()))
       return op->emitOpError("'loom.overlap' must be a bool on a module");

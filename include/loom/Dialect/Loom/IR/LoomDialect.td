@@ -87,6 +87,11 @@ def Loom_Dialect : Dialect {
     /// and completes at the loom.wait that reads its results (set by
     /// loom-overlap-collectives).
     static constexpr ::llvm::StringLiteral kAsyncAttrName = "loom.async";
+    /// Collective attribute (unit): a weight gathered again for the backward
+    /// pass (ZeRO-3 / FSDP's full sharding: the forward pass's gathered copy
+    /// dies after its last forward reader). Set by loom-partition; it also
+    /// keeps CSE from merging the gather with the forward pass's.
+    static constexpr ::llvm::StringLiteral kRegatherAttrName = "loom.regather";
     /// Module attribute (bool) the planner sets: whether
     /// loom-overlap-collectives starts collectives early (absent: it does).
     static constexpr ::llvm::StringLiteral kOverlapAttrName = "loom.overlap";
