@@ -199,6 +199,18 @@ LogicalResult Partitioner::sumGradients(Operation *op, Value primal) {
   return success();
 }
 
+/// Whether `v` is an argument bound to a trainable parameter (a weight the
+/// planner prices gathering again for the backward pass: regatheredReshard).
+static bool isTrainableWeight(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  auto fn = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                : func::FuncOp();
+  if (!fn)
+    return false;
+  ParameterOp p = boundParameter(fn, arg.getArgNumber());
+  return p && p.getTrainable();
+}
+
 /// Marks the collectives that took `from` to `v` (one resharding's steps, a
 /// chain through first operands) as a weight's gather for the backward pass.
 static void markRegather(Value v, Value from) {
@@ -514,7 +526,7 @@ LogicalResult Partitioner::partitionOp(Operation *op,
                                  cast<RankedTensorType>(o.getType()));
     if (failed(v))
       return failure();
-    if (isa<BlockArgument>(o) && op->hasAttr(LoomDialect::kVjpOfAttrName))
+    if (op->hasAttr(LoomDialect::kVjpOfAttrName) && isTrainableWeight(o))
       markRegather(*v, in.value);
     map.map(o, *v);
     if (fwd)
