@@ -21,9 +21,10 @@
 // ones at the function's start), so each runs on the lane while the
 // previous weight's reader and what follows it compute. The gathers read
 // first by one op are in flight together; each is waited for before the
-// next ones start or before its reader, whichever comes first. One gathered weight is whole earlier than at its
-// use, not longer: the program keeps a gathered weight until its last
-// reader (the backward pass) either way.
+// next ones start or before its reader, whichever comes first: a gathered
+// weight is whole from one reader earlier. The gathers of weights again for
+// the backward pass (loom.regather) are not prefetched (the planner prices
+// them blocking).
 //
 //===----------------------------------------------------------------------===//
 
