@@ -1100,6 +1100,24 @@ func.func @async_not_collective(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 loom.mesh @m ["dp"=2]
+func.func @regather_not_collective(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.regather' must be a unit attribute on a collective}}
+  %r = loom.exp %x {loom.regather} : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+loom.mesh @m ["dp"=2]
+func.func @regather_not_unit(%x: tensor<2xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.regather' must be a unit attribute on a collective}}
+  %r = loom.all_gather %x over @m ["dp"] dim = 0 {loom.regather = 1 : i64} : (tensor<2xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+loom.mesh @m ["dp"=2]
 func.func @wait_two(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   // expected-error @+1 {{started collective ('loom.async') needs a later loom.wait of all its results, in order, in its block}}
   %a = loom.all_reduce %x over @m ["dp"] reduction = sum {loom.async} : tensor<4xf32>
