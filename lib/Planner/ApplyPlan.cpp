@@ -155,8 +155,11 @@ int mlir::loom::planner::markRematerializedLayers(const Graph &g,
       segment = firstLayerOp && firstLayerOp->isBeforeInBlock(n.op)
                     ? g.layers + 1
                     : g.layers;
+    // Each micro-batch's copy of the forward pass recomputes its own.
     if (segment >= 0)
-      n.op->setAttr(LoomDialect::kRematAttrName, b.getI64IntegerAttr(segment));
+      n.op->setAttr(LoomDialect::kRematAttrName,
+                    b.getI64IntegerAttr(segment +
+                                        n.microBatch * (g.layers + 2)));
   }
   return std::max(count, 0);
 }

@@ -5,7 +5,9 @@
 // k's ops read their own layer (as layer 0 does), the previous layer (where
 // layer 0 reads from before the run), or values outside the run that every
 // layer shares or that each layer has its own of (weights). The layers
-// that pass share layer 0's variables.
+// that pass share layer 0's variables. A step of micro-batches run one
+// after the other holds a copy of the forward pass per micro-batch: the
+// copies share copy 0's variables, and the layers are copy 0's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +16,9 @@
 #include "loom/Dialect/Loom/IR/LoomOps.h"
 #include "loom/Support/Debug.h"
 
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/Hashing.h"
 
 #define DEBUG_TYPE "loom-auto-shard"
@@ -77,11 +81,13 @@ public:
   LayerChecker(const Graph &g, ArrayRef<int> ops, const DenseMap<int, int> &pos,
                Run run)
       : g(g), ops(ops), pos(pos), run(run) {
+    // Uses by the ops searched (one micro-batch's copy).
     for (const Edge &e : g.edges) {
       auto &s = sources[e.v];
       s.resize(std::max<size_t>(s.size(), e.operand + 1), {-1, -1});
       s[e.operand] = {e.u, e.res};
-      ++uses[e.u];
+      if (pos.count(e.v))
+        ++uses[e.u];
     }
   }
 
@@ -169,20 +175,167 @@ private:
   DenseMap<int, int> uses;
 };
 
+/// Whether ops `v` and `w` are alike but for attributes (a micro-batch's
+/// slice of the data, a dropout's seed).
+bool alikeButAttributes(Operation *v, Operation *w) {
+  return v->getName() == w->getName() &&
+         v->getOperandTypes() == w->getOperandTypes() &&
+         v->getResultTypes() == w->getResultTypes();
+}
+
+/// The copies of the forward pass in a step of k micro-batches
+/// (loom.micro_batches: BuildTrainStep clones the forward pass per
+/// micro-batch; after the copies come the few ops that sum their losses).
+struct Copies {
+  /// Copy 0's ops: ops[0, n).
+  int n = 0;
+  /// Per copy m >= 1 and copy 0's op j: copy m's op, or -1 where CSE kept
+  /// copy 0's (an op that reads nothing of its copy, a weight's transpose).
+  std::vector<std::vector<int>> of;
+};
+
+/// Matches copies 1..k-1 against copy 0 = ops[0, n): copy m's op for copy
+/// 0's op j is alike and reads copy m's ops where copy 0's reads copy 0's
+/// and the same nodes elsewhere.
+bool matchCopies(const Graph &g, ArrayRef<int> ops, int k, int n,
+                 const DenseMap<int, SmallVector<std::pair<int, int>, 4>> &src,
+                 Copies &out) {
+  DenseMap<int, int> posIn0;
+  for (int j = 0; j < n; ++j)
+    posIn0[ops[j]] = j;
+  auto sourcesOf = [&](int v) {
+    auto it = src.find(v);
+    return it == src.end() ? ArrayRef<std::pair<int, int>>()
+                           : ArrayRef<std::pair<int, int>>(it->second);
+  };
+  // Copy 0's ops that read nothing of copy 0 but such ops (a weight's
+  // transpose, a slice of a constant mask): CSE may have kept one.
+  std::vector<bool> shareable(n, true);
+  for (int j = 0; j < n; ++j)
+    for (auto [u, res] : sourcesOf(ops[j]))
+      if (auto it = posIn0.find(u); it != posIn0.end() && !shareable[it->second])
+        shareable[j] = false;
+  out.n = n;
+  out.of.assign(k, {});
+  int at = n;
+  for (int m = 1; m < k; ++m) {
+    std::vector<int> &of = out.of[m];
+    of.assign(n, -1);
+    // Where copy m reads the value copy 0's op j made.
+    auto valueOf = [&](int j) { return of[j] >= 0 ? of[j] : ops[j]; };
+    for (int j = 0; j < n; ++j) {
+      bool alike = false;
+      if (at < int(ops.size())) {
+        int v = ops[at], w = ops[j];
+        ArrayRef<std::pair<int, int>> sv = sourcesOf(v), sw = sourcesOf(w);
+        alike = alikeButAttributes(g.nodes[v].op, g.nodes[w].op) &&
+                sv.size() == sw.size();
+        for (size_t o = 0; alike && o < sv.size(); ++o) {
+          auto it = posIn0.find(sw[o].first);
+          int expected = it == posIn0.end() ? sw[o].first : valueOf(it->second);
+          alike = sv[o].second == sw[o].second && sv[o].first == expected;
+        }
+      }
+      if (alike)
+        of[j] = ops[at++];
+      else if (!shareable[j])
+        return false;
+    }
+  }
+  // What is left sums the copies' losses.
+  return int(ops.size()) - at <= 2 * k + 2;
+}
+
+/// The copies of a step of k micro-batches, or none (n = 0).
+Copies findCopies(const Graph &g, ArrayRef<int> ops, int k) {
+  DenseMap<int, SmallVector<std::pair<int, int>, 4>> src;
+  for (const Edge &e : g.edges) {
+    auto &s = src[e.v];
+    s.resize(std::max<size_t>(s.size(), e.operand + 1), {-1, -1});
+    s[e.operand] = {e.u, e.res};
+  }
+  Copies copies;
+  // Copy 1 starts with an op alike to copy 0's first.
+  for (int n = 1; n * k <= int(ops.size()) + 2 * k * k; ++n) {
+    if (n >= int(ops.size()))
+      break;
+    if (!alikeButAttributes(g.nodes[ops[n]].op, g.nodes[ops[0]].op))
+      continue;
+    if (matchCopies(g, ops, k, n, src, copies))
+      return copies;
+  }
+  return Copies();
+}
+
 } // namespace
 
+static void findLayers(Graph &g, ArrayRef<int> ops);
+
 void mlir::loom::planner::coarsen(Graph &g) {
-  for (int v = 0; v < int(g.nodes.size()); ++v)
+  for (int v = 0; v < int(g.nodes.size()); ++v) {
     g.nodes[v].rep = v;
+    g.nodes[v].same = v;
+    g.nodes[v].microBatch = 0;
+  }
   SmallVector<int> ops;
+  for (int v = 0; v < int(g.nodes.size()); ++v)
+    if (g.nodes[v].kind == NodeKind::Op)
+      ops.push_back(v);
+  // A step of micro-batches: its layers are copy 0's, and the copies
+  // share copy 0's choices (below).
+  g.microBatches = 1;
+  Copies copies;
+  if (auto k = g.fn ? g.fn->getAttrOfType<IntegerAttr>(
+                          LoomDialect::kMicroBatchesAttrName)
+                    : IntegerAttr();
+      k && k.getInt() > 1) {
+    copies = findCopies(g, ops, k.getInt());
+    if (copies.n > 0)
+      g.microBatches = k.getInt();
+    LLVM_DEBUG(llvm::dbgs() << "coarsen: " << k.getInt() << " micro-batches, "
+                            << copies.n << " ops in the first\n");
+  }
+  if (g.microBatches < 2) {
+    findLayers(g, ops);
+    return;
+  }
+  findLayers(g, ArrayRef<int>(ops).take_front(copies.n));
+  // A copy's op that reads what copy 0's reads, with the same attributes,
+  // computes the same value: CSE keeps copy 0's.
+  auto attrs = [](Operation *op) {
+    SmallVector<NamedAttribute> kept;
+    for (NamedAttribute n : op->getAttrs())
+      if (n.getName() != LoomDialect::kOpIdAttrName &&
+          n.getName() != LoomDialect::kVjpOfAttrName)
+        kept.push_back(n);
+    return kept;
+  };
+  for (int m = 1; m < g.microBatches; ++m)
+    for (int j = 0; j < copies.n; ++j) {
+      if (copies.of[m][j] < 0)
+        continue;
+      Node &copy = g.nodes[copies.of[m][j]];
+      const Node &first = g.nodes[ops[j]];
+      copy.rep = first.rep;
+      copy.layer = first.layer;
+      copy.crossLayerProducer = first.crossLayerProducer;
+      copy.microBatch = m;
+      if (isMemoryEffectFree(copy.op) && copy.op->getNumRegions() == 0 &&
+          copy.op->getOperands() == first.op->getOperands() &&
+          attrs(copy.op) == attrs(first.op))
+        copy.same = ops[j];
+    }
+}
+
+/// The repeated layers among `ops` (all the forward ops, or one
+/// micro-batch's copy of them).
+static void findLayers(Graph &g, ArrayRef<int> ops) {
   DenseMap<int, int> pos;
   SmallVector<llvm::hash_code> sig;
-  for (int v = 0; v < int(g.nodes.size()); ++v)
-    if (g.nodes[v].kind == NodeKind::Op) {
-      pos[v] = ops.size();
-      ops.push_back(v);
-      sig.push_back(signature(g.nodes[v].op));
-    }
+  for (int v : ops) {
+    pos[v] = sig.size();
+    sig.push_back(signature(g.nodes[v].op));
+  }
   Run run = longestRepeat(sig);
   LLVM_DEBUG(llvm::dbgs() << "coarsen: " << ops.size() << " ops, period "
                           << run.period << " x " << run.repeats

@@ -110,75 +110,94 @@ static double bucketCalls(const Graph &g) {
                                          g.firstBucketBytes));
 }
 
-EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
-                                       const Strategy &a, const Strategy &b,
-                                       Costs &costs) {
-  EdgeCost c;
+bool mlir::loom::planner::weightGradient(const Graph &g, const Edge &e) {
+  return e.grad && g.nodes[e.u].kind == NodeKind::Param;
+}
+
+WeightReduction mlir::loom::planner::reduceWeightGradient(
+    const Graph &g, const Edge &e, const Strategy &a, const Strategy &b,
+    Costs &costs) {
+  WeightReduction r;
   double residual = 0;
   const AxisSharding &src = a.results[e.res];
   ArrayRef<int64_t> shape = e.type.getShape();
   double element = e.elementBytes();
   const Node &u = g.nodes[e.u];
-  if (e.grad && !summedGradient(g, e)) {
-    // The gradient comes back partial over the axes the consumer's
-    // operand lacks, and is reduced into how the value is stored. A
-    // weight's optimizer state may be split further (ZeRO, the axes the
-    // gradient is partial over anyway): the program reduce-scatters the
-    // gradient into the state's layout and all-gathers the updated weight,
-    // and the planner prices (and logs) exactly those two steps.
-    AxisSharding grad = gradientLayout(e, b);
-    costs.bucketed = u.kind == NodeKind::Param && g.bucketBytes > 0;
-    costs.bucketShare = e.bytes() * bucketCalls(g) /
-                        std::max(1.0, g.gradientBytes);
-    // Compressed gradients (loom-compress-gradients) are reduced in 16
-    // bits; the updated weight is gathered in its own type.
-    double gradElement = element;
-    if (u.kind == NodeKind::Param && g.gradElementBytes > 0)
-      gradElement = std::min(element, g.gradElementBytes);
-    int dim = -1;
-    Mask extra = e.firstUse ? stateExtra(g, u, src, b.gradPartial[e.operand],
-                                         costs.mesh, &dim)
-                            : 0;
-    if (u.kind == NodeKind::Param && g.topKRatio > 0 && grad.isPartial()) {
-      // Top-k compression (loom-compress-gradients): the sum reduction
-      // becomes each device's top-k exchange; what follows (a reduce-
-      // scatter's slice, a state split's gather) is priced as before.
-      costs.bucketed = false;
-      c.time += topKExchange(g, grad, shape, element, costs, residual);
-      grad.partial.clear();
-    }
-    if (extra && dim >= 0) {
-      AxisSharding state = src;
-      appendAxes(state, dim, extra);
-      c.time += costs.reshard(grad, state, shape, gradElement);
-      c.gather = costs.reshard(state, src, shape, element);
-      c.time += c.gather;
-    } else {
-      c.time += costs.reshard(grad, src, shape, gradElement);
-    }
+  // The gradient comes back partial over the axes the consumer's operand
+  // lacks, and is reduced into how the value is stored.
+  AxisSharding grad = gradientLayout(e, b);
+  costs.bucketed = g.bucketBytes > 0;
+  costs.bucketShare =
+      e.bytes() * bucketCalls(g) / std::max(1.0, g.gradientBytes);
+  // Compressed gradients (loom-compress-gradients) are reduced in 16 bits;
+  // the updated weight is gathered in its own type.
+  double gradElement = element;
+  if (g.gradElementBytes > 0)
+    gradElement = std::min(element, g.gradElementBytes);
+  int dim = -1;
+  Mask extra = stateExtra(g, u, src, b.gradPartial[e.operand], costs.mesh,
+                          &dim);
+  if (g.topKRatio > 0 && grad.isPartial()) {
+    // Top-k compression (loom-compress-gradients): the sum reduction
+    // becomes each device's top-k exchange; what follows (a reduce-
+    // scatter's slice, a state split's gather) is priced as before.
     costs.bucketed = false;
+    r.time += topKExchange(g, grad, shape, element, costs, residual);
+    grad.partial.clear();
   }
-  if (u.kind == NodeKind::Param && u.trainable && e.firstUse) {
-    Mask extra = stateExtra(g, u, src, b.gradPartial[e.operand], costs.mesh);
-    double local = e.bytes() / costs.mesh.n(src.usedMask() | extra);
-    c.gradients = local;
-    c.optimizer = g.nStates * local;
-    // Mixed precision as Megatron-LM and DeepSpeed hold it: an fp32 master
-    // copy of a 16-bit weight and fp32 optimizer state (Adam: 2 + 2 + 4 +
-    // 4 + 4 = 16 bytes per parameter).
-    if (g.masterWeights && e.half())
-      c.optimizer = (g.nStates + 1) * 2 * local;
-    double elems = local / std::max(1.0, element);
-    c.update = costs.compute(10 * elems, (3 + 2 * g.nStates) * local,
-                             e.half()) +
-               costs.device.opOverhead;
-    if (costs.device.newUpdateBuffers)
-      c.updates = e.bytes() / costs.mesh.n(src.usedMask()) + c.optimizer;
+  if (extra && dim >= 0) {
+    AxisSharding state = src;
+    appendAxes(state, dim, extra);
+    r.time += costs.reshard(grad, state, shape, gradElement);
+    r.gather = costs.reshard(state, src, shape, element);
+    r.time += r.gather;
+  } else {
+    r.time += costs.reshard(grad, src, shape, gradElement);
   }
-  // A top-k residual is state of its own, carried and returned each step.
-  c.optimizer += residual;
+  costs.bucketed = false;
+  // loom-bucket-all-reduce fuses the all-reduces (not ZeRO's scatters).
+  r.bucketed = r.gather == 0 && g.bucketBytes > 0;
+  return r;
+}
+
+EdgeCost mlir::loom::planner::edgeCost(const Graph &g, const Edge &e,
+                                       const Strategy &a, const Strategy &b,
+                                       Costs &costs) {
+  EdgeCost c;
+  const AxisSharding &src = a.results[e.res];
+  double element = e.elementBytes();
+  const Node &u = g.nodes[e.u];
+  if (u.kind != NodeKind::Param || !u.trainable || !e.firstUse)
+    return c;
+  Mask extra = stateExtra(g, u, src, b.gradPartial[e.operand], costs.mesh);
+  double local = e.bytes() / costs.mesh.n(src.usedMask() | extra);
+  c.gradients = local;
+  c.optimizer = g.nStates * local;
+  // Mixed precision as Megatron-LM and DeepSpeed hold it: an fp32 master
+  // copy of a 16-bit weight and fp32 optimizer state (Adam: 2 + 2 + 4 + 4 +
+  // 4 = 16 bytes per parameter).
+  if (g.masterWeights && e.half())
+    c.optimizer = (g.nStates + 1) * 2 * local;
+  double elems = local / std::max(1.0, element);
+  c.update = costs.compute(10 * elems, (3 + 2 * g.nStates) * local,
+                           e.half()) +
+             costs.device.opOverhead;
   if (costs.device.newUpdateBuffers)
-    c.updates += residual;
+    c.updates = e.bytes() / costs.mesh.n(src.usedMask()) + c.optimizer;
+  // A top-k residual (the gradient's local elements in its layout, as
+  // topKExchange sends them) is state of its own, carried and returned
+  // each step.
+  if (g.topKRatio > 0 && e.grad) {
+    AxisSharding grad = gradientLayout(e, b);
+    if (grad.isPartial()) {
+      double residual = element;
+      for (int64_t d : grad.localShape(e.type.getShape(), costs.mesh.sizes))
+        residual *= static_cast<double>(d);
+      c.optimizer += residual;
+      if (costs.device.newUpdateBuffers)
+        c.updates += residual;
+    }
+  }
   return c;
 }
 
@@ -230,7 +249,9 @@ std::vector<int> mlir::loom::planner::layoutKey(const AxisSharding &s) {
 void ValueReshards::priceParts(const Graph &g, const Edge &e,
                                const Strategy &a, const Strategy &b,
                                Costs &costs, double &fwd, double &bwd) {
-  if (forward.insert({e.u, e.res, layoutKey(b.operands[e.operand])}).second) {
+  if (forward
+          .insert({g.nodes[e.u].same, e.res, layoutKey(b.operands[e.operand])})
+          .second) {
     fwd += forwardReshard(e, a, b, costs);
     if (regatheredReshard(g, e))
       bwd += forwardReshard(e, a, b, costs);
@@ -244,6 +265,15 @@ void ValueReshards::priceParts(const Graph &g, const Edge &e,
   if (summedGradient(g, e) &&
       backward.insert({e.u, e.res, layoutKey(gradientLayout(e, b))}).second)
     bwd += backwardReshard(e, a, b, costs);
+}
+
+WeightReduction ValueReshards::reduction(const Graph &g, const Edge &e,
+                                         const Strategy &a, const Strategy &b,
+                                         Costs &costs) {
+  if (!weightGradient(g, e) ||
+      !reduced.insert({e.u, e.res, layoutKey(gradientLayout(e, b))}).second)
+    return {};
+  return reduceWeightGradient(g, e, a, b, costs);
 }
 
 namespace {
@@ -359,6 +389,8 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
     costs.where = n.name;
     const Strategy &s = n.strategies[choice[v]];
     NodeCost c = nodeCost(n, s, remat, g.layers, costs.mesh);
+    if (n.same != v)
+      continue; // CSE keeps copy 0's
     t.compute += c.compute;
     t.comm += c.comm;
     if (overlapped && n.kind == NodeKind::Op) {
@@ -366,8 +398,9 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
       parts.backward[v] = c.compute - s.fwd;
       parts.backwardComm[v] = c.comm - s.fwdComm;
     }
+    // Micro-batches run one after the other: one copy's activations.
     if (n.kind == NodeKind::Op)
-      t.memory.activations += c.memory;
+      t.memory.activations += n.microBatch == 0 ? c.memory : 0;
     else if (n.kind == NodeKind::Param)
       t.memory.parameters += c.memory;
     else
@@ -384,8 +417,9 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
     double fwd = 0, bwd = 0;
     reshards.priceParts(g, e, a, b, costs, fwd, bwd);
     t.comm += fwd + bwd;
+    WeightReduction r = reshards.reduction(g, e, a, b, costs);
     EdgeCost c = edgeCost(g, e, a, b, costs);
-    t.comm += c.time;
+    t.comm += r.time;
     t.compute += c.update;
     t.memory.gradients += c.gradients;
     t.memory.optimizer += c.optimizer;
@@ -396,18 +430,16 @@ Totals mlir::loom::planner::evaluate(const Graph &g, ArrayRef<int> choice,
     (g.nodes[e.u].kind == NodeKind::Param ? parts.gathers[e.v]
                                           : parts.blocking) += fwd;
     parts.backwardComm[e.v] += bwd;
-    if (g.nodes[e.u].kind == NodeKind::Param) {
-      if (c.time - c.gather > 0)
-        parts.reductions.push_back({e.v, c.time - c.gather,
-                                    e.bytes() / costs.mesh.n(
-                                                    a.results[e.res]
-                                                        .usedMask()),
-                                    c.gather == 0 && g.bucketBytes > 0});
-      if (c.update > 0 || c.gather > 0)
-        parts.updates.push_back({c.update, c.gather});
-    } else {
-      parts.backwardComm[e.v] += c.time;
-    }
+    // A weight's gradients summed over its uses (micro-batches) are
+    // reduced once the backward pass has made them all: at the use the
+    // backward pass reaches last, the first (edges are in program order).
+    if (r.time - r.gather > 0)
+      parts.reductions.push_back(
+          {e.v, r.time - r.gather,
+           e.bytes() / costs.mesh.n(a.results[e.res].usedMask()),
+           r.bucketed});
+    if (c.update > 0 || r.gather > 0)
+      parts.updates.push_back({c.update, r.gather});
   }
   t.time = t.compute + t.comm;
   // The program overlaps where that is priced faster (the planner's
@@ -450,8 +482,12 @@ void addNodeCosts(const Graph &g, double remat, const MeshShape &mesh,
     const auto &strategies = g.nodes[n.rep].strategies;
     for (size_t i = 0; i < strategies.size(); ++i) {
       NodeCost c = nodeCost(n, strategies[i], remat, g.layers, mesh);
+      if (n.same != v)
+        continue; // CSE keeps copy 0's
       r.cost[var][i] += c.compute + c.comm;
-      r.memory[var][i] += c.memory;
+      // Micro-batches run one after the other: one copy's activations.
+      if (n.microBatch == 0)
+        r.memory[var][i] += c.memory;
     }
   }
 }
@@ -464,17 +500,31 @@ struct Direction {
   bool (*uses)(const Graph &, const Edge &);
   /// The layout the edge's use needs under the user's strategy.
   AxisSharding (*layout)(const Edge &, const Strategy &);
-  double (*price)(const Edge &, const Strategy &, const Strategy &, Costs &);
+  double (*price)(const Graph &, const Edge &, const Strategy &,
+                  const Strategy &, Costs &);
   /// Whether rematerialized layers perform it again (recomputedReshard).
   bool recomputed;
+  /// Whether the copies of one value (Node::same) are resharded as one.
+  bool sameValues;
 };
 
 const Direction kForward{
     [](const Graph &, const Edge &) { return true; },
     [](const Edge &e, const Strategy &b) { return b.operands[e.operand]; },
-    forwardReshard, /*recomputed=*/true};
-const Direction kBackward{summedGradient, gradientLayout, backwardReshard,
-                          /*recomputed=*/false};
+    [](const Graph &, const Edge &e, const Strategy &a, const Strategy &b,
+       Costs &costs) { return forwardReshard(e, a, b, costs); },
+    /*recomputed=*/true, /*sameValues=*/true};
+const Direction kBackward{
+    summedGradient, gradientLayout,
+    [](const Graph &, const Edge &e, const Strategy &a, const Strategy &b,
+       Costs &costs) { return backwardReshard(e, a, b, costs); },
+    /*recomputed=*/false, /*sameValues=*/false};
+/// A weight's gradients, reduced once per layout they come back in.
+const Direction kWeightGradients{
+    weightGradient, gradientLayout,
+    [](const Graph &g, const Edge &e, const Strategy &a, const Strategy &b,
+       Costs &costs) { return reduceWeightGradient(g, e, a, b, costs).time; },
+    /*recomputed=*/false, /*sameValues=*/false};
 
 /// Adds the resharding of every value in direction `dir`: once per layout
 /// its users need (SolverRequest::Shared; a pair when one user reads it).
@@ -486,7 +536,7 @@ void addValueReshards(const Graph &g, Costs &costs, CostTable &t,
   std::map<std::pair<int, int>, std::vector<const Edge *>> usesOf;
   for (const Edge &e : g.edges)
     if (dir.uses(g, e))
-      usesOf[{e.u, e.res}].push_back(&e);
+      usesOf[{dir.sameValues ? g.nodes[e.u].same : e.u, e.res}].push_back(&e);
   // (rep of the value's op, result), then (rep of each user, operand).
   using Signature = std::vector<std::pair<int, int>>;
   std::map<Signature, std::pair<std::vector<const Edge *>, double>> groups;
@@ -526,13 +576,13 @@ void addValueReshards(const Graph &g, Costs &costs, CostTable &t,
         const auto &sv = g.nodes[rv].strategies;
         if (ru == rv) {
           for (size_t i = 0; i < su.size(); ++i)
-            r.cost[vu][i] += weight * dir.price(*e, su[i], sv[i], costs);
+            r.cost[vu][i] += weight * dir.price(g, *e, su[i], sv[i], costs);
           continue;
         }
         SolverRequest::Pair p{vu, vv, {}, {}};
         for (size_t i = 0; i < su.size(); ++i)
           for (size_t j = 0; j < sv.size(); ++j)
-            p.cost.push_back(weight * dir.price(*e, su[i], sv[j], costs));
+            p.cost.push_back(weight * dir.price(g, *e, su[i], sv[j], costs));
         r.pairs.push_back(std::move(p));
       }
       continue;
@@ -557,7 +607,7 @@ void addValueReshards(const Graph &g, Costs &costs, CostTable &t,
     sh.targets = targets.size();
     for (size_t i = 0; i < su.size(); ++i)
       for (auto [e, b] : targets)
-        sh.cost.push_back(weight * dir.price(*e, su[i], *b, costs));
+        sh.cost.push_back(weight * dir.price(g, *e, su[i], *b, costs));
     r.shared.push_back(std::move(sh));
   }
 }
@@ -567,6 +617,7 @@ void addValueReshards(const Graph &g, Costs &costs, CostTable &t,
 void addEdgeCosts(const Graph &g, Costs &costs, CostTable &t, double remat) {
   addValueReshards(g, costs, t, kForward, remat);
   addValueReshards(g, costs, t, kBackward, remat);
+  addValueReshards(g, costs, t, kWeightGradients, remat);
   SolverRequest &r = t.request;
   std::map<std::tuple<int, int, int, int, bool, bool>, std::pair<Edge, double>>
       groups;
@@ -583,7 +634,7 @@ void addEdgeCosts(const Graph &g, Costs &costs, CostTable &t, double remat) {
     int vu = t.variableOf[e.u], vv = t.variableOf[e.v];
     auto price = [&](size_t i, size_t j) {
       EdgeCost c = edgeCost(g, e, su[i], sv[j], costs);
-      return std::make_pair(weight * (c.time + c.update),
+      return std::make_pair(weight * c.update,
                             weight * (c.gradients + c.optimizer + c.updates));
     };
     if (ru == rv) {

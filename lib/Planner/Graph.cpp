@@ -164,6 +164,8 @@ Graph mlir::loom::planner::buildGraph(func::FuncOp fn, int defaultStates) {
                          used.insert(u).second});
     }
   }
+  for (int v = 0; v < int(g.nodes.size()); ++v)
+    g.nodes[v].rep = g.nodes[v].same = v;
   countGradientBytes(g);
   return g;
 }

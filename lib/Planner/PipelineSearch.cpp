@@ -207,9 +207,10 @@ mlir::loom::planner::layerCosts(const Graph &g, ArrayRef<int> choice,
     }
     // A weight's gradient reduction and update run once per step, on the
     // stage that holds the weight.
+    WeightReduction r = reshards.reduction(g, e, a, b, costs);
     EdgeCost c = edgeCost(g, e, a, b, costs);
     LayerCost &w = out[seg[e.u]];
-    w.step += c.time + c.update;
+    w.step += r.time + c.update;
     w.weights += c.gradients + c.optimizer + c.updates;
     mem[seg[e.u]].gradients += c.gradients;
     mem[seg[e.u]].optimizer += c.optimizer;

@@ -57,7 +57,7 @@ std::vector<Collective> logCollectives(const Graph &g, ArrayRef<int> choice,
   Costs costs(device, mesh, &log);
   DenseMap<int, double> count;
   for (int v = 0; v < int(g.nodes.size()); ++v)
-    count[g.nodes[v].rep] += 1;
+    count[g.nodes[v].rep] += g.nodes[v].same == v; // CSE keeps one copy
   for (int v = 0; v < int(g.nodes.size()); ++v) {
     const Node &n = g.nodes[v];
     if (n.kind != NodeKind::Op || n.rep != v)
@@ -111,13 +111,14 @@ void mlir::loom::planner::describeChoice(Plan &plan, const Graph &g,
   Costs costs(device, mesh);
   DenseMap<int, double> count, comm, update;
   for (int v = 0; v < int(g.nodes.size()); ++v)
-    count[g.nodes[v].rep] += 1;
+    count[g.nodes[v].rep] += g.nodes[v].same == v; // CSE keeps one copy
   ValueReshards reshards(remat);
   for (const Edge &e : g.edges) {
     const Strategy &a = g.nodes[e.u].strategies[choice[e.u]];
     const Strategy &b = g.nodes[e.v].strategies[choice[e.v]];
     EdgeCost c = edgeCost(g, e, a, b, costs);
-    comm[g.nodes[e.v].rep] += reshards.price(g, e, a, b, costs) + c.time;
+    comm[g.nodes[e.v].rep] += reshards.price(g, e, a, b, costs) +
+                              reshards.reduction(g, e, a, b, costs).time;
     update[g.nodes[e.v].rep] += c.update;
   }
   for (int v = 0; v < int(g.nodes.size()); ++v) {

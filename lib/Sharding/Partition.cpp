@@ -186,6 +186,12 @@ LogicalResult Partitioner::sumGradients(Operation *op, Value primal) {
   Sharded p = local.lookup(primal);
   if (!p.value)
     return op->emitError("the value these gradients are of was not partitioned");
+  // A weight's micro-batches' gradients that came back alike: their sum,
+  // as it is (see CotangentOp above).
+  if (isa<BlockArgument>(primal) && groups.size() == 1) {
+    local[result] = groups.front();
+    return success();
+  }
   ShardingAttr to = withPartial(p.sharding, {});
   Value sum;
   for (Sharded &g : groups) {
@@ -478,6 +484,13 @@ LogicalResult Partitioner::partitionOp(Operation *op,
       return op->emitError("gradient or primal value was not partitioned");
     if (summedLater(cot.getResult())) {
       pendingSums[cot.getResult()] = {g};
+      return success();
+    }
+    // A weight's gradient stays as it came back (a partial sum, say): its
+    // reader, the optimizer's update, reduces it into the layout it keeps
+    // the weight's state in (ZeRO: a reduce-scatter).
+    if (isa<BlockArgument>(cot.getPrimal())) {
+      local[cot.getResult()] = g;
       return success();
     }
     ShardingAttr to = withPartial(primal.sharding, {});

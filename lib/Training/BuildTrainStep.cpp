@@ -121,8 +121,7 @@ public:
 private:
   LogicalResult classifyArguments();
   LogicalResult checkPipeline();
-  /// The micro-batches the step's data carry (a pipelined step is one
-  /// micro-batch's template: the pipeline's runtime feeds each in turn).
+  /// The micro-batches the step's data carry (a pipeline's template: 1).
   unsigned dataMicroBatches() const {
     return pipelined ? 1 : config.microBatches;
   }
@@ -145,9 +144,7 @@ private:
   /// Applied optimizer updates so far: the step counter, or with dynamic
   /// loss scaling a counter that skipped steps do not advance (PyTorch's
   /// optimizer.step() does not run on them).
-  Value updatesArg() {
-    return config.dynamicLossScale ? ampArg(2) : stepArg();
-  }
+  Value updatesArg() { return config.dynamicLossScale ? ampArg(2) : stepArg(); }
   Value learningRate(Value step);
   void update();
   void sgdUpdate(Value param, Value g, ArrayRef<Value> state, Value lr);
@@ -537,7 +534,7 @@ LogicalResult StepBuilder::forwardAndBackward() {
   Block &body = fn.getBody().front();
   auto fnRet = cast<func::ReturnOp>(body.getTerminator());
   grads.assign(params.size(), nullptr);
-  Value lossSum;
+  SmallVector<Value> microLosses;
   for (unsigned m = 0; m < k; ++m) {
     IRMapping map;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
@@ -560,12 +557,8 @@ LogicalResult StepBuilder::forwardAndBackward() {
     Operation *beforeForward = entry->empty() ? nullptr : &entry->back();
     for (Operation &op : body.without_terminator()) {
       Operation *copy = b.clone(op, map);
-      // A fresh dropout mask for every step and micro-batch: offset the
-      // model's seed by the global micro-batch index step * K + m. When
-      // the micro-batches split the batch, the step's seed is the whole
-      // batch's (model's seed + step) and micro-batch m of a dropout on
-      // its rows draws the whole tensor's mask from element m * rows on:
-      // the rows of the mask the whole batch gets.
+      // A fresh mask per step and micro-batch (seed + step * K + m); split
+      // micro-batches: the batch's seed + step, from element m * rows on.
       if (auto dropout = dyn_cast<DropoutOp>(copy)) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(dropout);
@@ -594,7 +587,7 @@ LogicalResult StepBuilder::forwardAndBackward() {
     Value microLoss = map.lookup(fnRet.getOperand(0));
     for (StateUpdate &s : stateUpdates)
       s.next = map.lookup(fnRet.getOperand(s.result));
-    lossSum = lossSum ? a.add(lossSum, microLoss) : microLoss;
+    microLosses.push_back(microLoss);
     if (params.empty())
       continue; // optimizer=none: the forward pass is the whole step
     SmallVector<Value> wrt;
@@ -616,11 +609,18 @@ LogicalResult StepBuilder::forwardAndBackward() {
     FailureOr<SmallVector<Value>> g = buildGradients(b, microLoss, wrt, options);
     if (failed(g))
       return failure();
+    // Micro-batches' gradients of a weight named so (loom.cotangent): a
+    // planned step sums them where they are and reduces the sum once.
     for (auto [p, grad] : llvm::enumerate(*g))
-      if (grad)
-        grads[p] = grads[p] ? a.add(grads[p], grad) : grad;
+      if (Value d = grad && k > 1 && config.numberRules
+                        ? CotangentOp::create(b, grad.getLoc(), grad, wrt[p])
+                        : grad)
+        grads[p] = grads[p] ? a.add(grads[p], d) : d;
     tag(std::next(backwardStart), "backward", nullptr);
   }
+  Value lossSum = microLosses.front(); // after the copies (planner's coarsen)
+  for (Value l : ArrayRef<Value>(microLosses).drop_front())
+    lossSum = a.add(lossSum, l);
   loss = k > 1 ? a.mul(lossSum, 1.0 / static_cast<double>(k)) : lossSum;
   for (auto [p, i] : llvm::enumerate(params))
     if (!grads[p])

@@ -51,24 +51,45 @@ struct NodeCost {
 NodeCost nodeCost(const Node &node, const Strategy &s, double remat,
                   int layers, const MeshShape &mesh);
 
-/// An edge between the strategies of its ends: the time of reducing a
-/// parameter's gradient (and its update), and for a parameter's first use
-/// the bytes of its gradient and optimizer state. The resharding of values
-/// forward, and of gradients of values ops made backward, is priced apart
-/// (forwardReshard, backwardReshard), once per value and layout.
+/// An edge between the strategies of its ends: for a parameter's first
+/// use, the optimizer's update of the weight and the bytes of its gradient
+/// and optimizer state. The resharding of values forward, of gradients of
+/// values ops made backward and the reduction of a parameter's gradients
+/// are priced apart (forwardReshard, backwardReshard, reduceWeightGradient),
+/// once per value and layout.
 struct EdgeCost {
-  /// Communication (a parameter gradient's reduction, ZeRO's gather) and
-  /// the optimizer's update of a weight (compute, priced at its first use).
-  double time = 0, update = 0, gradients = 0, optimizer = 0;
-  /// Of `time`: ZeRO's gather of the updated weight (after the update);
-  /// the rest reduces the gradient.
-  double gather = 0;
+  /// The optimizer's update of a weight (compute, priced at its first use).
+  double update = 0, gradients = 0, optimizer = 0;
   /// The updated weight and optimizer state in new buffers
   /// (DeviceSpec::newUpdateBuffers), bytes.
   double updates = 0;
 };
 EdgeCost edgeCost(const Graph &g, const Edge &e, const Strategy &a,
                   const Strategy &b, Costs &costs);
+
+/// Whether the edge brings a parameter's gradient back (a trainable
+/// weight's use): the gradients of a weight's uses that come back in one
+/// layout are summed where they are (the partitioner adds partial sums as
+/// partial sums) and reduced once, so a weight read by every micro-batch
+/// of a step is reduced once per step, not once per micro-batch.
+bool weightGradient(const Graph &g, const Edge &e);
+/// The reduction of a weight's gradient that comes back in the edge's
+/// layout (gradientLayout) into how the weight is stored; a weight's
+/// optimizer state may be split further (ZeRO, the axes the gradient is
+/// partial over anyway): the program reduce-scatters the gradient into
+/// the state's layout and all-gathers the updated weight, and this prices
+/// (and logs) exactly those two steps. Top-k compression exchanges the
+/// top-k instead of the sum reduction.
+struct WeightReduction {
+  /// All of it; of that, `gather`: ZeRO's gather of the updated weight
+  /// (after the update), the rest reduces the gradient.
+  double time = 0, gather = 0;
+  /// Whether the reduction is one of loom-bucket-all-reduce's buckets.
+  bool bucketed = false;
+};
+WeightReduction reduceWeightGradient(const Graph &g, const Edge &e,
+                                     const Strategy &a, const Strategy &b,
+                                     Costs &costs);
 /// The forward resharding of the edge's value to what its user reads.
 double forwardReshard(const Edge &e, const Strategy &a, const Strategy &b,
                       Costs &costs);
@@ -87,7 +108,7 @@ bool regatheredReshard(const Graph &g, const Edge &e);
 /// (autodiff names each of its gradients a loom.cotangent), and the
 /// partitioner adds the gradients that come back in one layout (partial
 /// sums included) where they are and brings each layout to the value's
-/// once. A parameter's gradients are reduced per use (edgeCost).
+/// once. A parameter's gradients are reduced alike (weightGradient).
 bool summedGradient(const Graph &g, const Edge &e);
 /// The layout the edge's gradient comes back in: the operand's, partial
 /// over the axes the user's operand lacks.
@@ -118,10 +139,15 @@ public:
   /// gradient's, and a rematerialized layer's forward again).
   void priceParts(const Graph &g, const Edge &e, const Strategy &a,
                   const Strategy &b, Costs &costs, double &fwd, double &bwd);
+  /// reduceWeightGradient the first time a weight's gradient comes back
+  /// in the edge's layout (weightGradient edges), else nothing.
+  WeightReduction reduction(const Graph &g, const Edge &e, const Strategy &a,
+                            const Strategy &b, Costs &costs);
 
 private:
   double remat;
-  std::set<std::tuple<int, int, std::vector<int>>> forward, backward;
+  std::set<std::tuple<int, int, std::vector<int>>> forward, backward,
+      reduced;
 };
 
 /// The axes the optimizer state of weight node `u` (stored as `storage`,

@@ -79,6 +79,14 @@ struct Node {
   int rep = -1;
   int layer = -1;
   bool crossLayerProducer = false;
+  /// The micro-batch whose copy of the forward pass the op belongs to (a
+  /// step of loom.micro_batches; 0 otherwise). Copies share copy 0's
+  /// choices and hold their activations one after the other.
+  int microBatch = 0;
+  /// The node that computes the same value: copy 0's op, where a copy's op
+  /// reads only what copy 0's reads outside the copies (a weight's cast to
+  /// 16 bits), which CSE keeps once; itself otherwise.
+  int same = -1;
   std::string name;
 };
 
@@ -103,8 +111,12 @@ struct Graph {
   SmallVector<Edge> edges;
   /// Optimizer state tensors per trainable parameter.
   int nStates = 2;
-  /// Repeated layers (0: none) and ops per layer.
+  /// Repeated layers (0: none) and ops per layer, in one micro-batch's
+  /// copy of the forward pass.
   int layers = 0, period = 0;
+  /// A step of loom.micro_batches run one after the other: the copies of
+  /// the forward pass coarsen found (1: none).
+  int microBatches = 1;
   /// Per argument: the weight argument it is optimizer state of, or -1.
   SmallVector<int> stateOwner;
   /// Whether a weight's gradients and optimizer state may be split over the
@@ -146,7 +158,11 @@ Graph buildGraph(func::FuncOp fn, int defaultStates);
 
 /// Finds the longest run of ops that repeats with one period and reads
 /// like layers (each layer its own ops, the previous layer's, or shared
-/// values), and makes its layers share variables.
+/// values), and makes its layers share variables. A step of
+/// loom.micro_batches holds a copy of the forward pass per micro-batch:
+/// copies that read alike (their own copy's ops where copy 0 reads its
+/// own, the same weights and inputs elsewhere) share copy 0's variables,
+/// and the layers are found in copy 0.
 void coarsen(Graph &g);
 
 double bytesOf(Type type);
