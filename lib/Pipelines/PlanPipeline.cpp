@@ -150,7 +150,8 @@ private:
   std::shared_ptr<ShardingPipelineOptions> shardingOptions;
 };
 
-/// Builds one micro-batch's step without stages on `copy` and plans it;
+/// Builds the step without stages on `copy` (pipelined: one micro-batch's;
+/// else every micro-batch's, as compiled) and plans it;
 /// the planner leaves its decision on `copy` (loom.pipeline_plan).
 /// `microBatches` > 0 overrides the options' count. With `firstError`,
 /// every diagnostic is kept from the user and the first error's message
@@ -162,7 +163,10 @@ LogicalResult PlanPipelinePass::plan(ModuleOp copy, int64_t microBatches,
   t.copyOptionValuesFrom(*trainingOptions);
   t.stages = 1;
   t.stageBoundaries.clear();
-  t.microBatches = 1;
+  // A pipeline's template is one micro-batch's step; a step without a
+  // pipeline holds a copy per micro-batch (the program compiled when it
+  // wins: one copy's price would leave out the other copies' passes).
+  t.microBatches = pipelined ? 1 : std::max<int64_t>(1, microBatches);
   t.numberGradientRules = true;
   ShardingPipelineOptions s;
   s.copyOptionValuesFrom(*shardingOptions);

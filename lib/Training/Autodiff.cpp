@@ -86,8 +86,9 @@ Dependence mlir::loom::analyzeDependence(Block &block, ArrayRef<Value> from,
 namespace {
 
 /// What the reverse sweep needs to know about the ops before the insertion
-/// point: which wrt values each value depends on, differentiably
-/// (`varied`) and at all (`reached`), and what the output depends on.
+/// point that the output depends on (`ops`, in block order): which wrt
+/// values each value depends on, differentiably (`varied`) and at all
+/// (`reached`), and the values the output depends on (`useful`).
 struct Activity {
   SmallVector<Operation *> ops;
   DenseMap<Value, llvm::BitVector> varied, reached;
@@ -249,16 +250,31 @@ mlir::loom::buildGradients(OpBuilder &builder, Value output,
              << act.describe(i) << " of type " << v.getType()
              << ": it is not a float tensor";
 
-  for (Operation &op :
-       llvm::make_range(block->begin(), builder.getInsertionPoint()))
-    act.ops.push_back(&op);
-  forwardActivity(act.ops, wrt, act.varied, act.reached);
+  // Only the ops before the insertion point that the output depends on
+  // (the rest get no gradient and need no activity): found from the output,
+  // not by scanning the block, whose length grows with each micro-batch's
+  // forward and backward pass (a step of M copies scanned M^2 / 2 of them).
+  Block::iterator end = builder.getInsertionPoint();
+  auto inScope = [&](Operation *op) {
+    return op && op->getBlock() == block &&
+           (end == block->end() || op->isBeforeInBlock(&*end));
+  };
   act.useful.insert(output);
-  for (Operation *op : llvm::reverse(act.ops))
-    if (llvm::any_of(op->getResults(),
-                     [&](Value r) { return act.useful.contains(r); }))
-      for (Value v : op->getOperands())
-        act.useful.insert(v);
+  DenseSet<Operation *> seen;
+  SmallVector<Value> work{output};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val().getDefiningOp();
+    if (!inScope(op) || !seen.insert(op).second)
+      continue;
+    act.ops.push_back(op);
+    for (Value v : op->getOperands())
+      if (act.useful.insert(v).second)
+        work.push_back(v);
+  }
+  llvm::sort(act.ops, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  forwardActivity(act.ops, wrt, act.varied, act.reached);
   if (failed(checkRules(act)) ||
       failed(checkDifferentiable(act, output, wrt.size())))
     return failure();
