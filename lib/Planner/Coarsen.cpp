@@ -135,6 +135,16 @@ private:
     return true;
   }
 
+  /// What a constant op computes: its signature and its operands'.
+  llvm::hash_code constantKey(int v) {
+    if (auto it = keys.find(v); it != keys.end())
+      return it->second;
+    llvm::hash_code h = signature(g.nodes[v].op);
+    for (auto [u, res] : sources[v])
+      h = llvm::hash_combine(h, res, u < 0 ? llvm::hash_code(0) : constantKey(u));
+    return keys[v] = h;
+  }
+
   bool operandReadsAlike(int k, int j, size_t o, std::pair<int, int> here,
                          std::pair<int, int> there) {
     auto [u, ures] = here;
@@ -143,6 +153,10 @@ private:
       return false;
     if (u < 0)
       return true;
+    // The same constant computed again (a pipeline stage's own copy).
+    if (g.nodes[u].constant || g.nodes[w].constant)
+      return g.nodes[u].constant && g.nodes[w].constant &&
+             constantKey(u) == constantKey(w);
     int lu = layerOf(u), lw = layerOf(w);
     if (lu == k) // this layer's own op: where layer 0 reads
       return lw == 0 && posIn(u, k) == posIn(w, 0);
@@ -173,6 +187,7 @@ private:
   const DenseMap<int, int> &pos;
   Run run;
   DenseMap<int, int> uses;
+  DenseMap<int, llvm::hash_code> keys;
 };
 
 /// Whether ops `v` and `w` are alike but for attributes (a micro-batch's
@@ -276,6 +291,7 @@ void mlir::loom::planner::coarsen(Graph &g) {
     g.nodes[v].rep = v;
     g.nodes[v].same = v;
     g.nodes[v].microBatch = 0;
+    g.nodes[v].constant = false;
   }
   SmallVector<int> ops;
   for (int v = 0; v < int(g.nodes.size()); ++v)
@@ -329,7 +345,22 @@ void mlir::loom::planner::coarsen(Graph &g) {
 
 /// The repeated layers among `ops` (all the forward ops, or one
 /// micro-batch's copy of them).
-static void findLayers(Graph &g, ArrayRef<int> ops) {
+static void findLayers(Graph &g, ArrayRef<int> allOps) {
+  // Ops computed from constants alone are not part of the layers: CSE keeps
+  // one for all layers, and pipeline stages one each, so they would break
+  // the period where they are (a scale's cast to bf16 before the first
+  // layer's use and each stage's first).
+  DenseMap<int, SmallVector<int, 4>> sources;
+  for (const Edge &e : g.edges)
+    sources[e.v].push_back(e.u);
+  SmallVector<int> ops;
+  for (int v : allOps) { // in program order: operands first
+    g.nodes[v].constant = llvm::all_of(sources.lookup(v), [&](int u) {
+      return g.nodes[u].kind == NodeKind::Op && g.nodes[u].constant;
+    });
+    if (!g.nodes[v].constant)
+      ops.push_back(v);
+  }
   DenseMap<int, int> pos;
   SmallVector<llvm::hash_code> sig;
   for (int v : ops) {

@@ -93,7 +93,8 @@ FailureOr<std::vector<int>> programSplit(const Graph &g, int pp,
   std::vector<int> stageOf(layers, -1);
   bool seen = false, any = false;
   for (const Node &n : g.nodes) {
-    if (n.kind != NodeKind::Op)
+    // A constant is computed on every stage that reads it.
+    if (n.kind != NodeKind::Op || n.constant)
       continue;
     auto attr = n.op->getAttrOfType<IntegerAttr>(LoomDialect::kStageAttrName);
     if (!attr)

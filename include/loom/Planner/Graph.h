@@ -79,6 +79,9 @@ struct Node {
   int rep = -1;
   int layer = -1;
   bool crossLayerProducer = false;
+  /// An op computed from constants alone (a scale's cast to 16 bits): not
+  /// part of a layer (each pipeline stage computes its own copy).
+  bool constant = false;
   /// The micro-batch whose copy of the forward pass the op belongs to (a
   /// step of loom.micro_batches; 0 otherwise). Copies share copy 0's
   /// choices and hold their activations one after the other.

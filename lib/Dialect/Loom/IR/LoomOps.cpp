@@ -228,6 +228,21 @@ LOOM_INFER_TYPES(ConstantOp, 1, inferConstant)
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+/// A splat float constant cast to another float type, rounded to nearest
+/// even (the op's rule).
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  auto input = dyn_cast_or_null<SplatElementsAttr>(adaptor.getInput());
+  auto type = dyn_cast<RankedTensorType>(getType());
+  if (!input || !type || !isa<FloatType>(input.getElementType()) ||
+      !isa<FloatType>(type.getElementType()))
+    return {};
+  APFloat value = input.getSplatValue<APFloat>();
+  bool lost = false;
+  value.convert(cast<FloatType>(type.getElementType()).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+  return DenseElementsAttr::get(type, value);
+}
+
 LogicalResult OptimizationBarrierOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, ValueRange operands,
     DictionaryAttr, OpaqueProperties, RegionRange,

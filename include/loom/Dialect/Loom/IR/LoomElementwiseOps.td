@@ -176,6 +176,9 @@ def Loom_CastOp : Loom_Op<"cast", [Pure, SameOperandsAndResultShape, Loom_Differ
   let arguments = (ins Loom_Tensor:$input);
   let results = (outs Loom_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  // A float constant's splat cast to another float type is that type's
+  // constant (mixed precision's cast of a scale: a constant on every stage).
+  let hasFolder = 1;
 }
 
 #endif // LOOM_DIALECT_LOOM_IR_LOOMELEMENTWISEOPS_TD
