@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Planner benchmark with pipeline stages in the search.
 
-For each model (GPT-style, hidden 12288, 96 heads, sequence 2048, bf16,
-AdamW with fp32 master weights and moments counted: 16 bytes per parameter)
+For each model (GPT-style, hidden 12288, 96 heads, sequence 2048, AdamW;
+bf16 weights, gradients and moments as the step holds them: 8 bytes per
+parameter, or with --precision=bf16 f32 weights trained in bf16: fp32
+master weights and moments, 16 bytes per parameter)
 and cluster, plans the training step with
 
   loomc --strategy auto --plan-only --plan-stages=0 --micro-batches M
@@ -45,13 +47,15 @@ def plan_one(loomc, work, layers, devices, b, global_batch, a):
     with open(model, "w") as f:
         subprocess.run([sys.executable, os.path.join(HERE, "gpt.py"), "--layers", str(layers),
                         "--hidden", str(a.hidden), "--heads", str(a.heads), "--seq", str(a.seq),
-                        "--batch", str(global_batch)], stdout=f, check=True)
+                        "--batch", str(global_batch),
+                        "--dtype", "f32" if a.precision else "bf16"], stdout=f, check=True)
     t0 = time.time()
     r = subprocess.run([loomc, model, "--train", "--loss=none", "--optimizer=adamw",
                         "--strategy", "auto", "--cluster", cluster(devices), "--plan-only",
                         "--plan-stages=0", f"--micro-batches={global_batch // b}",
-                        "--compare-megatron", "--plan-report=json",
-                        "-o", os.path.join(work, "out")], capture_output=True, text=True)
+                        "--compare-megatron", "--plan-report=json"]
+                       + ([f"--precision={a.precision}"] if a.precision else [])
+                       + ["-o", os.path.join(work, "out")], capture_output=True, text=True)
     wall = time.time() - t0
     if r.returncode != 0:
         return {"b": b, "wall_s": wall, "error": r.stderr.strip()[-300:]}
@@ -67,6 +71,10 @@ def main():
     p.add_argument("--hidden", type=int, default=12288)
     p.add_argument("--heads", type=int, default=96)
     p.add_argument("--seq", type=int, default=2048)
+    p.add_argument("--precision", default="",
+                   help="bf16: f32 weights trained in bf16 (fp32 master weights and Adam "
+                        "moments, 16 bytes per parameter, as Megatron's recipe); default: "
+                        "bf16 weights, gradients and moments (8 bytes per parameter)")
     p.add_argument("--json", default=None)
     a = p.parse_args()
     loomc = shutil.which("loomc") or os.path.join(ROOT, "build", "bin", "loomc")
