@@ -20,7 +20,9 @@ polynomials (`loom-run --libm`) with the ratio of the two, and for
 ResNet-18 its step with convolutions as loop nests (`--conv-loops`)
 instead of im2col patches and a BLAS GEMM. With
 --precision bf16: Loom's --precision=bf16 against torch.autocast("cpu",
-bfloat16), both with fp32 weights.
+bfloat16), both with fp32 weights, and Loom's step with its bf16 products
+widened for sgemm (LOOM_ONEDNN=0) instead of oneDNN's bf16 kernels, with
+the ratio of the two. Prints the CPU model first.
 """
 
 import argparse
@@ -57,8 +59,9 @@ def torch_step_seconds(model, xs, ys, steps, precision="fp32"):
     return (time.perf_counter() - start) / steps
 
 
-def loom_step_seconds(tools, onnx_path, work, steps, threads, precision="fp32", extra=()):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+def loom_step_seconds(tools, onnx_path, work, steps, threads, precision="fp32", extra=(),
+                      env_extra=None):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), **(env_extra or {}))
     out = os.path.join(work, "out")
     subprocess.run([os.path.join(tools, "loomc"), onnx_path, "--train", "--loss=mse",
                     "--optimizer=adamw", "--lr=1e-4", f"--precision={precision}",
@@ -93,10 +96,14 @@ def main():
               "block": (Block(), (8, 128, 512), (8, 128, 512)),
               "resnet18": (torchvision.models.resnet18(num_classes=10), (32, 3, 32, 32),
                            (32, 10))}
-    print(f"threads: {a.threads}, steps: {a.steps}, precision: {a.precision}")
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), "unknown")
+    print(f"cpu: {cpu}; threads: {a.threads}, steps: {a.steps}, precision: {a.precision}")
+    bf16 = a.precision == "bf16"
     print(f"{'model':8} {'torch s/step':>13} {'loom s/step':>12} {'loom compile s':>15} {'ratio':>7}"
           f" {'loom --libm s/step':>19} {'polynomial / libm':>18}"
-          f" {'loom --conv-loops s/step':>25} {'GEMM / loops':>13}")
+          f" {'loom --conv-loops s/step':>25} {'GEMM / loops':>13}"
+          + (f" {'loom widened s/step':>20} {'oneDNN / widened':>17}" if bf16 else ""))
     for name, (model, shape, out_shape) in models.items():
         with tempfile.TemporaryDirectory() as work:
             xs = rng.standard_normal((a.steps + 2, *shape)).astype(np.float32)
@@ -118,10 +125,14 @@ def main():
             # Convolutions as loop nests instead of im2col patches and a GEMM.
             loops = loom_step_seconds(tools, path, work, a.steps, a.threads, a.precision,
                                       ["--conv-loops"])[0] if name == "resnet18" else None
+            # bf16 products widened for OpenBLAS's sgemm instead of oneDNN.
+            widened = loom_step_seconds(tools, path, work, a.steps, a.threads, a.precision,
+                                        env_extra={"LOOM_ONEDNN": "0"})[0] if bf16 else None
             t = torch_step_seconds(model, xs, ys, a.steps, a.precision)
             print(f"{name:8} {t:13.4f} {loom:12.4f} {compile_s:15.2f} {loom / t:7.2f}"
                   f" {libm:19.4f} {loom / libm:18.2f}"
-                  + (f" {loops:25.4f} {loom / loops:13.2f}" if loops else f" {'-':>25} {'-':>13}"))
+                  + (f" {loops:25.4f} {loom / loops:13.2f}" if loops else f" {'-':>25} {'-':>13}")
+                  + (f" {widened:20.4f} {loom / widened:17.2f}" if bf16 else ""))
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ PKGS=(
   slurm-wlm munge
   # ILP solver for the planner
   coinor-libcbc-dev
-  # CPU BLAS
-  libopenblas-dev
+  # CPU BLAS, and oneDNN for bf16 matmuls on the CPU's bf16 instructions
+  libopenblas-dev libdnnl-dev
   # unit tests
   libgtest-dev googletest
   # Python frontend and references (torchvision: resnet18 against PyTorch)

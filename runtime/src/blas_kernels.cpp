@@ -8,6 +8,8 @@
 
 #include "loom/kernels.h"
 
+#include "dnnl_gemm.h"
+
 #include <cblas.h>
 #include <algorithm>
 #include <cstdint>
@@ -194,10 +196,46 @@ loom_memref3_f32 widened(const loom_memref3_16 *d, std::vector<float> &storage) 
   return m;
 }
 
+/// oneDNN's view of a descriptor.
+template <typename Desc>
+loom::dnnl_gemm::Operand operand(Desc *d, loom::dnnl_gemm::Type type) {
+  loom::dnnl_gemm::Operand o;
+  o.data = d->aligned + d->offset;
+  for (int i = 0; i < 3; ++i) {
+    o.sizes[i] = d->sizes[i];
+    o.strides[i] = d->strides[i];
+  }
+  o.type = type;
+  return o;
+}
+
+/// The product through oneDNN where it has native 16-bit kernels here:
+/// true when done. As many threads as OpenBLAS uses for a product of this
+/// size, so that the two pools do not oversubscribe the rank's cores.
+template <typename CDesc>
+bool viaDnnl(loom_memref3_16 *a, loom_memref3_16 *b, CDesc *c,
+             loom::dnnl_gemm::Type type, loom::dnnl_gemm::Type resultType,
+             bool transA, bool transB, bool accumulate) {
+  int64_t batch = c->sizes[0], m = c->sizes[1], n = c->sizes[2];
+  int64_t k = transA ? a->sizes[1] : a->sizes[2];
+  if (batch == 0 || m == 0 || n == 0 || k == 0)
+    return false;
+  int threads = batch * m * n * k < kThreadedGemmWork
+                    ? 1
+                    : openblas_get_num_threads();
+  return loom::dnnl_gemm::batchMatmul(operand(a, type), operand(b, type),
+                                      operand(c, resultType), transA, transB,
+                                      accumulate, threads);
+}
+
 template <float (*Widen)(uint16_t)>
 void mixedBatchMatmul(loom_memref3_16 *a, loom_memref3_16 *b,
                       loom_memref3_f32 *c, bool transA, bool transB,
                       bool accumulate) {
+  if (Widen == bf16ToFloat &&
+      viaDnnl(a, b, c, loom::dnnl_gemm::Type::bf16,
+              loom::dnnl_gemm::Type::f32, transA, transB, accumulate))
+    return;
   // Reused across calls: a step's products widen the same sizes each time.
   thread_local std::vector<float> wideA, wideB;
   loom_memref3_f32 wa = widened<Widen>(a, wideA), wb = widened<Widen>(b, wideB);
@@ -228,6 +266,10 @@ template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
 void roundedBatchMatmul(loom_memref3_16 *a, loom_memref3_16 *b,
                         loom_memref3_16 *c, bool transA, bool transB,
                         bool accumulate) {
+  if (Widen == bf16ToFloat &&
+      viaDnnl(a, b, c, loom::dnnl_gemm::Type::bf16,
+              loom::dnnl_gemm::Type::bf16, transA, transB, accumulate))
+    return;
   thread_local std::vector<float> wideC;
   loom_memref3_f32 wc = widened<Widen>(c, wideC);
   mixedBatchMatmul<Widen>(a, b, &wc, transA, transB, accumulate);
@@ -269,4 +311,13 @@ extern "C" void _mlir_ciface_loom_rt_batch_matmul_f16_f32(
     int64_t transA, int64_t transB, int64_t accumulate) {
   mixedBatchMatmul<f16ToFloat>(a, b, c, transA != 0, transB != 0,
                                accumulate != 0);
+}
+
+extern "C" const char *loom_rt_bf16_matmul_implementation(void) {
+  return loom::dnnl_gemm::implementation(loom::dnnl_gemm::Type::bf16,
+                                         loom::dnnl_gemm::Type::f32);
+}
+
+extern "C" int64_t loom_rt_onednn_products(void) {
+  return loom::dnnl_gemm::products();
 }

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -279,10 +280,74 @@ void checkMixed(const Case &c, uint32_t seed, bool bf16) {
   }
 }
 
+/// Whether this machine's bf16 products run on oneDNN (AVX512-BF16/AMX).
+bool bf16OnOneDnn() { return *loom_rt_bf16_matmul_implementation() != 0; }
+
 TEST(GemmMapping, Bf16IntoF32MatchesTheCpuKernelInEveryLayout) {
   uint32_t seed = 300;
+  int64_t before = loom_rt_onednn_products();
   for (const Case &c : cases())
     checkMixed(c, seed++, /*bf16=*/true);
+  int64_t onednn = loom_rt_onednn_products() - before;
+  // Where the CPU has bf16 instructions, oneDNN computes the layouts it
+  // has kernels for (all but the padded, non-unit-stride ones); elsewhere
+  // none, and the widening path was what the cases compared.
+  if (bf16OnOneDnn())
+    EXPECT_GE(onednn, int64_t(cases().size()) / 2)
+        << loom_rt_bf16_matmul_implementation();
+  else
+    EXPECT_EQ(onednn, 0);
+  std::printf("bf16 products on oneDNN (%s): %lld of %zu\n",
+              loom_rt_bf16_matmul_implementation(), (long long)onednn,
+              cases().size());
+}
+
+/// Products of random bf16 values (sums not exact): oneDNN's result is the
+/// same bits run after run, and within f32 rounding of sgemm on the
+/// widened operands (another summation order). Large enough to use every
+/// thread BLAS would.
+TEST(GemmMapping, Bf16ProductsAreDeterministicAndNearTheF32Product) {
+  const int64_t m = 256, n = 192, k = 160;
+  std::mt19937 gen(42);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<uint16_t> a16(m * k), b16(k * n);
+  std::vector<float> af(m * k), bf(k * n), c1(m * n), c2(m * n), c3(m * n);
+  for (size_t i = 0; i < a16.size(); ++i)
+    af[i] = fromBf16(a16[i] = toBf16(dist(gen)));
+  for (size_t i = 0; i < b16.size(); ++i)
+    bf[i] = fromBf16(b16[i] = toBf16(dist(gen)));
+  Memref3 ma{a16.data(), a16.data(), 0, {1, m, k}, {m * k, k, 1}};
+  Memref3 mb{b16.data(), b16.data(), 0, {1, k, n}, {k * n, n, 1}};
+  auto run = [&](std::vector<float> &c) {
+    Memref3 mc{c.data(), c.data(), 0, {1, m, n}, {m * n, n, 1}};
+    _mlir_ciface_loom_rt_batch_matmul_bf16_f32(
+        reinterpret_cast<loom_memref3_16 *>(&ma),
+        reinterpret_cast<loom_memref3_16 *>(&mb),
+        reinterpret_cast<loom_memref3_f32 *>(&mc), 0, 0, 0);
+  };
+  int64_t before = loom_rt_onednn_products();
+  run(c1);
+  run(c2);
+  EXPECT_EQ(loom_rt_onednn_products() - before, bf16OnOneDnn() ? 2 : 0);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n),
+              int(k), 1.0f, af.data(), int(k), bf.data(), int(n), 0.0f,
+              c3.data(), int(n));
+  size_t differ = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      size_t at = size_t(i * n + j);
+      ASSERT_EQ(c1[at], c2[at]) << "element " << at;
+      double bound = 0;
+      for (int64_t x = 0; x < k; ++x)
+        bound += std::abs(double(af[i * k + x]) * bf[x * n + j]);
+      ASSERT_LE(std::abs(double(c1[at]) - c3[at]), 2 * k * 6e-8 * bound)
+          << "element " << at;
+      differ += c1[at] != c3[at];
+    }
+  std::printf("bf16 product of %lldx%lldx%lld: %zu of %lld elements differ "
+              "from sgemm's in the last bits\n",
+              (long long)m, (long long)n, (long long)k, differ,
+              (long long)(m * n));
 }
 
 TEST(GemmMapping, F16IntoF32MatchesTheCpuKernelInEveryLayout) {

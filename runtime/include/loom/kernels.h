@@ -57,8 +57,10 @@ typedef struct loom_memref3_16 {
 
 /* The same product with 16-bit operands (bf16 or f16) and an f32 result:
  * every product of two 16-bit floats is exact in f32 and the sum is f32,
- * as on tensor cores. The operands are widened to f32 (exactly) and handed
- * to sgemm (OpenBLAS has no bf16 GEMM). */
+ * as on tensor cores. bf16 runs on oneDNN's bf16 kernels where the CPU has
+ * bf16 instructions (loom_rt_bf16_matmul_implementation); otherwise, and
+ * for f16, the operands are widened to f32 (exactly) and handed to sgemm
+ * (OpenBLAS has no bf16 GEMM). */
 void _mlir_ciface_loom_rt_batch_matmul_bf16_f32(loom_memref3_16 *a,
                                                 loom_memref3_16 *b,
                                                 loom_memref3_f32 *c,
@@ -85,6 +87,13 @@ void _mlir_ciface_loom_rt_batch_matmul_f16(loom_memref3_16 *a,
                                            loom_memref3_16 *c,
                                            int64_t transA, int64_t transB,
                                            int64_t accumulate);
+
+/* The oneDNN kernel the bf16 entry points above use on this machine (e.g.
+ * "brg:avx512_core_bf16": where the CPU has AVX512-BF16 or AMX), or "" where
+ * they widen for sgemm instead (no native bf16, or LOOM_ONEDNN=0). */
+const char *loom_rt_bf16_matmul_implementation(void);
+/* How many products oneDNN has computed in this process (for tests). */
+int64_t loom_rt_onednn_products(void);
 
 /* An unranked memref: rank and a pointer to a ranked descriptor. */
 typedef struct loom_unranked_memref {

@@ -1,0 +1,47 @@
+//===- dnnl_gemm.h - Batch matmuls through oneDNN --------------*- C++ -*-===//
+//
+// 16-bit batch matmuls (bf16 operands, f32 accumulation) through oneDNN's
+// matmul primitive where this machine has a native kernel for them (AVX512
+// BF16 or AMX: oneDNN's `brg:avx512_core_bf16` and up); OpenBLAS has no bf16
+// GEMM, so without oneDNN the operands are widened to f32 for sgemm.
+// Internal to libloom_blas.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_DNNL_GEMM_H
+#define LOOM_RUNTIME_DNNL_GEMM_H
+
+#include <cstdint>
+
+namespace loom::dnnl_gemm {
+
+enum class Type { bf16, f16, f32 };
+
+/// A rank-3 strided operand as the memref descriptor gives it.
+struct Operand {
+  void *data; // aligned pointer plus offset
+  int64_t sizes[3];
+  int64_t strides[3];
+  Type type;
+};
+
+/// C = op(A) op(B) (+ C when `accumulate`), A and B 16-bit, C f32 or of
+/// their type (the f32 sums rounded once to nearest even), batches of 1
+/// broadcast. Returns false, having written nothing, when oneDNN has no
+/// native kernel for it here (its reference kernels are slower than
+/// widening for sgemm), when LOOM_ONEDNN=0, or when oneDNN refuses the
+/// layout; the caller then computes it.
+bool batchMatmul(const Operand &a, const Operand &b, const Operand &c,
+                 bool transA, bool transB, bool accumulate, int threads);
+
+/// How many products oneDNN has computed in this process.
+int64_t products();
+
+/// The oneDNN implementation a product of these types would use here (e.g.
+/// "brg:avx512_core_bf16"), or "" when none would be used: for reports and
+/// tests.
+const char *implementation(Type operands, Type result);
+
+} // namespace loom::dnnl_gemm
+
+#endif // LOOM_RUNTIME_DNNL_GEMM_H
