@@ -31,6 +31,7 @@ from torch.fx.experimental import proxy_tensor
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils.stateless import functional_call
 
+from loom.torch_recurrent import RecurrentError, recurrent_as_cells
 from loom.torch_ops import (ATEN_OPS, TorchImportError, UnsupportedOp, Value,
                             _ints, _norm_range, _type_of, cast, constant,
                             element_type, mlir_type, reshape)
@@ -573,10 +574,13 @@ def trace(model, loss_fn, example_batch, model_inputs=1, data_names=None,
     saved = tracer_class.record_stack_traces
     tracer_class.record_stack_traces = True
     try:
-        gm = make_fx(step, tracing_mode="fake")(
-            [p.tensor.detach() for p in params], *batch)
+        with recurrent_as_cells(model):
+            gm = make_fx(step, tracing_mode="fake")(
+                [p.tensor.detach() for p in params], *batch)
     except TorchImportError:
         raise
+    except RecurrentError as e:
+        raise TorchImportError(str(e)) from e
     except Exception as e:  # PyTorch's own tracing failures
         tb = traceback.extract_tb(e.__traceback__)
         user = [f for f in tb if not f.filename.startswith(_TORCH_DIR)

@@ -277,7 +277,7 @@ def _select(im, x, dim, index):
     return reshape(im, v, im.out()[0])
 
 
-@op("split", "split_with_sizes")
+@op("split", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes")
 def _split(im, x, sizes, dim=0):
     dim = dim % x.rank
     n = x.shape[dim]
