@@ -183,6 +183,7 @@ OwningOpRef<ModuleOp> lowerToLLVM(ModuleOp module, StringRef function,
   pipelineOptions.splitFunctions = options.splitFunctions;
   pipelineOptions.approximateMath = options.approximateMath;
   pipelineOptions.convAsGemm = options.convAsGemm;
+  pipelineOptions.convLibrary = options.convLibrary;
   if (options.gpuLoopsOnCpu)
     buildLoomCudaLoopsOnCpuPipeline(pm);
   else
@@ -270,6 +271,10 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner) {
       reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_bf16));
   add("_mlir_ciface_loom_rt_batch_matmul_f16",
       reinterpret_cast<void *>(&_mlir_ciface_loom_rt_batch_matmul_f16));
+  add("_mlir_ciface_loom_rt_conv_f32",
+      reinterpret_cast<void *>(&_mlir_ciface_loom_rt_conv_f32));
+  add("_mlir_ciface_loom_rt_conv_bf16",
+      reinterpret_cast<void *>(&_mlir_ciface_loom_rt_conv_bf16));
   add("memrefCopy", reinterpret_cast<void *>(&memrefCopy));
   static const char *elements[] = {"f16", "bf16", "f32", "f64", "i1",
                                    "i8",  "i16",  "i32", "i64"};

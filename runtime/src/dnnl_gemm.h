@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include <oneapi/dnnl/dnnl_types.h>
+
 namespace loom::dnnl_gemm {
 
 enum class Type { bf16, f16, f32 };
@@ -36,6 +38,36 @@ bool batchMatmul(const Operand &a, const Operand &b, const Operand &c,
 
 /// How many products oneDNN has computed in this process.
 int64_t products();
+
+/// An N-d convolution (1 to 3 spatial dimensions, channels first, dense
+/// row-major operands), as loom.conv describes it: x [n, c, d...],
+/// w [f, c / groups, kernel...], y [n, f, out...].
+struct ConvShape {
+  int64_t k, groups, n, c, f;
+  int64_t d[3], kernel[3], out[3], stride[3], padBegin[3], padEnd[3],
+      dilation[3];
+  /// Multiply-adds.
+  int64_t work() const;
+};
+
+/// y = conv(x, w) through oneDNN's convolution (blocked layouts chosen by
+/// oneDNN, the operands reordered into them and the result back); f32, or
+/// bf16 where the CPU has native bf16 (f32 accumulation, the result
+/// rounded once). Returns false, having written nothing, when oneDNN is
+/// off (LOOM_ONEDNN=0), has no native kernel for the type, or refuses.
+bool conv(const ConvShape &shape, Type type, const void *x, const void *w,
+          void *y, int threads);
+
+/// How many convolutions oneDNN has computed in this process.
+int64_t convolutions();
+
+namespace detail {
+/// The engine (null where oneDNN is off or cannot make one), the calling
+/// thread's stream, whether oneDNN has native kernels for `type` here.
+dnnl_engine_t engine();
+dnnl_stream_t threadStream();
+bool nativeOn(Type type);
+} // namespace detail
 
 /// The oneDNN implementation a product of these types would use here (e.g.
 /// "brg:avx512_core_bf16"), or "" when none would be used: for reports and

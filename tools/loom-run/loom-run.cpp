@@ -101,7 +101,12 @@ static cl::opt<bool> specialize("specialize-inputs",
 static cl::opt<bool> noBlas("no-blas", cl::desc("Do not call OpenBLAS for matmuls"), cl::cat(category));
 static cl::opt<bool> convLoops("conv-loops",
     cl::desc("Compile each convolution as a loop nest instead of im2col "
-             "patches and a BLAS GEMM"),
+             "patches and a BLAS GEMM or oneDNN's convolution"),
+    cl::cat(category));
+static cl::opt<bool> noOnednnConv("no-onednn-conv",
+    cl::desc("Compile grouped (depthwise) convolutions as loop nests instead "
+             "of calls to oneDNN's convolution (ungrouped ones are im2col "
+             "GEMMs either way)"),
     cl::cat(category));
 static cl::opt<bool> libm("libm",
     cl::desc("Call libm for f32 exp, erf and tanh instead of the "
@@ -204,6 +209,7 @@ ExecutorOptions executorOptions() {
   options.useBlas = !noBlas;
   options.approximateMath = !libm;
   options.convAsGemm = !convLoops;
+  options.convLibrary = !convLoops && !noOnednnConv;
   options.optLevel = optLevel;
   options.splitFunctions = splitFunctions;
   options.timePasses = timePasses;
@@ -303,7 +309,7 @@ int runExecutable() {
                 " (compile it with loomc --emit=executable)");
   for (const auto *opt :
        std::initializer_list<const cl::Option *>{
-           &noBlas, &libm, &convLoops, &optLevel, &gpuLoopsOnCpu, &noCache,
+           &noBlas, &libm, &convLoops, &noOnednnConv, &optLevel, &gpuLoopsOnCpu, &noCache,
            &splitFunctions, &timePasses, &compileThreads})
     if (opt->getNumOccurrences())
       return fail("--executable runs the program loomc compiled, which does "

@@ -42,7 +42,14 @@ def ConvertLoomToLinalg : Pass<"loom-convert-to-linalg", "mlir::ModuleOp"> {
     [F, C x K] x [C x K, N x O] (a linalg.batch_matmul of batch 1, which
     loom-lower-matmul-to-blas hands to OpenBLAS or cuBLAS), then transposed
     to [N, F, O...]. Without it, and for grouped convolutions, a
-    convolution is one linalg.generic summing its window in order.
+    convolution is one linalg.generic summing its window in order. With
+    `conv-library` (the CPU pipeline), a grouped f32 or bf16 convolution
+    (depthwise included) whose kernel is no wider than its output in any
+    spatial dimension (a forward convolution, an input gradient) is a call
+    to the runtime's `loom_rt_conv_f32`/`_bf16` on flat buffers (oneDNN's
+    convolution), its shape and window as 26 integers; a weight gradient
+    (marked `loom.weight_gradient` by the gradient rule) and ungrouped
+    convolutions stay as above.
   }];
   let options = [
     Option<"scatterThreads", "scatter-threads", "int64_t", /*default=*/"0",
@@ -51,6 +58,10 @@ def ConvertLoomToLinalg : Pass<"loom-convert-to-linalg", "mlir::ModuleOp"> {
     Option<"convAsGemm", "conv-as-gemm", "bool", /*default=*/"false",
            "Ungrouped convolutions as im2col patches times the filter (one "
            "GEMM each)">,
+    Option<"convLibrary", "conv-library", "bool", /*default=*/"false",
+           "Grouped f32 and bf16 convolutions whose kernel is no wider than "
+           "their output (forward passes, input gradients) as calls to "
+           "loom_rt_conv_<type> (oneDNN, the CPU pipeline)">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",

@@ -30,6 +30,10 @@ struct ExecutorOptions {
   /// GEMM each); false: a loop nest per convolution (loom-run
   /// --conv-loops).
   bool convAsGemm = true;
+  /// Grouped f32/bf16 forward convolutions and input gradients as calls to
+  /// oneDNN's convolution; false: loop nests (loom-run --no-onednn-conv,
+  /// --conv-loops).
+  bool convLibrary = true;
   /// LLVM optimization level (0-3). 3 adds aggressive unrolling that costs
   /// 2-4x the code-generation time of 2 on training steps and measured no
   /// faster on bench/forward.py's models.

@@ -25,12 +25,14 @@ using namespace mlir;
 void mlir::loom::buildLoomBufferizePipeline(OpPassManager &pm,
                                             int64_t scatterThreads,
                                             bool sharedProducers,
-                                            bool convAsGemm) {
+                                            bool convAsGemm,
+                                            bool convLibrary) {
   // loom -> tensors of linalg/tensor/arith/math, elementwise chains fused.
   pm.addPass(createCanonicalizerPass());
   ConvertLoomToLinalgOptions toLinalg;
   toLinalg.scatterThreads = scatterThreads;
   toLinalg.convAsGemm = convAsGemm;
+  toLinalg.convLibrary = convLibrary;
   pm.addPass(createConvertLoomToLinalg(toLinalg));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -70,7 +72,8 @@ void mlir::loom::buildLoomBufferizePipeline(OpPassManager &pm,
 void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
                                       const CpuPipelineOptions &options) {
   buildLoomBufferizePipeline(pm, /*scatterThreads=*/0,
-                             /*sharedProducers=*/false, options.convAsGemm);
+                             /*sharedProducers=*/false, options.convAsGemm,
+                             options.convLibrary);
   // Buffers -> loops (or BLAS) -> LLVM.
   if (options.useBlas)
     pm.addPass(createLoomLowerMatmulToBlas());

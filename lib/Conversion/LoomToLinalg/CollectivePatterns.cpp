@@ -69,21 +69,6 @@ FailureOr<int64_t> axesCode(Operation *op, FlatSymbolRefAttr meshRef,
 
 int64_t reductionCode(ReductionKind k) { return static_cast<int64_t>(k); }
 
-/// Declares `name(i64 x numInts, memref<?xT> x numBuffers)` with the C
-/// interface, once per module. Buffers are passed as memref<?xi8>-shaped
-/// descriptors of any element type: the runtime reads them by `dtype`.
-void declare(OpBuilder &b, Operation *anchor, StringRef name,
-             FunctionType type) {
-  auto module = anchor->getParentOfType<ModuleOp>();
-  if (module.lookupSymbol(name))
-    return;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
-  auto fn = func::FuncOp::create(b, anchor->getLoc(), name, type);
-  fn.setPrivate();
-  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-}
-
 /// Moves dimension `dim` to the front when the dimensions before it are not
 /// all of size 1 (then the data of each block is not contiguous).
 Value toFront(OpBuilder &b, Location loc, Value v, int64_t dim) {

@@ -2,6 +2,7 @@
 
 #include "Common.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/AffineExpr.h"
 #include <limits>
@@ -402,4 +403,16 @@ Value mlir::loom::lowering::reshape(OpBuilder &b, Location loc, Value v,
     return tensor::CollapseShapeOp::create(b, loc, target, collapsed,
                                            SmallVector<ReassociationIndices>{});
   return tensor::ExpandShapeOp::create(b, loc, target, collapsed, all);
+}
+
+void mlir::loom::lowering::declare(OpBuilder &b, Operation *anchor,
+                                   StringRef name, FunctionType type) {
+  auto module = anchor->getParentOfType<ModuleOp>();
+  if (module.lookupSymbol(name))
+    return;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto fn = func::FuncOp::create(b, anchor->getLoc(), name, type);
+  fn.setPrivate();
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
 }

@@ -108,6 +108,12 @@ Value keepDims(OpBuilder &b, Location loc, Value reduced,
 /// Row-major reshape of a static tensor (collapse/expand when possible).
 Value reshape(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape);
 
+/// Declares the external function `name` of `type` with the C interface
+/// (`_mlir_ciface_` + name: runtime/include/loom/kernels.h), once per
+/// module.
+void declare(OpBuilder &b, Operation *anchor, StringRef name,
+             FunctionType type);
+
 inline RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
@@ -115,13 +121,15 @@ inline ArrayRef<int64_t> shapeOf(Value v) { return tensorType(v).getShape(); }
 
 void populateElementwisePatterns(LoomTypeConverter &converter,
                                  RewritePatternSet &patterns);
-/// `convAsGemm`: see loom-convert-to-linalg's conv-as-gemm option;
+/// `convAsGemm`, `convLibrary`: see loom-convert-to-linalg's conv-as-gemm
+/// and conv-library options;
 /// `gatherPoolGradients`: max-pool gradients gathered per input element
 /// (the scatter-threads option, the CUDA pipelines).
 void populateStructuredPatterns(LoomTypeConverter &converter,
                                 RewritePatternSet &patterns,
                                 bool convAsGemm = false,
-                                bool gatherPoolGradients = false);
+                                bool gatherPoolGradients = false,
+                                bool convLibrary = false);
 /// `scatterThreads`: see loom-convert-to-linalg's scatter-threads option.
 void populateShapePatterns(LoomTypeConverter &converter,
                            RewritePatternSet &patterns,

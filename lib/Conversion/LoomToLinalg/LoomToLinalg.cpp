@@ -28,7 +28,8 @@ struct ConvertLoomToLinalgPass
     RewritePatternSet patterns(ctx);
     populateElementwisePatterns(converter, patterns);
     populateStructuredPatterns(converter, patterns, convAsGemm,
-                               /*gatherPoolGradients=*/scatterThreads > 0);
+                               /*gatherPoolGradients=*/scatterThreads > 0,
+                               convLibrary);
     populateShapePatterns(converter, patterns, scatterThreads);
     populateNNPatterns(converter, patterns);
     populateCollectivePatterns(converter, patterns);

@@ -2,6 +2,10 @@
 
 #include "Common.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
 using namespace mlir;
 using namespace mlir::loom;
 using namespace mlir::loom::lowering;
@@ -307,18 +311,104 @@ Value convAsGemm(ConvOp op, Value x, Value filter,
   return transpose(rewriter, loc, y, perm);
 }
 
+/// Whether `conv-library` calls the runtime for `op`: a grouped f32 or
+/// bf16 convolution (depthwise ones included: without the call, a loop
+/// nest) whose kernel is no wider than its output in any spatial dimension
+/// and that is not marked a weight gradient (forward convolutions and
+/// input gradients; a weight gradient, whose "kernel" is the output
+/// gradient, measured 0.45-0.9x im2col + sgemm through oneDNN's forward
+/// convolution). Ungrouped convolutions stay im2col GEMMs: through oneDNN,
+/// ResNet-18's parameters after two SGD steps were 1.2e-4 from PyTorch's
+/// float64 ones where the GEMMs' are 1.2e-7 (every single convolution
+/// within f32 rounding of a direct sum; not understood yet), and its step
+/// measured no faster (0.92-1.2x).
+bool libraryConv(ConvOp op) {
+  if (op->hasAttr(LoomDialect::kWeightGradientAttrName) || op.getGroups() == 1)
+    return false;
+  Type element = originalElement(op.getInput());
+  if (!element.isF32() && !element.isBF16())
+    return false;
+  int64_t k = op.getNumSpatialDims();
+  if (k < 1 || k > 3)
+    return false;
+  ArrayRef<int64_t> ws = shapeOf(op.getFilter()), ys = op.getType().getShape();
+  for (int64_t i = 0; i < k; ++i)
+    if (ws[2 + i] > ys[2 + i])
+      return false;
+  return true;
+}
+
+/// The convolution as a call to `loom_rt_conv_<type>(params, x, w, y)`
+/// (runtime/include/loom/kernels.h: oneDNN's convolution), its operands
+/// and result as flat buffers, its shape as 26 constant integers.
+Value convByLibrary(ConvOp op, Value x, Value filter,
+                    ConversionPatternRewriter &rewriter) {
+  Location loc = op.getLoc();
+  Type element = originalElement(op.getInput());
+  int64_t k = op.getNumSpatialDims();
+  ArrayRef<int64_t> xs = shapeOf(op.getInput()), ws = shapeOf(op.getFilter()),
+                    ys = op.getType().getShape();
+  SmallVector<int64_t> params = {k, int64_t(op.getGroups()), xs[0], xs[1], ws[0]};
+  auto three = [&](auto at, int64_t unused) {
+    for (int64_t i = 0; i < 3; ++i)
+      params.push_back(i < k ? at(i) : unused);
+  };
+  three([&](int64_t i) { return xs[2 + i]; }, 1);
+  three([&](int64_t i) { return ws[2 + i]; }, 1);
+  three([&](int64_t i) { return ys[2 + i]; }, 1);
+  three([&](int64_t i) { return op.getStrides()[i]; }, 1);
+  three([&](int64_t i) { return op.getPadding()[i]; }, 0);
+  three([&](int64_t i) { return op.getPadding()[k + i]; }, 0);
+  three([&](int64_t i) { return op.getDilations()[i]; }, 1);
+  auto i64 = rewriter.getI64Type();
+  auto paramType = RankedTensorType::get({int64_t(params.size())}, i64);
+  Value paramTensor = arith::ConstantOp::create(
+      rewriter, loc, DenseElementsAttr::get(paramType, ArrayRef(params)));
+  auto buffer = [&](Value t, Type elem) -> Value {
+    int64_t n = tensorType(t).getNumElements();
+    Value flat = tensorType(t).getRank() == 1 ? t : reshape(rewriter, loc, t, {n});
+    Value m = bufferization::ToBufferOp::create(
+        rewriter, loc, MemRefType::get({n}, elem), flat, /*read_only=*/true);
+    return memref::CastOp::create(
+        rewriter, loc, MemRefType::get({ShapedType::kDynamic}, elem), m);
+  };
+  int64_t ny = op.getType().getNumElements();
+  Value y = memref::AllocOp::create(rewriter, loc,
+                                    MemRefType::get({ny}, element));
+  SmallVector<Value> args = {
+      buffer(paramTensor, i64), buffer(x, element), buffer(filter, element),
+      memref::CastOp::create(
+          rewriter, loc, MemRefType::get({ShapedType::kDynamic}, element), y)};
+  std::string symbol = element.isF32() ? "loom_rt_conv_f32" : "loom_rt_conv_bf16";
+  declare(rewriter, op, symbol,
+          FunctionType::get(rewriter.getContext(), ValueRange(args).getTypes(),
+                            {}));
+  func::CallOp::create(rewriter, loc, symbol, TypeRange{}, args);
+  Value result = bufferization::ToTensorOp::create(
+      rewriter, loc, RankedTensorType::get({ny}, element), y,
+      /*restrict=*/true, /*writable=*/true);
+  return reshape(rewriter, loc, result, ys);
+}
+
 /// N-d convolution as one linalg.generic over
 /// (n, g, f, o..., c, k...) with the input padded first; with
-/// `conv-as-gemm` and one group, as a matrix product (convAsGemm).
+/// `conv-as-gemm` and one group, as a matrix product (convAsGemm); with
+/// `conv-library`, where libraryConv holds, as a runtime call.
 struct ConvLowering : OpConversionPattern<ConvOp> {
-  ConvLowering(const TypeConverter &tc, MLIRContext *ctx, bool asGemm)
-      : OpConversionPattern(tc, ctx), asGemm(asGemm) {}
-  bool asGemm;
+  ConvLowering(const TypeConverter &tc, MLIRContext *ctx, bool asGemm,
+               bool library)
+      : OpConversionPattern(tc, ctx), asGemm(asGemm), library(library) {}
+  bool asGemm, library;
 
   LogicalResult
   matchAndRewrite(ConvOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    if (library && libraryConv(op)) {
+      rewriter.replaceOp(op, convByLibrary(op, adaptor.getInput(),
+                                           adaptor.getFilter(), rewriter));
+      return success();
+    }
     if (asGemm && op.getGroups() == 1) {
       rewriter.replaceOp(op, convAsGemm(op, adaptor.getInput(),
                                         adaptor.getFilter(), rewriter));
@@ -676,12 +766,12 @@ struct MaxPoolIndicesLowering : OpConversionPattern<MaxPoolIndicesOp> {
 
 void mlir::loom::lowering::populateStructuredPatterns(
     LoomTypeConverter &tc, RewritePatternSet &patterns, bool convAsGemm,
-    bool gatherPoolGradients) {
+    bool gatherPoolGradients, bool convLibrary) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<DotGeneralLowering, MaxPoolIndicesLowering,
                PoolLowering<MaxPoolOp, true>, PoolLowering<AvgPoolOp, false>>(
       tc, ctx);
-  patterns.add<ConvLowering>(tc, ctx, convAsGemm);
+  patterns.add<ConvLowering>(tc, ctx, convAsGemm, convLibrary);
   if (gatherPoolGradients)
     patterns.add<MaxPoolGradientLowering>(tc, ctx);
   patterns.add<ReduceLowering<ReduceSumOp>>(tc, ctx, ReductionKind::sum, false);

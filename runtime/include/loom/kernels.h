@@ -126,6 +126,22 @@ typedef struct loom_memref1 {
   int64_t stride;
 } loom_memref1;
 
+/* (libloom_blas, conv_kernels.cpp) y = loom.conv(x, w) (1 to 3 spatial
+ * dimensions, channels first, dense
+ * operands as flat buffers): `params` holds 26 int64 values, in order:
+ * spatial dimensions k, groups, N, C, F, then three entries each (the first
+ * k used) for the input's spatial sizes, the kernel's, the output's,
+ * strides, padding before, padding after and dilations. Through oneDNN's
+ * convolution (f32; bf16 natively where the CPU has bf16 instructions,
+ * otherwise as the f32 convolution of the widened operands, rounded once);
+ * by loops where oneDNN is off (LOOM_ONEDNN=0). */
+void _mlir_ciface_loom_rt_conv_f32(loom_memref1 *params, loom_memref1 *x,
+                                   loom_memref1 *w, loom_memref1 *y);
+void _mlir_ciface_loom_rt_conv_bf16(loom_memref1 *params, loom_memref1 *x,
+                                    loom_memref1 *w, loom_memref1 *y);
+/* How many convolutions oneDNN has computed in this process (for tests). */
+int64_t loom_rt_onednn_convolutions(void);
+
 struct loom_mesh_s;
 void loom_rt_set_mesh(struct loom_mesh_s *mesh);
 int64_t loom_rt_pack_axes(const int32_t *axes, int32_t num_axes);

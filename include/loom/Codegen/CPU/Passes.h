@@ -36,6 +36,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "filter, one BLAS GEMM each (loom-convert-to-linalg's "
                      "conv-as-gemm)"),
       llvm::cl::init(true)};
+  Option<bool> convLibrary{
+      *this, "conv-library",
+      llvm::cl::desc("Grouped f32/bf16 forward convolutions and input "
+                     "gradients as calls to oneDNN's convolution "
+                     "(loom-convert-to-linalg's conv-library)"),
+      llvm::cl::init(true)};
   Option<bool> approximateMath{
       *this, "approximate-math",
       llvm::cl::desc("f32 exp, log, erf and tanh as vectorizable polynomials "
@@ -49,10 +55,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
 /// `scatterThreads`: loom-convert-to-linalg's scatter-threads (0 on the CPU;
 /// the CUDA pipelines cut a scatter-add's axis into chunks);
 /// `sharedProducers`: loom-fuse-elementwise's shared-producers, and
-/// `convAsGemm` loom-convert-to-linalg's conv-as-gemm (the CUDA pipelines).
+/// `convAsGemm` loom-convert-to-linalg's conv-as-gemm (the CUDA pipelines),
+/// `convLibrary` its conv-library (the CPU pipeline).
 void buildLoomBufferizePipeline(OpPassManager &pm, int64_t scatterThreads = 0,
                                 bool sharedProducers = false,
-                                bool convAsGemm = false);
+                                bool convAsGemm = false,
+                                bool convLibrary = false);
 
 /// Buffers (linalg, scf, library calls) -> loops -> the LLVM dialect: the
 /// CPU pipeline's back half.

@@ -166,6 +166,12 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                              "collective");
     return success();
   }
+  if (attr.getName() == kWeightGradientAttrName) {
+    if (!isa<ConvOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("'loom.weight_gradient' must be a unit "
+                             "attribute on a loom.conv");
+    return success();
+  }
   if (attr.getName() == kOverlapAttrName) {
     if (!isa<ModuleOp>(op) || !isa<BoolAttr>(attr.getValue()))
       return op->emitOpError("'loom.overlap' must be a bool on a module");

@@ -67,8 +67,11 @@ LogicalResult ConvOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
     xt = g.transpose(xt, perm);
     xt = g.reshape(xt, merged);
     Value dyt = g.transpose(dy, dyPerm);
-    Value dw = ConvOp::create(g.builder(), xt, dyt, getDilations(),
-                              getPadding(), getStrides(), groups);
+    auto conv = ConvOp::create(g.builder(), xt, dyt, getDilations(),
+                               getPadding(), getStrides(), groups);
+    conv->setAttr(LoomDialect::kWeightGradientAttrName,
+                  g.builder().getUnitAttr());
+    Value dw = conv;
     // The last window may reach past the filter when the forward convolution
     // dropped trailing input rows.
     dw = g.slice(dw, start, limit);

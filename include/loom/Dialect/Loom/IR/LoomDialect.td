@@ -87,6 +87,12 @@ def Loom_Dialect : Dialect {
     /// and completes at the loom.wait that reads its results (set by
     /// loom-overlap-collectives).
     static constexpr ::llvm::StringLiteral kAsyncAttrName = "loom.async";
+    /// loom.conv attribute (unit): the convolution is a weight gradient
+    /// (set by its forward convolution's gradient rule); the CPU pipeline
+    /// keeps it an im2col GEMM rather than oneDNN's forward convolution,
+    /// which measured up to 2x slower on such shapes (a batch of input
+    /// channels, the output gradient as the kernel).
+    static constexpr ::llvm::StringLiteral kWeightGradientAttrName = "loom.weight_gradient";
     /// Collective attribute (unit): a weight gathered again for the backward
     /// pass (ZeRO-3 / FSDP's full sharding: the forward pass's gathered copy
     /// dies after its last forward reader). Set by loom-partition; it also
