@@ -8,6 +8,7 @@
 
 #include "loom/kernels.h"
 
+#include "bf16.h"
 #include "dnnl_gemm.h"
 
 #include <cblas.h>
@@ -159,12 +160,7 @@ extern "C" void _mlir_ciface_loom_rt_batch_matmul_f64(loom_memref3_f64 *a,
 
 namespace {
 
-float bf16ToFloat(uint16_t bits) {
-  uint32_t wide = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &wide, sizeof f);
-  return f;
-}
+float bf16ToFloat(uint16_t bits) { return loom::bf16::toFloat(bits); }
 
 float f16ToFloat(uint16_t bits) {
   _Float16 h;
@@ -244,14 +240,7 @@ void mixedBatchMatmul(loom_memref3_16 *a, loom_memref3_16 *b,
 
 /// f32 -> bf16, rounded to nearest even (arith.truncf's rounding); NaN stays
 /// a (quiet) NaN.
-uint16_t floatToBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((bits >> 16) | 0x40);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return uint16_t(bits >> 16);
-}
+uint16_t floatToBf16(float f) { return loom::bf16::fromFloat(f); }
 
 uint16_t floatToF16(float f) {
   _Float16 h = static_cast<_Float16>(f);

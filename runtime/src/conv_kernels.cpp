@@ -10,6 +10,7 @@
 
 #include "loom/kernels.h"
 
+#include "bf16.h"
 #include "dnnl_gemm.h"
 
 #include <cstring>
@@ -95,22 +96,6 @@ int threadsFor(const ConvShape &s) {
   return s.work() < (int64_t(1) << 22) ? 1 : openblas_get_num_threads();
 }
 
-float bf16ToFloat(uint16_t bits) {
-  uint32_t wide = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &wide, sizeof f);
-  return f;
-}
-
-uint16_t floatToBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((bits >> 16) | 0x40);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return uint16_t(bits >> 16);
-}
-
 void convF32(const ConvShape &s, const float *x, const float *w, float *y) {
   if (!loom::dnnl_gemm::conv(s, Type::f32, x, w, y, threadsFor(s)))
     loops(s, x, w, y);
@@ -142,12 +127,12 @@ extern "C" void _mlir_ciface_loom_rt_conv_bf16(loom_memref1 *params,
   fw.resize(size_t(nw));
   fy.resize(size_t(ny));
   for (int64_t i = 0; i < nx; ++i)
-    fx[i] = bf16ToFloat(xb[i]);
+    fx[i] = loom::bf16::toFloat(xb[i]);
   for (int64_t i = 0; i < nw; ++i)
-    fw[i] = bf16ToFloat(wb[i]);
+    fw[i] = loom::bf16::toFloat(wb[i]);
   convF32(s, fx.data(), fw.data(), fy.data());
   for (int64_t i = 0; i < ny; ++i)
-    yb[i] = floatToBf16(fy[i]);
+    yb[i] = loom::bf16::fromFloat(fy[i]);
 }
 
 extern "C" int64_t loom_rt_onednn_convolutions(void) {

@@ -18,7 +18,6 @@
 #include <atomic>
 #include <map>
 #include <mutex>
-#include <string>
 #include <vector>
 
 namespace loom::dnnl_gemm {
@@ -124,22 +123,13 @@ Entry create(const ConvShape &s, dnnl_data_type_t type, int threads) {
   dnnl_primitive_attr_destroy(attr);
   if (status != dnnl_success)
     return e;
-  const char *impl = nullptr;
-  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-  bool ok = impl && std::string(impl).rfind("ref", 0) != 0 &&
-            makeSide(e.src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), true) &&
-            makeSide(e.weights, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), true) &&
-            makeSide(e.dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), false);
-  if (ok) {
-    const dnnl_memory_desc_t *pad =
-        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    if (pad) {
-      e.pad = *pad;
-      e.scratchpad = dnnl_memory_desc_get_size(pad);
-    }
-    if (dnnl_primitive_create(&e.primitive, pd) != dnnl_success)
-      e.primitive = nullptr;
-  }
+  auto md = [&](dnnl_query_t what) {
+    return dnnl_primitive_desc_query_md(pd, what, 0);
+  };
+  if (makeSide(e.src, md(dnnl_query_src_md), true) &&
+      makeSide(e.weights, md(dnnl_query_weights_md), true) &&
+      makeSide(e.dst, md(dnnl_query_dst_md), false))
+    detail::makePrimitive(pd, e.primitive, e.pad, e.scratchpad);
   dnnl_primitive_desc_destroy(pd);
   return e;
 }

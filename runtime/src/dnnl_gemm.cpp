@@ -97,6 +97,26 @@ bool detail::nativeOn(Type operands) {
   return (isa & bf16) == bf16;
 }
 
+bool detail::makePrimitive(const_dnnl_primitive_desc_t pd,
+                           dnnl_primitive_t &primitive,
+                           dnnl_memory_desc_t &pad, size_t &scratchpad) {
+  primitive = nullptr;
+  const char *impl = nullptr;
+  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  if (!impl || std::strncmp(impl, "ref", 3) == 0)
+    return false;
+  const dnnl_memory_desc_t *md =
+      dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  scratchpad = 0;
+  if (md) {
+    pad = *md;
+    scratchpad = dnnl_memory_desc_get_size(md);
+  }
+  if (dnnl_primitive_create(&primitive, pd) != dnnl_success)
+    primitive = nullptr;
+  return primitive != nullptr;
+}
+
 dnnl_stream_t detail::threadStream() {
   thread_local dnnl_stream_t stream = nullptr;
   if (!stream && engine() &&
@@ -182,19 +202,7 @@ Entry create(const Key &key, const dnnl_memory_desc_t &a,
   dnnl_primitive_attr_destroy(attr);
   if (status != dnnl_success)
     return e;
-  const char *impl = nullptr;
-  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-  // Reference kernels are loops, slower than widening for sgemm.
-  if (impl && std::strncmp(impl, "ref", 3) != 0) {
-    const dnnl_memory_desc_t *pad =
-        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    if (pad) {
-      e.pad = *pad;
-      e.scratchpad = dnnl_memory_desc_get_size(pad);
-    }
-    if (dnnl_primitive_create(&e.primitive, pd) != dnnl_success)
-      e.primitive = nullptr;
-  }
+  detail::makePrimitive(pd, e.primitive, e.pad, e.scratchpad);
   dnnl_primitive_desc_destroy(pd);
   return e;
 }

@@ -11,6 +11,7 @@
 #ifndef LOOM_RUNTIME_DNNL_GEMM_H
 #define LOOM_RUNTIME_DNNL_GEMM_H
 
+#include <cstddef>
 #include <cstdint>
 
 #include <oneapi/dnnl/dnnl_types.h>
@@ -67,6 +68,11 @@ namespace detail {
 dnnl_engine_t engine();
 dnnl_stream_t threadStream();
 bool nativeOn(Type type);
+/// The primitive of `pd` with its scratchpad's descriptor and size, unless
+/// `pd` is one of oneDNN's reference implementations (loops, slower than
+/// the fallbacks); false when not made.
+bool makePrimitive(const_dnnl_primitive_desc_t pd, dnnl_primitive_t &primitive,
+                   dnnl_memory_desc_t &pad, size_t &scratchpad);
 } // namespace detail
 
 /// The oneDNN implementation a product of these types would use here (e.g.
