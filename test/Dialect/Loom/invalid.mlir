@@ -1117,6 +1117,14 @@ func.func @regather_not_unit(%x: tensor<2xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @weight_gradient_not_conv(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.weight_gradient' must be a unit attribute on a loom.conv}}
+  %r = loom.exp %x {loom.weight_gradient} : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
 loom.mesh @m ["dp"=2]
 func.func @wait_two(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   // expected-error @+1 {{started collective ('loom.async') needs a later loom.wait of all its results, in order, in its block}}

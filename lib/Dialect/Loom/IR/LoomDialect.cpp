@@ -146,6 +146,18 @@ static LogicalResult verifyPipelinePlan(Operation *op, Attribute value) {
   return success();
 }
 
+/// Unit attributes that mark an op: loom.regather on a collective,
+/// loom.weight_gradient on a loom.conv.
+static LogicalResult verifyMarker(Operation *op, NamedAttribute attr) {
+  bool regather = attr.getName() == LoomDialect::kRegatherAttrName;
+  bool fits = regather ? isa<CollectiveOpInterface>(op) : isa<ConvOp>(op);
+  if (!fits || !isa<UnitAttr>(attr.getValue()))
+    return op->emitOpError("'")
+           << attr.getName().getValue() << "' must be a unit attribute on "
+           << (regather ? "a collective" : "a loom.conv");
+  return success();
+}
+
 LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() == kShardingAttrName)
@@ -160,18 +172,9 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kAsyncAttrName)
     return verifyStarted(op, attr.getValue());
-  if (attr.getName() == kRegatherAttrName) {
-    if (!isa<CollectiveOpInterface>(op) || !isa<UnitAttr>(attr.getValue()))
-      return op->emitOpError("'loom.regather' must be a unit attribute on a "
-                             "collective");
-    return success();
-  }
-  if (attr.getName() == kWeightGradientAttrName) {
-    if (!isa<ConvOp>(op) || !isa<UnitAttr>(attr.getValue()))
-      return op->emitOpError("'loom.weight_gradient' must be a unit "
-                             "attribute on a loom.conv");
-    return success();
-  }
+  if (attr.getName() == kRegatherAttrName ||
+      attr.getName() == kWeightGradientAttrName)
+    return verifyMarker(op, attr);
   if (attr.getName() == kOverlapAttrName) {
     if (!isa<ModuleOp>(op) || !isa<BoolAttr>(attr.getValue()))
       return op->emitOpError("'loom.overlap' must be a bool on a module");
