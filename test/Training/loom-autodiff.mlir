@@ -68,7 +68,7 @@ func.func @attention(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>) -> tensor<f32
 // CHECK: loom.pad %{{.*}} high = [0, 0, 0, 1, 0, 1]
 // CHECK: %[[DIL:.*]] = loom.slice %{{.*}} [0:1, 0:3, 0:5, 0:5] : (tensor<1x3x6x6xf32>) -> tensor<1x3x5x5xf32>
 // CHECK: loom.conv %[[DIL]], %[[WT]] strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<1x3x5x5xf32>, tensor<2x3x3x3xf32>) -> tensor<1x2x5x5xf32>
-// CHECK: %[[DW:.*]] = loom.conv %{{.*}}, %{{.*}} strides = [1, 1] padding = [1, 1, 1, 1] dilations = [2, 2] groups = 1 : (tensor<2x1x5x5xf32>, tensor<3x1x3x3xf32>) -> tensor<2x3x3x3xf32>
+// CHECK: %[[DW:.*]] = loom.conv %{{.*}}, %{{.*}} strides = [1, 1] padding = [1, 1, 1, 1] dilations = [2, 2] groups = 1 {loom.weight_gradient} : (tensor<2x1x5x5xf32>, tensor<3x1x3x3xf32>) -> tensor<2x3x3x3xf32>
 // CHECK: loom.transpose %[[DW]] permutation = [1, 0, 2, 3] : (tensor<2x3x3x3xf32>) -> tensor<3x2x3x3xf32>
 func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<f32> {
   %y = loom.conv %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>

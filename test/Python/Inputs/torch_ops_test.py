@@ -190,7 +190,7 @@ AUTODIFF = "loom"
 # as_strided) autodiff="pytorch"
 # does not import yet: they must be refused with a message, not run wrong.
 PYTORCH_BACKWARD_MISSING = {
-    "slice", "silu", "index_select", "conv2d", "conv1d", "conv_transpose2d",
+    "slice", "silu", "index_select", "conv2d", "conv1d", "conv2d_depthwise", "conv_transpose2d",
     "conv_transpose1d", "max_pool", "max_pool_ceil", "avg_pool", "avg_pool_ceil", "pad_circular", "view_writes", "adaptive_avg_pool_sizes", "index", "batch_norm",
     "batch_norm_eval", "max_dim"}
 
