@@ -20,6 +20,7 @@ Cases:
   unbatched sequence;
 * cells: nn.LSTMCell and nn.GRUCell in a hand-written loop (LSTMCell traces
   to aten.unsafe_split);
+* lstm-dp2: the first case data parallel on 2 ranks (batch 4);
 * proj-size: nn.LSTM(proj_size=...) is an error naming proj_size.
 
 Prints PASS/FAIL lines; exits 1 on a failure.
@@ -88,11 +89,11 @@ class Cells(nn.Module):
         return torch.stack(ys, 1)
 
 
-def run(work, name, model, with_h0=False, steps=3):
+def run(work, name, model, with_h0=False, steps=3, mesh=None, batch_size=B):
     torch.manual_seed(0)
-    x = torch.randn(B, T, E)
-    h0 = torch.randn(2, B, H) * 0.5
-    y = torch.randn(B, T, 2)
+    x = torch.randn(batch_size, T, E)
+    h0 = torch.randn(2, batch_size, H) * 0.5
+    y = torch.randn(batch_size, T, 2)
     batch = (x, h0, y) if with_h0 else (x, y)
     ref = copy.deepcopy(model)
     opt = torch.optim.SGD(ref.parameters(), lr=0.1)
@@ -104,7 +105,8 @@ def run(work, name, model, with_h0=False, steps=3):
         opt.step()
         losses.append(loss.item())
     art = loom.compile(model, nn.functional.mse_loss, torch.optim.SGD(model.parameters(), lr=0.1),
-                       batch, model_inputs=len(batch) - 1, out=os.path.join(work, name))
+                       batch, model_inputs=len(batch) - 1, out=os.path.join(work, name),
+                       mesh=mesh, strategy="dp" if mesh else None)
     got = art.train(tuple(t[None].expand(steps, *t.shape).contiguous() for t in batch),
                     steps=steps)
     state = art.load_state_dict()
@@ -146,6 +148,13 @@ def main():
         except loom.LoomError as e:
             print(f"FAIL {name}: {str(e).splitlines()[0][:300]}", flush=True)
             ok = False
+    # Data parallel: each of 2 ranks runs the cells on its half of the
+    # batch; the step equals PyTorch's on the whole batch.
+    try:
+        ok &= run(work, "lstm-dp2", Lstm().train(), mesh="dp=2", batch_size=4)
+    except loom.LoomError as e:
+        print(f"FAIL lstm-dp2: {str(e).splitlines()[0][:300]}", flush=True)
+        ok = False
     ok &= refused(work)
     print("OK" if ok else "FAILED")
     return 0 if ok else 1
