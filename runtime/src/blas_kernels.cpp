@@ -67,15 +67,10 @@ void gemm(bool ta, bool tb, int m, int n, int k, const double *a, int lda,
               beta, c, ldc);
 }
 
-/// Below this many multiply-adds per product, OpenBLAS's threads cost more
-/// (synchronization, spinning) than they save: measured 10x slower for the
-/// 128x64x128 products of attention on 2 cores.
-constexpr int64_t kThreadedGemmWork = int64_t(1) << 22;
-
 /// Runs small products on one BLAS thread, restoring the count after.
 struct BlasThreads {
   explicit BlasThreads(int64_t work) {
-    if (work < kThreadedGemmWork) {
+    if (work < loom::dnnl_gemm::kThreadedWork) {
       saved = openblas_get_num_threads();
       if (saved > 1)
         openblas_set_num_threads(1);
@@ -216,12 +211,9 @@ bool viaDnnl(loom_memref3_16 *a, loom_memref3_16 *b, CDesc *c,
   int64_t k = transA ? a->sizes[1] : a->sizes[2];
   if (batch == 0 || m == 0 || n == 0 || k == 0)
     return false;
-  int threads = batch * m * n * k < kThreadedGemmWork
-                    ? 1
-                    : openblas_get_num_threads();
-  return loom::dnnl_gemm::batchMatmul(operand(a, type), operand(b, type),
-                                      operand(c, resultType), transA, transB,
-                                      accumulate, threads);
+  return loom::dnnl_gemm::batchMatmul(
+      operand(a, type), operand(b, type), operand(c, resultType), transA,
+      transB, accumulate, loom::dnnl_gemm::threadsFor(batch * m * n * k));
 }
 
 template <float (*Widen)(uint16_t)>

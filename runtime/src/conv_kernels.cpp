@@ -16,9 +16,8 @@
 #include <cstring>
 #include <vector>
 
-extern "C" int openblas_get_num_threads(void);
-
 using loom::dnnl_gemm::ConvShape;
+using loom::dnnl_gemm::threadsFor;
 using loom::dnnl_gemm::Type;
 
 namespace {
@@ -91,13 +90,8 @@ void loops(const ConvShape &s, const float *x, const float *w, float *y) {
     }
 }
 
-int threadsFor(const ConvShape &s) {
-  // As for products (blas_kernels.cpp): small ones on one thread.
-  return s.work() < (int64_t(1) << 22) ? 1 : openblas_get_num_threads();
-}
-
 void convF32(const ConvShape &s, const float *x, const float *w, float *y) {
-  if (!loom::dnnl_gemm::conv(s, Type::f32, x, w, y, threadsFor(s)))
+  if (!loom::dnnl_gemm::conv(s, Type::f32, x, w, y, threadsFor(s.work())))
     loops(s, x, w, y);
 }
 
@@ -116,7 +110,7 @@ extern "C" void _mlir_ciface_loom_rt_conv_bf16(loom_memref1 *params,
   ConvShape s = shapeOf(params);
   const uint16_t *xb = dataOf<uint16_t>(x), *wb = dataOf<uint16_t>(w);
   uint16_t *yb = dataOf<uint16_t>(y);
-  if (loom::dnnl_gemm::conv(s, Type::bf16, xb, wb, yb, threadsFor(s)))
+  if (loom::dnnl_gemm::conv(s, Type::bf16, xb, wb, yb, threadsFor(s.work())))
     return;
   // Widened exactly, convolved in f32, rounded once to nearest even.
   int64_t nx = s.n * s.c * product(s.d, s.k),

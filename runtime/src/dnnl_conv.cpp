@@ -140,22 +140,6 @@ std::mutex cacheMutex;
 std::map<Key, Entry> cache;
 std::atomic<int64_t> done{0};
 
-/// Memory objects made for one call, destroyed with it.
-struct Memories {
-  std::vector<dnnl_memory_t> all;
-  dnnl_memory_t make(const dnnl_memory_desc_t &md, void *data) {
-    dnnl_memory_t m = nullptr;
-    if (dnnl_memory_create(&m, &md, engine(), data) != dnnl_success)
-      return nullptr;
-    all.push_back(m);
-    return m;
-  }
-  ~Memories() {
-    for (dnnl_memory_t m : all)
-      dnnl_memory_destroy(m);
-  }
-};
-
 bool reorder(dnnl_primitive_t r, dnnl_stream_t stream, dnnl_memory_t from,
              dnnl_memory_t to) {
   dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
@@ -166,8 +150,7 @@ bool reorder(dnnl_primitive_t r, dnnl_stream_t stream, dnnl_memory_t from,
 
 bool conv(const ConvShape &s, Type type, const void *x, const void *w,
           void *y, int threads) {
-  if (type == Type::f16 || !detail::nativeOn(type) || !engine() || s.k < 1 ||
-      s.k > 3)
+  if (type == Type::f16 || !detail::nativeOn(type) || s.k < 1 || s.k > 3)
     return false;
   Key key{};
   const int64_t *fields = &s.k;
@@ -192,7 +175,7 @@ bool conv(const ConvShape &s, Type type, const void *x, const void *w,
   if (!stream)
     return false;
   thread_local std::vector<char> bufX, bufW, bufY, scratch;
-  Memories m;
+  detail::Memories m;
   auto side = [&](const Side &sd, void *data, std::vector<char> &buf,
                   dnnl_memory_t &user, dnnl_memory_t &chosen) {
     user = m.make(sd.user, data);

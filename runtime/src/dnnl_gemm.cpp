@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+extern "C" int openblas_get_num_threads(void);
+
 namespace loom::dnnl_gemm {
 namespace {
 
@@ -97,13 +99,35 @@ bool detail::nativeOn(Type operands) {
   return (isa & bf16) == bf16;
 }
 
+int threadsFor(int64_t work) {
+  return work < kThreadedWork ? 1 : openblas_get_num_threads();
+}
+
+const char *detail::fastImplementation(const_dnnl_primitive_desc_t pd) {
+  const char *impl = nullptr;
+  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  return impl && std::strncmp(impl, "ref", 3) != 0 ? impl : nullptr;
+}
+
+dnnl_memory_t detail::Memories::make(const dnnl_memory_desc_t &md,
+                                     void *data) {
+  dnnl_memory_t m = nullptr;
+  if (count == 8 ||
+      dnnl_memory_create(&m, &md, engine(), data) != dnnl_success)
+    return nullptr;
+  return all[count++] = m;
+}
+
+detail::Memories::~Memories() {
+  for (int i = 0; i < count; ++i)
+    dnnl_memory_destroy(all[i]);
+}
+
 bool detail::makePrimitive(const_dnnl_primitive_desc_t pd,
                            dnnl_primitive_t &primitive,
                            dnnl_memory_desc_t &pad, size_t &scratchpad) {
   primitive = nullptr;
-  const char *impl = nullptr;
-  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-  if (!impl || std::strncmp(impl, "ref", 3) == 0)
+  if (!fastImplementation(pd))
     return false;
   const dnnl_memory_desc_t *md =
       dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -220,8 +244,7 @@ bool descriptor(const int64_t dims[3], const int64_t strides[3], Type t,
 bool batchMatmul(const Operand &a, const Operand &b, const Operand &c,
                  bool transA, bool transB, bool accumulate, int threads) {
   // f32 products stay with OpenBLAS (oneDNN measured 0.95-1.2x it here).
-  if (a.type != b.type || a.type == Type::f32 || !nativeOn(a.type) ||
-      !engine())
+  if (a.type != b.type || a.type == Type::f32 || !nativeOn(a.type))
     return false;
   if (c.type != Type::f32 && c.type != a.type)
     return false;
@@ -269,31 +292,20 @@ bool batchMatmul(const Operand &a, const Operand &b, const Operand &c,
   if (scratch.size() < entry->scratchpad)
     scratch.resize(entry->scratchpad);
 
-  dnnl_memory_t ma = nullptr, mb = nullptr, mc = nullptr, mp = nullptr;
-  bool ok =
-      dnnl_memory_create(&ma, &entry->a, engine(), a.data) == dnnl_success &&
-      dnnl_memory_create(&mb, &entry->b, engine(), b.data) == dnnl_success &&
-      dnnl_memory_create(&mc, &entry->c, engine(), c.data) == dnnl_success;
-  int nargs = 3;
-  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma},
-                             {DNNL_ARG_WEIGHTS, mb},
-                             {DNNL_ARG_DST, mc},
+  detail::Memories m;
+  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, m.make(entry->a, a.data)},
+                             {DNNL_ARG_WEIGHTS, m.make(entry->b, b.data)},
+                             {DNNL_ARG_DST, m.make(entry->c, c.data)},
                              {DNNL_ARG_SCRATCHPAD, nullptr}};
-  if (ok && entry->scratchpad) {
-    ok = dnnl_memory_create(&mp, &entry->pad, engine(), scratch.data()) ==
-         dnnl_success;
-    args[3].memory = mp;
-    nargs = 4;
-  }
-  if (ok) {
-    omp_set_num_threads(key.threads);
-    ok = dnnl_primitive_execute(entry->primitive, stream, nargs, args) ==
-             dnnl_success &&
-         dnnl_stream_wait(stream) == dnnl_success;
-  }
-  for (dnnl_memory_t m : {ma, mb, mc, mp})
-    if (m)
-      dnnl_memory_destroy(m);
+  if (entry->scratchpad)
+    args[3].memory = m.make(entry->pad, scratch.data());
+  int nargs = entry->scratchpad ? 4 : 3;
+  if (m.count != nargs)
+    return false;
+  omp_set_num_threads(key.threads);
+  bool ok = dnnl_primitive_execute(entry->primitive, stream, nargs, args) ==
+                dnnl_success &&
+            dnnl_stream_wait(stream) == dnnl_success;
   if (ok)
     done.fetch_add(1, std::memory_order_relaxed);
   return ok;
@@ -306,8 +318,7 @@ const char *implementation(Type operands, Type result) {
   static std::mutex m;
   std::lock_guard<std::mutex> lock(m);
   std::string &name = names[int(operands)][int(result)];
-  if (!name.empty() || operands == Type::f32 || !detail::nativeOn(operands) ||
-      !detail::engine())
+  if (!name.empty() || operands == Type::f32 || !detail::nativeOn(operands))
     return name.c_str();
   int64_t dims[3] = {1, 64, 64}, strides[3] = {64 * 64, 64, 1};
   dnnl_memory_desc_t a, c;
@@ -319,9 +330,7 @@ const char *implementation(Type operands, Type result) {
   if (dnnl_matmul_desc_init(&desc, &a, &a, nullptr, &c) == dnnl_success &&
       dnnl_primitive_desc_create(&pd, &desc, nullptr, engine(), nullptr) ==
           dnnl_success) {
-    const char *impl = nullptr;
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    if (impl && std::strncmp(impl, "ref", 3) != 0)
+    if (const char *impl = detail::fastImplementation(pd))
       name = impl;
     dnnl_primitive_desc_destroy(pd);
   }

@@ -62,17 +62,34 @@ bool conv(const ConvShape &shape, Type type, const void *x, const void *w,
 /// How many convolutions oneDNN has computed in this process.
 int64_t convolutions();
 
+/// Threads for a product or convolution of `work` multiply-adds: one below
+/// 2^22 (OpenBLAS's threads cost more than they save there: 10x slower on
+/// attention's 128x64x128 products on 2 cores), else as many as OpenBLAS
+/// uses, so that its pool and oneDNN's do not oversubscribe the rank.
+constexpr int64_t kThreadedWork = int64_t(1) << 22;
+int threadsFor(int64_t work);
+
 namespace detail {
 /// The engine (null where oneDNN is off or cannot make one), the calling
-/// thread's stream, whether oneDNN has native kernels for `type` here.
+/// thread's stream, whether oneDNN has native kernels for `type` here
+/// (false without an engine).
 dnnl_engine_t engine();
 dnnl_stream_t threadStream();
 bool nativeOn(Type type);
+/// `pd`'s implementation name, or null for oneDNN's reference
+/// implementations (loops, slower than the fallbacks).
+const char *fastImplementation(const_dnnl_primitive_desc_t pd);
 /// The primitive of `pd` with its scratchpad's descriptor and size, unless
-/// `pd` is one of oneDNN's reference implementations (loops, slower than
-/// the fallbacks); false when not made.
+/// fastImplementation(pd) is null; false when not made.
 bool makePrimitive(const_dnnl_primitive_desc_t pd, dnnl_primitive_t &primitive,
                    dnnl_memory_desc_t &pad, size_t &scratchpad);
+/// Memory objects wrapping buffers for one call, destroyed with it.
+struct Memories {
+  dnnl_memory_t make(const dnnl_memory_desc_t &md, void *data);
+  ~Memories();
+  dnnl_memory_t all[8] = {};
+  int count = 0;
+};
 } // namespace detail
 
 /// The oneDNN implementation a product of these types would use here (e.g.
