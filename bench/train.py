@@ -20,7 +20,9 @@ Loom's step with libm's exp/erf/tanh instead of the vectorizable
 polynomials (`loom-run --libm`) with the ratio of the two, and for
 the CNNs their step with grouped (depthwise) convolutions as loop nests
 (`--no-onednn-conv`) instead of oneDNN's convolution (ungrouped ones are
-im2col GEMMs either way). With
+im2col GEMMs either way), and Loom's step with every loop on one thread
+(`--serial-loops`) instead of its outermost parallel loops cut into
+chunks for the rank's threads, with the ratio of the two. With
 --precision bf16: Loom's --precision=bf16 against torch.autocast("cpu",
 bfloat16), both with fp32 weights, and Loom's step with its bf16 products
 widened for sgemm (LOOM_ONEDNN=0) instead of oneDNN's bf16 kernels, with
@@ -107,6 +109,7 @@ def main():
     print(f"{'model':8} {'torch s/step':>13} {'loom s/step':>12} {'loom compile s':>15} {'ratio':>7}"
           f" {'loom --libm s/step':>19} {'polynomial / libm':>18}"
           f" {'loom --no-onednn-conv s/step':>29} {'oneDNN / loops':>15}"
+          f" {'loom --serial-loops s/step':>27} {'threaded / serial':>18}"
           + (f" {'loom widened s/step':>20} {'oneDNN / widened':>17}" if bf16 else ""))
     for name, (model, shape, out_shape) in models.items():
         with tempfile.TemporaryDirectory() as work:
@@ -130,6 +133,9 @@ def main():
             gemm = loom_step_seconds(tools, path, work, a.steps, a.threads, a.precision,
                                      ["--no-onednn-conv"])[0] \
                 if name in ("resnet18", "mobilenetv2") else None
+            # Every loop on the calling thread.
+            serial = loom_step_seconds(tools, path, work, a.steps, a.threads, a.precision,
+                                       ["--serial-loops"])[0]
             # bf16 products widened for OpenBLAS's sgemm instead of oneDNN.
             widened = loom_step_seconds(tools, path, work, a.steps, a.threads, a.precision,
                                         env_extra={"LOOM_ONEDNN": "0"})[0] if bf16 else None
@@ -141,6 +147,7 @@ def main():
             print(f"{name:8} {t:13.4f} {loom:12.4f} {compile_s:15.2f} {loom / t:7.2f}"
                   f" {libm:19.4f} {loom / libm:18.2f}"
                   + (f" {gemm:29.4f} {loom / gemm:15.2f}" if gemm else f" {'-':>29} {'-':>15}")
+                  + f" {serial:27.4f} {loom / serial:18.2f}"
                   + (f" {widened:20.4f} {loom / widened:17.2f}" if bf16 else ""))
 
 

@@ -184,6 +184,7 @@ OwningOpRef<ModuleOp> lowerToLLVM(ModuleOp module, StringRef function,
   pipelineOptions.approximateMath = options.approximateMath;
   pipelineOptions.convAsGemm = options.convAsGemm;
   pipelineOptions.convLibrary = options.convLibrary;
+  pipelineOptions.parallelLoops = options.parallelLoops;
   if (options.gpuLoopsOnCpu)
     buildLoomCudaLoopsOnCpuPipeline(pm);
   else
@@ -276,6 +277,7 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner) {
   add("_mlir_ciface_loom_rt_conv_bf16",
       reinterpret_cast<void *>(&_mlir_ciface_loom_rt_conv_bf16));
   add("memrefCopy", reinterpret_cast<void *>(&memrefCopy));
+  add("loom_rt_parallel_for", reinterpret_cast<void *>(&loom_rt_parallel_for));
   static const char *elements[] = {"f16", "bf16", "f32", "f64", "i1",
                                    "i8",  "i16",  "i32", "i64"};
   for (const char *e : elements) {

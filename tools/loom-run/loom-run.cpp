@@ -112,6 +112,11 @@ static cl::opt<bool> libm("libm",
     cl::desc("Call libm for f32 exp, erf and tanh instead of the "
              "vectorizable polynomials within 4 ulp of it (docs/training.md)"),
     cl::cat(category));
+static cl::opt<bool> serialLoops("serial-loops",
+    cl::desc("Run every loop on the calling thread instead of cutting the "
+             "outermost parallel loops (elementwise ops, norms, losses, "
+             "the optimizer) into chunks for the runtime's threads"),
+    cl::cat(category));
 static cl::opt<bool> noCache("no-cache",
     cl::desc("Training: compile the step even when ARTIFACT/cache holds its "
              "machine code (and do not write it there)"),
@@ -210,6 +215,7 @@ ExecutorOptions executorOptions() {
   options.approximateMath = !libm;
   options.convAsGemm = !convLoops;
   options.convLibrary = !convLoops && !noOnednnConv;
+  options.parallelLoops = !serialLoops;
   options.optLevel = optLevel;
   options.splitFunctions = splitFunctions;
   options.timePasses = timePasses;
@@ -309,7 +315,7 @@ int runExecutable() {
                 " (compile it with loomc --emit=executable)");
   for (const auto *opt :
        std::initializer_list<const cl::Option *>{
-           &noBlas, &libm, &convLoops, &noOnednnConv, &optLevel, &gpuLoopsOnCpu, &noCache,
+           &noBlas, &libm, &convLoops, &noOnednnConv, &serialLoops, &optLevel, &gpuLoopsOnCpu, &noCache,
            &splitFunctions, &timePasses, &compileThreads})
     if (opt->getNumOccurrences())
       return fail("--executable runs the program loomc compiled, which does "

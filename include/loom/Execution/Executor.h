@@ -34,6 +34,10 @@ struct ExecutorOptions {
   /// oneDNN's convolution; false: loop nests (loom-run --no-onednn-conv,
   /// --conv-loops).
   bool convLibrary = true;
+  /// The outermost parallel loops on the runtime's threads
+  /// (loom-parallelize-loops); false: serial loops (loom-run
+  /// --serial-loops).
+  bool parallelLoops = true;
   /// LLVM optimization level (0-3). 3 adds aggressive unrolling that costs
   /// 2-4x the code-generation time of 2 on training steps and measured no
   /// faster on bench/forward.py's models.

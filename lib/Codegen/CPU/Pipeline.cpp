@@ -82,14 +82,21 @@ void mlir::loom::buildLoomCpuPipeline(OpPassManager &pm,
   LoomSplitFunctionsOptions split;
   split.maxOps = options.splitFunctions;
   pm.addPass(createLoomSplitFunctions(split));
-  buildLoomCpuLoweringTail(pm, options.approximateMath);
+  buildLoomCpuLoweringTail(pm, options.approximateMath,
+                           options.parallelLoops);
 }
 
 void mlir::loom::buildLoomCpuLoweringTail(OpPassManager &pm,
-                                          bool approximateMath) {
+                                          bool approximateMath,
+                                          bool parallelLoops) {
   // scf.forall (a scatter-add's independent lines) -> serial loops.
   pm.addPass(createForallToForLoopPass());
-  pm.addPass(createConvertLinalgToLoopsPass());
+  if (parallelLoops) {
+    pm.addPass(createConvertLinalgToParallelLoopsPass());
+    pm.addPass(createLoomParallelizeLoops());
+  } else {
+    pm.addPass(createConvertLinalgToLoopsPass());
+  }
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(math::createMathExtendToSupportedTypes());

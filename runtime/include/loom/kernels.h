@@ -142,6 +142,25 @@ void _mlir_ciface_loom_rt_conv_bf16(loom_memref1 *params, loom_memref1 *x,
 /* How many convolutions oneDNN has computed in this process (for tests). */
 int64_t loom_rt_onednn_convolutions(void);
 
+/* (libloom_blas, parallel.cpp) Runs fn(ctx, lo, hi) over contiguous
+ * chunks [lo, hi) of [0, n), one per thread, the caller's thread taking the
+ * first; alone (fn(ctx, 0, n)) when n * work (work: the cost of one
+ * iteration) is small, there is one thread, another loop is running, or
+ * the call comes from inside a chunk. The threads: LOOM_NUM_THREADS if
+ * set, else OpenBLAS's thread count. Compiled code calls it for its
+ * outermost parallel loops (loom-parallelize-loops). */
+void loom_rt_parallel_for(void (*fn)(void *, int64_t, int64_t), void *ctx,
+                          int64_t n, int64_t work);
+/* The number of threads loom_rt_parallel_for would use for a large loop. */
+int loom_rt_parallel_threads(void);
+/* The thread count a rank of a launch with environment `env` (a NULL-ended
+ * list of NAME=VALUE) and `cpus` usable CPUs takes by default: cpus / the
+ * launch's processes on this node (at least 1) when there are several, and
+ * 0 (leave OpenBLAS's count) for one, an unknown count, or when the user
+ * set LOOM_NUM_THREADS, OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or
+ * OMP_NUM_THREADS. libloom_blas applies it when it is loaded. */
+int loom_rt_rank_threads(const char *const *env, int cpus);
+
 struct loom_mesh_s;
 void loom_rt_set_mesh(struct loom_mesh_s *mesh);
 int64_t loom_rt_pack_axes(const int32_t *axes, int32_t num_axes);

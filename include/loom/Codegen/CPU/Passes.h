@@ -7,7 +7,9 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -47,6 +49,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("f32 exp, log, erf and tanh as vectorizable polynomials "
                      "(loom-approximate-math) instead of libm calls"),
       llvm::cl::init(true)};
+  Option<bool> parallelLoops{
+      *this, "parallel-loops",
+      llvm::cl::desc("Run the outermost parallel loops (elementwise ops, "
+                     "normalizations, losses, optimizer updates) on the "
+                     "runtime's threads (loom-parallelize-loops)"),
+      llvm::cl::init(true)};
 };
 
 /// loom -> linalg on tensors, elementwise chains fused -> buffers, the entry
@@ -64,8 +72,11 @@ void buildLoomBufferizePipeline(OpPassManager &pm, int64_t scatterThreads = 0,
 
 /// Buffers (linalg, scf, library calls) -> loops -> the LLVM dialect: the
 /// CPU pipeline's back half.
-/// `approximateMath`: loom-approximate-math (else libm calls).
-void buildLoomCpuLoweringTail(OpPassManager &pm, bool approximateMath = true);
+/// `approximateMath`: loom-approximate-math (else libm calls);
+/// `parallelLoops`: linalg ops as parallel loops, the outermost ones run on
+/// the runtime's threads (loom-parallelize-loops; else serial loops).
+void buildLoomCpuLoweringTail(OpPassManager &pm, bool approximateMath = true,
+                              bool parallelLoops = false);
 
 /// loom -> linalg -> bufferized -> LLVM dialect, ready for the JIT or
 /// mlir-translate --mlir-to-llvmir.

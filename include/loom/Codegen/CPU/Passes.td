@@ -159,4 +159,35 @@ def LoomSplitFunctions : Pass<"loom-split-functions", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect"];
 }
 
+def LoomParallelizeLoops : Pass<"loom-parallelize-loops", "mlir::ModuleOp"> {
+  let summary = "Run the outermost parallel loops on every core of the rank";
+  let description = [{
+    Each outermost `scf.parallel` of a function (the elementwise ops,
+    normalizations, softmaxes, losses and optimizer updates
+    `convert-linalg-to-parallel-loops` lowers; a loop nested in another
+    loop stays where it is) whose work (iterations times the operations of
+    its body, inner loops' trip counts included) reaches `min-work` or is
+    not known
+    becomes a call to the runtime's `loom_rt_parallel_for(fn, ctx, n,
+    work)`: the loop's body with one of its dimensions restricted to
+    `[lo, hi)` is outlined into `@<function>_parallel<k>(ctx, lo, hi)`,
+    the values it uses from outside are stored in a stack struct `ctx`
+    (memrefs as their LLVM descriptors; constants are cloned instead), and
+    the runtime cuts the `n` iterations of that dimension (the first one
+    with at least 16 iterations or a dynamic count, else the longest) into
+    contiguous chunks for its threads, or calls `fn(ctx, 0, n)` itself when
+    `n * work` is below its threshold or it has one thread. Every element
+    is computed by the same code whatever the chunks, so results are
+    bitwise the same for any thread count. Loops with results (reductions
+    in `scf.parallel`) are left alone. The CPU pipeline runs this before
+    lowering loops to branches; `loom-run --serial-loops` leaves it out.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"65536",
+           "Loops whose work is known to be below this stay in place">,
+  ];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+}
+
 #endif // LOOM_CODEGEN_CPU_PASSES_TD
