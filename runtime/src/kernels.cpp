@@ -9,11 +9,82 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+namespace {
+
+/// One dimension of a strided copy (strides in elements).
+struct CopyDim {
+  int64_t size, src, dst;
+};
+
+/// Copies `n` elements of `size` bytes `srcStride`/`dstStride` elements
+/// apart: one memcpy when both runs are contiguous, else a typed loop.
+void copyRun(char *dst, const char *src, int64_t n, int64_t size,
+             int64_t dstStride, int64_t srcStride) {
+  if (dstStride == 1 && srcStride == 1) {
+    std::memcpy(dst, src, n * size);
+    return;
+  }
+  auto typed = [&](auto zero) {
+    using T = decltype(zero);
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(dst + i * dstStride * size, src + i * srcStride * size,
+                  sizeof(T));
+  };
+  switch (size) {
+  case 1:
+    return typed(uint8_t());
+  case 2:
+    return typed(uint16_t());
+  case 4:
+    return typed(uint32_t());
+  case 8:
+    return typed(uint64_t());
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(dst + i * dstStride * size, src + i * srcStride * size,
+                  size);
+  }
+}
+
+/// The dimensions of a copy without those of size 1, and with each pair
+/// of neighbours that is contiguous in both buffers merged into one.
+std::vector<CopyDim> copyDims(int64_t rank, const int64_t *sizes,
+                              const int64_t *srcStrides,
+                              const int64_t *dstStrides) {
+  std::vector<CopyDim> dims;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (sizes[i] == 1)
+      continue;
+    dims.push_back({sizes[i], srcStrides[i], dstStrides[i]});
+  }
+  // Merge from the innermost outwards: outer (i) and inner (i + 1) merge
+  // when stepping the outer one is stepping past the whole inner one.
+  std::vector<CopyDim> merged;
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+    if (!merged.empty()) {
+      CopyDim &inner = merged.back();
+      if (it->src == inner.src * inner.size &&
+          it->dst == inner.dst * inner.size) {
+        inner.size *= it->size;
+        continue;
+      }
+    }
+    merged.push_back(*it);
+  }
+  std::reverse(merged.begin(), merged.end());
+  return merged;
+}
+
+} // namespace
+
+/// Contiguous runs of the innermost dimension copied with memcpy (or a
+/// typed loop when strided), the outer dimensions stepped as an odometer.
 extern "C" void memrefCopy(int64_t elementSize, loom_unranked_memref *src,
                            loom_unranked_memref *dst) {
   // Ranked descriptor: allocated, aligned, offset, sizes[rank], strides[rank].
@@ -22,29 +93,37 @@ extern "C" void memrefCopy(int64_t elementSize, loom_unranked_memref *src,
   };
   int64_t rank = src->rank;
   int64_t *s = fields(src), *d = fields(dst);
-  char *srcBase = reinterpret_cast<char *>(s[1]) + s[2] * elementSize;
+  const char *srcBase = reinterpret_cast<char *>(s[1]) + s[2] * elementSize;
   char *dstBase = reinterpret_cast<char *>(d[1]) + d[2] * elementSize;
-  const int64_t *sizes = s + 3, *srcStrides = s + 3 + rank,
-                *dstStrides = d + 3 + rank;
-  int64_t total = 1;
+  const int64_t *sizes = s + 3;
   for (int64_t i = 0; i < rank; ++i)
-    total *= sizes[i];
-  if (total == 0)
+    if (sizes[i] == 0)
+      return;
+  std::vector<CopyDim> dims =
+      copyDims(rank, sizes, s + 3 + rank, d + 3 + rank);
+  if (dims.empty()) { // rank 0, or every size 1
+    std::memcpy(dstBase, srcBase, elementSize);
     return;
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t n = 0; n < total; ++n) {
-    int64_t so = 0, doff = 0;
-    for (int64_t i = 0; i < rank; ++i) {
-      so += index[i] * srcStrides[i];
-      doff += index[i] * dstStrides[i];
-    }
-    std::memcpy(dstBase + doff * elementSize, srcBase + so * elementSize,
-                elementSize);
-    for (int64_t i = rank - 1; i >= 0; --i) {
-      if (++index[i] < sizes[i])
+  }
+  const CopyDim inner = dims.back();
+  dims.pop_back();
+  std::vector<int64_t> index(dims.size(), 0);
+  int64_t so = 0, doff = 0;
+  for (;;) {
+    copyRun(dstBase + doff * elementSize, srcBase + so * elementSize,
+            inner.size, elementSize, inner.dst, inner.src);
+    int64_t i = static_cast<int64_t>(dims.size()) - 1;
+    for (; i >= 0; --i) {
+      so += dims[i].src;
+      doff += dims[i].dst;
+      if (++index[i] < dims[i].size)
         break;
+      so -= dims[i].src * dims[i].size;
+      doff -= dims[i].dst * dims[i].size;
       index[i] = 0;
     }
+    if (i < 0)
+      return;
   }
 }
 
