@@ -2,6 +2,8 @@
 
 #include "loom/runtime.h"
 
+#include "env.h"
+
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -14,14 +16,7 @@ extern "C" char **environ;
 
 namespace {
 
-/// Looks up NAME in a NULL-terminated "NAME=value" list.
-const char *lookup(const char *const *env, const char *name) {
-  size_t len = std::strlen(name);
-  for (; env && *env; ++env)
-    if (std::strncmp(*env, name, len) == 0 && (*env)[len] == '=')
-      return *env + len + 1;
-  return nullptr;
-}
+using loom::rt::lookup;
 
 /// Parses an optional integer variable; *out keeps its value if absent.
 loom_status_t readInt(const char *const *env, const char *name, int32_t *out,

@@ -26,12 +26,13 @@
 #include "loom/kernels.h"
 #include "loom/runtime.h"
 
+#include "env.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <sched.h>
 #include <thread>
@@ -97,7 +98,6 @@ public:
     this->fn = fn;
     this->ctx = ctx;
     this->n = n;
-    this->chunks = chunks;
     done.store(0);
     generation = (generation + 1) & 0xffffffff;
     claim.store(generation << 32 | uint64_t(chunks) << 16);
@@ -135,8 +135,8 @@ private:
         return ran;
       if (!claim.compare_exchange_weak(word, word + 1))
         continue;
-      int64_t lo = n * int64_t(next) / chunks;
-      int64_t hi = n * int64_t(next + 1) / chunks;
+      int64_t lo = n * int64_t(next) / int64_t(count);
+      int64_t hi = n * int64_t(next + 1) / int64_t(count);
       insideChunk = true;
       fn(ctx, lo, hi);
       insideChunk = false;
@@ -185,7 +185,6 @@ private:
   Body fn = nullptr;
   void *ctx = nullptr;
   int64_t n = 0;
-  int chunks = 1;
   uint64_t generation = 0;
 
   /// The posted job: its generation (32 bits), chunk count (16) and next
@@ -236,16 +235,9 @@ extern "C" void loom_rt_parallel_for(void (*fn)(void *, int64_t, int64_t),
 extern "C" int loom_rt_parallel_threads(void) { return configuredThreads(); }
 
 extern "C" int loom_rt_rank_threads(const char *const *env, int cpus) {
-  auto set = [&](const char *name) {
-    size_t length = std::strlen(name);
-    for (const char *const *e = env; e && *e; ++e)
-      if (std::strncmp(*e, name, length) == 0 && (*e)[length] == '=')
-        return true;
-    return false;
-  };
   for (const char *name : {"LOOM_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                            "GOTO_NUM_THREADS", "OMP_NUM_THREADS"})
-    if (set(name))
+    if (loom::rt::lookup(env, name))
       return 0;
   loom_launch_info_t info;
   if (loom_status_t status = loom_launch_info_from_environ(env, &info)) {

@@ -174,8 +174,9 @@ public:
       : module(module), symbols(module), minWork(minWork),
         converter(module.getContext()) {}
 
-  /// Outlines `loop` of `parent` if it is worth it and can be; true if so.
-  bool run(scf::ParallelOp loop, func::FuncOp parent);
+  /// Outlines `root` (`loop` or the serial loops around it, nestRoot) of
+  /// `parent` if it is worth it and can be; true if so.
+  bool run(scf::ParallelOp loop, Operation *root, func::FuncOp parent);
 
 private:
   func::FuncOp runtimeFunction();
@@ -307,28 +308,27 @@ void Outliner::buildCall(Operation *root, scf::ParallelOp loop,
     LLVM::StoreOp::create(b, loc, stored, field);
   }
 
-  // Iterations of each dimension: max(0, ceil((ub - lb) / step)).
+  // Iterations of a loop dimension: max(0, ceil((ub - lb) / step)).
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  auto trips = [&](unsigned d) -> Value {
-    Value span = arith::SubIOp::create(b, loc, loop.getUpperBound()[d],
-                                       loop.getLowerBound()[d]);
-    Value count =
-        arith::CeilDivSIOp::create(b, loc, span, loop.getStep()[d]);
+  auto trips = [&](Value lb, Value ub, Value step) -> Value {
+    Value span = arith::SubIOp::create(b, loc, ub, lb);
+    Value count = arith::CeilDivSIOp::create(b, loc, span, step);
     return arith::MaxSIOp::create(b, loc, count, zero);
+  };
+  auto dimTrips = [&](unsigned d) {
+    return trips(loop.getLowerBound()[d], loop.getUpperBound()[d],
+                 loop.getStep()[d]);
   };
   Value work = arith::ConstantIndexOp::create(b, loc,
                                               bodyCost(*loop.getBody()));
   for (unsigned d = 0; d < loop.getNumLoops(); ++d)
     if (d != dim)
-      work = arith::MulIOp::create(b, loc, work, trips(d));
-  for (scf::ForOp serial : serialLoops(root, loop)) {
-    Value span = arith::SubIOp::create(b, loc, serial.getUpperBound(),
-                                       serial.getLowerBound());
-    Value count = arith::MaxSIOp::create(
-        b, loc, arith::CeilDivSIOp::create(b, loc, span, serial.getStep()),
-        zero);
-    work = arith::MulIOp::create(b, loc, work, count);
-  }
+      work = arith::MulIOp::create(b, loc, work, dimTrips(d));
+  for (scf::ForOp serial : serialLoops(root, loop))
+    work = arith::MulIOp::create(
+        b, loc, work,
+        trips(serial.getLowerBound(), serial.getUpperBound(),
+              serial.getStep()));
   Value fnValue = func::ConstantOp::create(b, loc, body.getFunctionType(),
                                            body.getSymName());
   Value fnPtr =
@@ -336,15 +336,15 @@ void Outliner::buildCall(Operation *root, scf::ParallelOp loop,
   func::CallOp::create(
       b, loc, runtimeFunction(),
       ValueRange{fnPtr, ctxPtr,
-                 arith::IndexCastOp::create(b, loc, i64, trips(dim)),
+                 arith::IndexCastOp::create(b, loc, i64, dimTrips(dim)),
                  arith::IndexCastOp::create(b, loc, i64, work)});
   root->erase();
 }
 
-bool Outliner::run(scf::ParallelOp loop, func::FuncOp parent) {
+bool Outliner::run(scf::ParallelOp loop, Operation *root,
+                   func::FuncOp parent) {
   if (loop.getNumResults() != 0)
     return false;
-  Operation *root = nestRoot(loop);
   // Loops known to be small run in place; the runtime decides for those
   // with a dynamic count.
   int64_t work = bodyCost(*loop.getBody());
@@ -387,16 +387,17 @@ struct ParallelizeLoopsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Outliner outliner(module, minWork);
-    SmallVector<std::pair<scf::ParallelOp, func::FuncOp>> loops;
+    SmallVector<std::tuple<scf::ParallelOp, Operation *, func::FuncOp>> loops;
     // Outermost ones only (alone or in a nest of serial loops), collected
     // before any is moved.
     for (auto fn : module.getOps<func::FuncOp>())
       fn.walk([&](scf::ParallelOp loop) {
-        if (!insideLoop(nestRoot(loop)))
-          loops.push_back({loop, fn});
+        Operation *root = nestRoot(loop);
+        if (!insideLoop(root))
+          loops.push_back({loop, root, fn});
       });
-    for (auto [loop, fn] : loops)
-      outliner.run(loop, fn);
+    for (auto [loop, root, fn] : loops)
+      outliner.run(loop, root, fn);
   }
 };
 
