@@ -11,12 +11,14 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMPARALLELIZELOOPS
@@ -168,15 +170,64 @@ Type slotType(Type t, const LLVMTypeConverter &converter) {
   return Type();
 }
 
+/// An outermost parallel loop (or the nest of serial loops around it)
+/// prepared for outlining: its body function built, not yet called.
+struct Candidate {
+  scf::ParallelOp loop;
+  Operation *root;
+  func::FuncOp parent;
+  unsigned dim;
+  SmallVector<Value> captures;
+  LLVM::LLVMStructType ctxType;
+  func::FuncOp body;
+  /// Whether its work reaches min-work (or is not known statically).
+  bool large;
+  /// The body function as printed without its name: equal keys, equal code.
+  std::string key;
+};
+
+/// The type capture `v` has in the outlined body of `root`: a memref that
+/// the body only loads from and stores into gets a dynamic offset (its
+/// descriptor carries the offset), so that loops over different slices of
+/// a buffer, or over buffers of one shape, share one body; the others keep
+/// their type.
+Type bodyType(Value v, Operation *root) {
+  auto memref = dyn_cast<MemRefType>(v.getType());
+  if (!memref)
+    return v.getType();
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(memref.getStridesAndOffset(strides, offset)))
+    return memref;
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (!root->isAncestor(user))
+      continue;
+    bool access = (isa<memref::LoadOp>(user) && use.getOperandNumber() == 0) ||
+                  (isa<memref::StoreOp>(user) && use.getOperandNumber() == 1);
+    if (!access)
+      return memref;
+  }
+  return MemRefType::get(
+      memref.getShape(), memref.getElementType(),
+      StridedLayoutAttr::get(v.getContext(), ShapedType::kDynamic, strides),
+      memref.getMemorySpace());
+}
+
 class Outliner {
 public:
   Outliner(ModuleOp module, int64_t minWork)
       : module(module), symbols(module), minWork(minWork),
         converter(module.getContext()) {}
 
-  /// Outlines `root` (`loop` or the serial loops around it, nestRoot) of
-  /// `parent` if it is worth it and can be; true if so.
-  bool run(scf::ParallelOp loop, Operation *root, func::FuncOp parent);
+  /// Builds the body function of `root` (`loop` or the serial loops around
+  /// it, nestRoot) of `parent`, or nothing if it cannot be outlined.
+  std::optional<Candidate> prepare(scf::ParallelOp loop, Operation *root,
+                                   func::FuncOp parent);
+  /// Replaces the candidate's loop by a call to the runtime with `body`.
+  void outline(Candidate &c, func::FuncOp body);
+  /// Removes an unused body function.
+  void erase(func::FuncOp fn) { symbols.erase(fn); }
 
 private:
   func::FuncOp runtimeFunction();
@@ -248,7 +299,8 @@ func::FuncOp Outliner::buildBody(Operation *root, scf::ParallelOp loop,
         v.getType().isIndex()
             ? arith::IndexCastOp::create(b, loc, index, loaded).getResult()
         : isa<MemRefType>(v.getType())
-            ? UnrealizedConversionCastOp::create(b, loc, v.getType(), loaded)
+            ? UnrealizedConversionCastOp::create(b, loc, bodyType(v, root),
+                                                 loaded)
                   .getResult(0)
             : loaded;
     mapping.map(v, value);
@@ -341,12 +393,13 @@ void Outliner::buildCall(Operation *root, scf::ParallelOp loop,
   root->erase();
 }
 
-bool Outliner::run(scf::ParallelOp loop, Operation *root,
-                   func::FuncOp parent) {
+std::optional<Candidate> Outliner::prepare(scf::ParallelOp loop,
+                                           Operation *root,
+                                           func::FuncOp parent) {
   if (loop.getNumResults() != 0)
-    return false;
-  // Loops known to be small run in place; the runtime decides for those
-  // with a dynamic count.
+    return std::nullopt;
+  // Loops known to be small run in place unless they share their body
+  // with others; the runtime decides for those with a dynamic count.
   int64_t work = bodyCost(*loop.getBody());
   bool dynamic = false;
   auto count = [&](std::optional<int64_t> trips) {
@@ -359,8 +412,6 @@ bool Outliner::run(scf::ParallelOp loop, Operation *root,
   for (scf::ForOp serial : serialLoops(root, loop))
     count(staticTrips(serial.getLowerBound(), serial.getUpperBound(),
                       serial.getStep()));
-  if (!dynamic && work < minWork)
-    return false;
 
   llvm::SetVector<Value> captures, constants;
   usedValues(root, captures, constants);
@@ -368,16 +419,29 @@ bool Outliner::run(scf::ParallelOp loop, Operation *root,
   for (Value v : captures) {
     Type slot = slotType(v.getType(), converter);
     if (!slot)
-      return false;
+      return std::nullopt;
     slots.push_back(slot);
   }
-  auto ctxType = LLVM::LLVMStructType::getLiteral(module.getContext(), slots);
-  unsigned dim = chunkedDimension(loop);
-  func::FuncOp body =
-      buildBody(root, loop, parent, dim, captures.getArrayRef(),
-                constants.getArrayRef(), ctxType);
-  buildCall(root, loop, parent, dim, body, captures.getArrayRef(), ctxType);
-  return true;
+  Candidate c;
+  c.loop = loop;
+  c.root = root;
+  c.parent = parent;
+  c.large = dynamic || work >= minWork;
+  c.captures.assign(captures.begin(), captures.end());
+  c.ctxType = LLVM::LLVMStructType::getLiteral(module.getContext(), slots);
+  c.dim = chunkedDimension(loop);
+  c.body = buildBody(root, loop, parent, c.dim, c.captures,
+                     constants.getArrayRef(), c.ctxType);
+  llvm::raw_string_ostream os(c.key);
+  c.body.print(os, OpPrintingFlags().useLocalScope());
+  // The name is the only difference between equal bodies.
+  std::string name = ("@" + c.body.getSymName()).str();
+  c.key.replace(c.key.find(name), name.size(), "@");
+  return c;
+}
+
+void Outliner::outline(Candidate &c, func::FuncOp body) {
+  buildCall(c.root, c.loop, c.parent, c.dim, body, c.captures, c.ctxType);
 }
 
 struct ParallelizeLoopsPass
@@ -396,8 +460,27 @@ struct ParallelizeLoopsPass
         if (!insideLoop(root))
           loops.push_back({loop, root, fn});
       });
+    std::vector<Candidate> candidates;
     for (auto [loop, root, fn] : loops)
-      outliner.run(loop, root, fn);
+      if (std::optional<Candidate> c = outliner.prepare(loop, root, fn))
+        candidates.push_back(std::move(*c));
+    // Loops with equal bodies (a repeated layer's, a recurrence's steps)
+    // call one function: LLVM compiles it once.
+    llvm::StringMap<func::FuncOp> shared;
+    llvm::StringMap<unsigned> uses;
+    for (Candidate &c : candidates)
+      ++uses[c.key];
+    for (Candidate &c : candidates) {
+      if (!c.large && uses[c.key] < 2) {
+        outliner.erase(c.body);
+        continue;
+      }
+      auto [it, first] = shared.try_emplace(c.key, c.body);
+      outliner.outline(c, it->second);
+      if (!first) {
+        outliner.erase(c.body);
+      }
+    }
   }
 };
 

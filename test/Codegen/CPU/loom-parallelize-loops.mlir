@@ -28,7 +28,10 @@
 // CHECK: return
 // CHECK: func.func private @scale_parallel(%[[C:.*]]: !llvm.ptr, %[[LO:.*]]: index, %[[HI:.*]]: index)
 // CHECK: llvm.load {{.*}} -> !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>
-// CHECK: builtin.unrealized_conversion_cast {{.*}} to memref<1024x256xf32>
+// Memrefs the body only loads from and stores into are read with a
+// dynamic offset (the descriptor's), so that loops over other slices can
+// share the body.
+// CHECK: builtin.unrealized_conversion_cast {{.*}} to memref<1024x256xf32, strided<[256, 1], offset: ?>>
 // CHECK: llvm.load {{.*}} -> f32
 // CHECK: %[[B:.*]] = arith.addi %c0, %{{.*}} : index
 // CHECK: %[[E:.*]] = arith.minsi %c1024, %{{.*}} : index
@@ -160,6 +163,92 @@ func.func @columns(%x: memref<4096x512xf32>, %sum: memref<512xf32>) {
       memref.store %a, %sum[%j] : memref<512xf32>
       scf.reduce
     }
+  }
+  return
+}
+
+// -----
+
+// The steps of a recurrence: the same small elementwise loop over
+// different rows of a sequence buffer (static offsets 0 and 512) and over a
+// whole buffer of the same shape. Small loops stay in place unless their
+// body equals another's; equal bodies are outlined once and called from
+// each place (LLVM compiles the body once). A small loop whose body is
+// unique (the scaling by 3) stays; a memref used other than by loads and
+// stores (memref.dim) keeps its static type in the body: the last two
+// loops, over slices at offsets 0 and 4096 also read by memref.dim, have
+// bodies of their own and, small and unique, stay.
+// CHECK-LABEL: func.func @steps(
+// CHECK-COUNT-3: constant @steps_parallel : {{.*}}
+// CHECK: call @loom_rt_parallel_for
+// CHECK-NOT: loom_rt_parallel_for
+// CHECK: scf.parallel
+// CHECK: arith.mulf
+// CHECK: scf.parallel
+// CHECK: memref.dim
+// CHECK: scf.parallel
+// CHECK: memref.dim
+// CHECK: return
+// CHECK: func.func private @steps_parallel(
+// CHECK: to memref<8x512xf32, strided<[512, 1], offset: ?>>
+// CHECK: math.tanh
+// CHECK-NOT: func.func private @steps_parallel
+// CHECK: func.func private @loom_rt_parallel_for
+
+// LLVM-LABEL: llvm.func @steps(
+// LLVM-COUNT-3: llvm.mlir.addressof @steps_parallel : !llvm.ptr
+// LLVM: llvm.func @steps_parallel(
+func.func @steps(%seq: memref<2x8x512xf32>, %h: memref<8x512xf32>, %out: memref<2x8x512xf32>, %g: memref<8x512xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c512 = arith.constant 512 : index
+  %x0 = memref.subview %seq[0, 0, 0] [1, 8, 512] [1, 1, 1] : memref<2x8x512xf32> to memref<8x512xf32, strided<[512, 1]>>
+  %x1 = memref.subview %seq[1, 0, 0] [1, 8, 512] [1, 1, 1] : memref<2x8x512xf32> to memref<8x512xf32, strided<[512, 1], offset: 4096>>
+  %y0 = memref.subview %out[0, 0, 0] [1, 8, 512] [1, 1, 1] : memref<2x8x512xf32> to memref<8x512xf32, strided<[512, 1]>>
+  %y1 = memref.subview %out[1, 0, 0] [1, 8, 512] [1, 1, 1] : memref<2x8x512xf32> to memref<8x512xf32, strided<[512, 1], offset: 4096>>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c512) step (%c1, %c1) {
+    %v = memref.load %x0[%i, %j] : memref<8x512xf32, strided<[512, 1]>>
+    %t = math.tanh %v : f32
+    memref.store %t, %y0[%i, %j] : memref<8x512xf32, strided<[512, 1]>>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c512) step (%c1, %c1) {
+    %v = memref.load %x1[%i, %j] : memref<8x512xf32, strided<[512, 1], offset: 4096>>
+    %t = math.tanh %v : f32
+    memref.store %t, %y1[%i, %j] : memref<8x512xf32, strided<[512, 1], offset: 4096>>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c512) step (%c1, %c1) {
+    %v = memref.load %h[%i, %j] : memref<8x512xf32>
+    %t = math.tanh %v : f32
+    memref.store %t, %g[%i, %j] : memref<8x512xf32>
+    scf.reduce
+  }
+  %three = arith.constant 3.0 : f32
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c512) step (%c1, %c1) {
+    %v = memref.load %h[%i, %j] : memref<8x512xf32>
+    %t = arith.mulf %v, %three : f32
+    memref.store %t, %h[%i, %j] : memref<8x512xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c512) step (%c1, %c1) {
+    %n = memref.dim %x0, %c1 : memref<8x512xf32, strided<[512, 1]>>
+    %v = memref.load %x0[%i, %j] : memref<8x512xf32, strided<[512, 1]>>
+    %d = arith.index_cast %n : index to i32
+    %f = arith.sitofp %d : i32 to f32
+    %t = arith.addf %v, %f : f32
+    memref.store %t, %h[%i, %j] : memref<8x512xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c512) step (%c1, %c1) {
+    %n = memref.dim %x1, %c1 : memref<8x512xf32, strided<[512, 1], offset: 4096>>
+    %v = memref.load %x1[%i, %j] : memref<8x512xf32, strided<[512, 1], offset: 4096>>
+    %d = arith.index_cast %n : index to i32
+    %f = arith.sitofp %d : i32 to f32
+    %t = arith.addf %v, %f : f32
+    memref.store %t, %h[%i, %j] : memref<8x512xf32>
+    scf.reduce
   }
   return
 }
