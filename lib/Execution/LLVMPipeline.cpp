@@ -138,8 +138,10 @@ mlir::loom::makeLLVMTransformer(unsigned optLevel, TargetMachine *targetMachine,
     PassInstrumentationCallbacks callbacks;
     // StandardInstrumentations times passes when TimePassesIsEnabled is
     // set at its construction.
+    // (Only when timing: partitions are optimized on several threads.)
     bool wasTiming = TimePassesIsEnabled;
-    TimePassesIsEnabled = timePasses;
+    if (timePasses)
+      TimePassesIsEnabled = true;
     StandardInstrumentations instrumentations(module->getContext(),
                                               /*DebugLogging=*/false);
     if (timePasses)
@@ -160,7 +162,8 @@ mlir::loom::makeLLVMTransformer(unsigned optLevel, TargetMachine *targetMachine,
       if (timePasses)
         reportAndResetTimings(&errs());
     }
-    TimePassesIsEnabled = wasTiming;
+    if (timePasses)
+      TimePassesIsEnabled = wasTiming;
     return error;
   };
 }
@@ -274,9 +277,6 @@ mlir::loom::compileToObjects(ModuleOp lowered, StringRef entry,
   ExecutionEngine::setupTargetTripleAndDataLayout(module.get(), machine->get());
   if (!addPackedWrapper(*module, ("_mlir_ciface_" + entry).str(), error))
     return std::nullopt;
-  if (Error e = makeLLVMTransformer(options.optLevel, machine->get(),
-                                    options.timePasses)(module.get()))
-    return fail(std::move(e));
 
   unsigned threads = options.threads ? options.threads
                                      : std::max(1u, std::thread::hardware_concurrency());
@@ -284,6 +284,18 @@ mlir::loom::compileToObjects(ModuleOp lowered, StringRef entry,
   // copies declarations and globals into every partition).
   unsigned partitions =
       std::max(1u, std::min(threads, definedFunctions(*module) / 2));
+  // Each partition is optimized on its thread too (LLVM's optimization
+  // was half of the time on a long step, on one core). Functions do not
+  // inline across partitions: the pieces loom-split-functions cut and the
+  // loops loom-parallelize-loops outlined are not meant to be inlined.
+  // With --compile-timing the module is optimized whole first, for one
+  // report.
+  bool optimizeWhole = partitions == 1 || options.timePasses;
+  if (optimizeWhole)
+    if (Error e = makeLLVMTransformer(options.optLevel, machine->get(),
+                                      options.timePasses)(module.get()))
+      return fail(std::move(e));
+
   auto start = std::chrono::steady_clock::now();
   auto report = [&] {
     if (options.timePasses)
@@ -325,6 +337,18 @@ mlir::loom::compileToObjects(ModuleOp lowered, StringRef entry,
       if (!part) {
         errors[i] = toString(part.takeError());
         return;
+      }
+      if (!optimizeWhole) {
+        auto partMachine = hostTargetMachine(options.codegenLevel, options.cpu);
+        if (!partMachine) {
+          errors[i] = toString(partMachine.takeError());
+          return;
+        }
+        if (Error e = makeLLVMTransformer(options.optLevel, partMachine->get(),
+                                          /*timePasses=*/false)(part->get())) {
+          errors[i] = toString(std::move(e));
+          return;
+        }
       }
       Expected<std::string> object = emitObject(**part, options.codegenLevel, options.cpu);
       if (!object)
