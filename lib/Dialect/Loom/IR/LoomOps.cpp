@@ -444,6 +444,105 @@ struct SimplifyPowByConstant : OpRewritePattern<PowOp> {
 };
 } // namespace
 
+namespace {
+/// add(pad(a), add(pad(b), pad(c)), ...) with zero pads whose inputs cover
+/// consecutive slabs of one dimension (no overlap, no gap) is
+/// pad(concat(a, b, c)): at every element one term is the slab's value and
+/// the others are zeros. The gradient of slicing a value into T pieces was
+/// T full-size tensors and T - 1 full-size additions (quadratic in T for a
+/// recurrence's time steps). Matched at the root of a chain of
+/// single-use additions.
+struct ConcatDisjointZeroPads : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  static bool isZero(Attribute value) {
+    if (auto f = dyn_cast<FloatAttr>(value))
+      return f.getValue().isZero();
+    if (auto i = dyn_cast<IntegerAttr>(value))
+      return i.getValue().isZero();
+    return false;
+  }
+
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<RankedTensorType>(op.getType());
+    if (!type || !type.hasStaticShape())
+      return failure();
+    auto sameAdd = [&](Operation *user) {
+      return isa<AddOp>(user) && user->getResult(0).getType() == type;
+    };
+    if (op->hasOneUse() && sameAdd(*op->user_begin()))
+      return failure(); // the root of the chain rewrites it
+    SmallVector<PadOp> pads;
+    SmallVector<Value> work{op.getLhs(), op.getRhs()};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (v.getType() != type)
+        return failure();
+      Operation *def = v.getDefiningOp();
+      if (auto add = dyn_cast_or_null<AddOp>(def)) {
+        if (!add->hasOneUse())
+          return failure();
+        work.push_back(add.getLhs());
+        work.push_back(add.getRhs());
+        continue;
+      }
+      auto pad = dyn_cast_or_null<PadOp>(def);
+      if (!pad || !isZero(pad.getValue()))
+        return failure();
+      pads.push_back(pad);
+    }
+    // The one dimension every pad pads.
+    std::optional<unsigned> dim;
+    for (PadOp pad : pads)
+      for (unsigned d = 0; d < type.getRank(); ++d) {
+        if (pad.getLow()[d] < 0 || pad.getHigh()[d] < 0)
+          return failure();
+        if (pad.getLow()[d] == 0 && pad.getHigh()[d] == 0)
+          continue;
+        if (dim && *dim != d)
+          return failure();
+        dim = d;
+      }
+    if (!dim)
+      return failure();
+    unsigned d = *dim;
+    llvm::sort(pads, [&](PadOp a, PadOp b) {
+      return a.getLow()[d] < b.getLow()[d];
+    });
+    for (size_t i = 0; i + 1 < pads.size(); ++i) {
+      int64_t end = pads[i].getLow()[d] +
+                    cast<RankedTensorType>(pads[i].getInput().getType())
+                        .getDimSize(d);
+      if (end != pads[i + 1].getLow()[d])
+        return failure();
+    }
+    SmallVector<Value> pieces;
+    for (PadOp pad : pads)
+      pieces.push_back(pad.getInput());
+    Value joined = ConcatOp::create(rewriter, op.getLoc(), pieces,
+                                    rewriter.getI64IntegerAttr(d));
+    int64_t low = pads.front().getLow()[d], high = pads.back().getHigh()[d];
+    if (low != 0 || high != 0) {
+      SmallVector<int64_t> lows(type.getRank(), 0), highs(type.getRank(), 0);
+      lows[d] = low;
+      highs[d] = high;
+      joined = PadOp::create(rewriter, op.getLoc(), joined,
+                             rewriter.getDenseI64ArrayAttr(lows),
+                             rewriter.getDenseI64ArrayAttr(highs),
+                             pads.front().getValue());
+    }
+    rewriter.replaceOp(op, joined);
+    return success();
+  }
+};
+} // namespace
+
+void AddOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<ConcatDisjointZeroPads>(context);
+}
+
 void PowOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                         MLIRContext *context) {
   results.add<SimplifyPowByConstant>(context);

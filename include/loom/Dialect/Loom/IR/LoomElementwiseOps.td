@@ -94,7 +94,13 @@ class Loom_BinaryOp<string mnemonic, Type tensorType, string formula,
   }];
 }
 
-def Loom_AddOp : Loom_BinaryOp<"add", Loom_NumericTensor, "lhs + rhs", [Commutative]>;
+def Loom_AddOp : Loom_BinaryOp<"add", Loom_NumericTensor, "lhs + rhs", [Commutative]> {
+  // A sum of zero pads of consecutive slabs along one dimension (the
+  // gradient of slicing a tensor into pieces, e.g. a recurrence's time
+  // steps or an LSTM's gates) becomes one concat (padded where the slabs
+  // do not reach the ends).
+  let hasCanonicalizer = 1;
+}
 def Loom_SubOp : Loom_BinaryOp<"sub", Loom_NumericTensor, "lhs - rhs">;
 def Loom_MulOp : Loom_BinaryOp<"mul", Loom_NumericTensor, "lhs * rhs",
     [Commutative, Loom_Saves<[0, 1]>]>;

@@ -1,0 +1,67 @@
+// RUN: loom-opt %s --canonicalize --split-input-file | FileCheck %s
+
+// The gradient of slicing a tensor into consecutive pieces (an LSTM's four
+// gates, a recurrence's time steps) is a sum of zero pads, one full-size
+// tensor per piece; the sum becomes one concat of the pieces in order,
+// whatever the order of the additions.
+// CHECK-LABEL: func.func @gates
+// CHECK-SAME: (%[[I:.*]]: tensor<8x512xf32>, %[[F:.*]]: tensor<8x512xf32>, %[[G:.*]]: tensor<8x512xf32>, %[[O:.*]]: tensor<8x512xf32>)
+// CHECK-NEXT: %[[C:.*]] = loom.concat %[[I]], %[[F]], %[[G]], %[[O]] axis = 1
+// CHECK-NEXT: return %[[C]]
+func.func @gates(%i: tensor<8x512xf32>, %f: tensor<8x512xf32>, %g: tensor<8x512xf32>, %o: tensor<8x512xf32>) -> tensor<8x2048xf32> {
+  %po = loom.pad %o low = [0, 1536] high = [0, 0] value = 0.0 : f32 : (tensor<8x512xf32>) -> tensor<8x2048xf32>
+  %pg = loom.pad %g low = [0, 1024] high = [0, 512] value = 0.0 : f32 : (tensor<8x512xf32>) -> tensor<8x2048xf32>
+  %a = loom.add %po, %pg : tensor<8x2048xf32>
+  %pi = loom.pad %i low = [0, 0] high = [0, 1536] value = 0.0 : f32 : (tensor<8x512xf32>) -> tensor<8x2048xf32>
+  %pf = loom.pad %f low = [0, 512] high = [0, 1024] value = 0.0 : f32 : (tensor<8x512xf32>) -> tensor<8x2048xf32>
+  %b = loom.add %pi, %pf : tensor<8x2048xf32>
+  %c = loom.add %a, %b : tensor<8x2048xf32>
+  return %c : tensor<8x2048xf32>
+}
+
+// -----
+
+// Slabs that do not reach the ends keep one pad around the concat.
+// CHECK-LABEL: func.func @inner
+// CHECK-NEXT: %[[C:.*]] = loom.concat %arg1, %arg0 axis = 0
+// CHECK-NEXT: %[[P:.*]] = loom.pad %[[C]] low = [1, 0] high = [2, 0]
+// CHECK-NEXT: return %[[P]]
+func.func @inner(%a: tensor<1x3xf32>, %b: tensor<2x3xf32>) -> tensor<6x3xf32> {
+  %pa = loom.pad %a low = [3, 0] high = [2, 0] value = 0.0 : f32 : (tensor<1x3xf32>) -> tensor<6x3xf32>
+  %pb = loom.pad %b low = [1, 0] high = [3, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<6x3xf32>
+  %s = loom.add %pa, %pb : tensor<6x3xf32>
+  return %s : tensor<6x3xf32>
+}
+
+// -----
+
+// Left alone: overlapping slabs, a gap, a non-zero pad value, pads along
+// two dimensions, another term in the sum, a sum whose pads overlap one
+// added later (the chain is matched from its root only).
+// CHECK-LABEL: func.func @kept
+// CHECK-NOT: loom.concat
+// CHECK: return
+func.func @kept(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %y: tensor<4x3xf32>)
+    -> (tensor<4x3xf32>, tensor<5x3xf32>, tensor<4x3xf32>, tensor<4x6xf32>, tensor<4x3xf32>, tensor<4x3xf32>) {
+  %o1 = loom.pad %a low = [0, 0] high = [2, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  %o2 = loom.pad %b low = [1, 0] high = [1, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  %overlap = loom.add %o1, %o2 : tensor<4x3xf32>
+  %g1 = loom.pad %a low = [0, 0] high = [3, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<5x3xf32>
+  %g2 = loom.pad %b low = [3, 0] high = [0, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<5x3xf32>
+  %gap = loom.add %g1, %g2 : tensor<5x3xf32>
+  %n1 = loom.pad %a low = [0, 0] high = [2, 0] value = 1.0 : f32 : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  %n2 = loom.pad %b low = [2, 0] high = [0, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  %nonzero = loom.add %n1, %n2 : tensor<4x3xf32>
+  %d1 = loom.pad %a low = [0, 0] high = [2, 3] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<4x6xf32>
+  %d2 = loom.pad %b low = [2, 3] high = [0, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<4x6xf32>
+  %twodims = loom.add %d1, %d2 : tensor<4x6xf32>
+  %t1 = loom.pad %a low = [0, 0] high = [2, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  %t2 = loom.pad %b low = [2, 0] high = [0, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  %t12 = loom.add %t1, %t2 : tensor<4x3xf32>
+  %other = loom.add %t12, %y : tensor<4x3xf32>
+  %s1 = loom.pad %a low = [0, 0] high = [2, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  %s2 = loom.pad %b low = [2, 0] high = [0, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  %partial = loom.add %s1, %s2 : tensor<4x3xf32>
+  %twice = loom.add %partial, %o1 : tensor<4x3xf32>
+  return %overlap, %gap, %nonzero, %twodims, %other, %twice : tensor<4x3xf32>, tensor<5x3xf32>, tensor<4x3xf32>, tensor<4x6xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+}
