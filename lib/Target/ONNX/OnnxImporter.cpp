@@ -41,6 +41,7 @@ Importer::Importer(MLIRContext *ctx, const onnx::ModelProto &model,
   registerNNOps(ops);
   registerShapeOps(ops);
   registerResamplingOps(ops);
+  registerRecurrentOps(ops);
   registerTrainingOps(ops);
   addNames(graph);
   // BatchNormalization's mean and variance inputs are running statistics.

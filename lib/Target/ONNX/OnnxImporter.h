@@ -74,6 +74,8 @@ void registerElementwiseOps(OpTable &table);
 void registerNNOps(OpTable &table);
 void registerShapeOps(OpTable &table);
 void registerResamplingOps(OpTable &table);
+/// LSTM, GRU, RNN (OnnxRecurrentOps.cpp).
+void registerRecurrentOps(OpTable &table);
 
 /// Validates a TensorProto's dims (non-negative, a size that fits in
 /// memory) into `shape`.

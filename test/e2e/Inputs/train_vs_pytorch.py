@@ -3,7 +3,7 @@
 same initial weights and data, and compares the loss of every step and the
 final parameters.
 
-    train_vs_pytorch.py WORK_DIR --model mlp|block|lm|lm-tied|encoder|resnet18
+    train_vs_pytorch.py WORK_DIR --model mlp|block|lm|lm-tied|encoder|resnet18|lstm
         --optimizer adamw|sgd [--steps 20] [--lr LR] [--grad-accumulation K] [--micro-batches M] [--grad-clip C]
         [--lr-schedule warmup-cosine --warmup-steps W]
 
@@ -87,6 +87,21 @@ class TiedLM(TinyLM):
         self.head.weight = self.wte.weight
 
 
+class LstmLM(nn.Module):
+    """An LSTM language model: PyTorch exports nn.LSTM as ONNX LSTM nodes
+    (one per layer) whose W, R and B are its parameters reordered by Slice
+    and Concat in the graph."""
+
+    def __init__(self, vocab=50, d=32):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.rnn = nn.LSTM(d, d, num_layers=2, batch_first=True)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, tokens):
+        return self.head(self.rnn(self.wte(tokens))[0])
+
+
 def make(model, rng, n):
     """Model, example input, inputs [n, ...], labels [n, ...], loss name."""
     if model == "mlp":
@@ -113,7 +128,7 @@ def make(model, rng, n):
         x = rng.standard_normal((n, 2, 5, 32)).astype(np.float32)
         y = rng.standard_normal((n, 2, 5, 8)).astype(np.float32)
         return m, x, y, "mse"
-    m = TinyLM() if model == "lm" else TiedLM()
+    m = {"lm": TinyLM, "lm-tied": TiedLM, "lstm": LstmLM}[model]()
     x = rng.integers(0, 50, size=(n, 2, 16)).astype(np.int64)
     y = rng.integers(0, 50, size=(n, 2, 16)).astype(np.int64)
     return m, x, y, "cross_entropy"
@@ -137,7 +152,7 @@ def hf_cosine(warmup, total):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("work")
-    p.add_argument("--model", default="mlp", choices=["mlp", "block", "lm", "lm-tied", "encoder", "resnet18"])
+    p.add_argument("--model", default="mlp", choices=["mlp", "block", "lm", "lm-tied", "encoder", "resnet18", "lstm"])
     p.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd", "adam"])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--lr", type=float, default=0.0,
