@@ -42,6 +42,7 @@ Importer::Importer(MLIRContext *ctx, const onnx::ModelProto &model,
   registerShapeOps(ops);
   registerResamplingOps(ops);
   registerRecurrentOps(ops);
+  registerLoopOps(ops);
   registerTrainingOps(ops);
   addNames(graph);
   // BatchNormalization's mean and variance inputs are running statistics.

@@ -76,6 +76,8 @@ void registerShapeOps(OpTable &table);
 void registerResamplingOps(OpTable &table);
 /// LSTM, GRU, RNN (OnnxRecurrentOps.cpp).
 void registerRecurrentOps(OpTable &table);
+/// Scan and Loop, unrolled (OnnxLoopOps.cpp).
+void registerLoopOps(OpTable &table);
 
 /// Validates a TensorProto's dims (non-negative, a size that fits in
 /// memory) into `shape`.
@@ -185,6 +187,22 @@ public:
   LogicalResult importSubgraph(const onnx::GraphProto &g);
   /// The value named `name` (a subgraph's output), materialized.
   FailureOr<Value> valueNamed(StringRef name);
+  /// A subgraph input (a Scan or Loop body's) bound to `value` or to a
+  /// constant for the iteration about to be imported.
+  void bindValue(StringRef name, Value value) {
+    consts.erase(name);
+    values[name] = value;
+  }
+  void bindConst(StringRef name, DenseElementsAttr value) {
+    values.erase(name);
+    consts[name] = value;
+  }
+  /// Forgets what a subgraph's value held (before the next iteration of a
+  /// body binds it again).
+  void forget(StringRef name) {
+    values.erase(name);
+    consts.erase(name);
+  }
   /// The constant named `name`, if it is one.
   std::optional<DenseElementsAttr> constNamed(StringRef name) const {
     if (auto it = consts.find(name); it != consts.end())
