@@ -282,19 +282,32 @@ mlir::loom::compileToObjects(ModuleOp lowered, StringRef entry,
                                      : std::max(1u, std::thread::hardware_concurrency());
   // A partition per thread, each with two functions at least (splitting
   // copies declarations and globals into every partition).
-  unsigned partitions =
-      std::max(1u, std::min(threads, definedFunctions(*module) / 2));
+  auto partitionsFor = [&](const Module &m) {
+    return std::max(1u, std::min(threads, definedFunctions(m) / 2));
+  };
+  unsigned partitions = partitionsFor(*module);
   // Each partition is optimized on its thread too (LLVM's optimization
   // was half of the time on a long step, on one core). Functions do not
   // inline across partitions: the pieces loom-split-functions cut and the
   // loops loom-parallelize-loops outlined are not meant to be inlined.
   // With --compile-timing the module is optimized whole first, for one
-  // report.
+  // report, and split as it is then.
   bool optimizeWhole = partitions == 1 || options.timePasses;
-  if (optimizeWhole)
+  if (optimizeWhole) {
     if (Error e = makeLLVMTransformer(options.optLevel, machine->get(),
                                       options.timePasses)(module.get()))
       return fail(std::move(e));
+    partitions = partitionsFor(*module);
+  }
+  // Splitting gives a local symbol used by several partitions external
+  // (hidden) linkage under its name; the objects of a pipeline's stage
+  // programs are linked into one executable, and each has its own copies
+  // of such symbols (the C-interface wrappers of runtime functions,
+  // constants), so they are named after the program's entry first.
+  for (GlobalValue &g : module->global_values())
+    if (g.hasLocalLinkage() && g.hasName() &&
+        !g.getName().starts_with(entry))
+      g.setName(entry + "." + g.getName());
 
   auto start = std::chrono::steady_clock::now();
   auto report = [&] {
