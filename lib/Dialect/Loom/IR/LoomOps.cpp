@@ -543,6 +543,53 @@ void AddOp::getCanonicalizationPatterns(RewritePatternSet &results,
   results.add<ConcatDisjointZeroPads>(context);
 }
 
+namespace {
+/// transpose(dot_general(a, b)) whose permutation keeps the batch
+/// dimensions and puts b's free dimensions before a's is
+/// dot_general(b, a) with the dimension lists swapped: the gradient rule
+/// of a weight read transposed (h W^T) built its gradient as h^T dy and
+/// then transposed it, a strided copy of the whole weight per use (per
+/// time step in a recurrence).
+struct SwapTransposedDotGeneral : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto dot = op.getInput().getDefiningOp<DotGeneralOp>();
+    if (!dot || !dot->hasOneUse())
+      return failure();
+    int64_t nb = dot.getLhsBatchingDims().size();
+    int64_t nc = dot.getLhsContractingDims().size();
+    int64_t nlf = dot.getLhs().getType().getRank() - nb - nc;
+    int64_t nrf = dot.getRhs().getType().getRank() - nb - nc;
+    if (nlf == 0 || nrf == 0)
+      return failure();
+    SmallVector<int64_t> swapped;
+    for (int64_t i = 0; i < nb; ++i)
+      swapped.push_back(i);
+    for (int64_t i = 0; i < nrf; ++i)
+      swapped.push_back(nb + nlf + i);
+    for (int64_t i = 0; i < nlf; ++i)
+      swapped.push_back(nb + i);
+    if (op.getPermutation() != ArrayRef<int64_t>(swapped))
+      return failure();
+    auto product = DotGeneralOp::create(
+        rewriter, dot.getLoc(), dot.getRhs(), dot.getLhs(),
+        dot.getRhsBatchingDimsAttr(), dot.getLhsBatchingDimsAttr(),
+        dot.getRhsContractingDimsAttr(), dot.getLhsContractingDimsAttr());
+    product->setDiscardableAttrs(dot->getDiscardableAttrDictionary());
+    assert(product.getType() == op.getType() && "(A B)^T = B^T A^T");
+    rewriter.replaceOp(op, product);
+    return success();
+  }
+};
+} // namespace
+
+void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<SwapTransposedDotGeneral>(context);
+}
+
 void PowOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                         MLIRContext *context) {
   results.add<SimplifyPowByConstant>(context);

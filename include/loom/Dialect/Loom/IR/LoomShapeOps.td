@@ -44,6 +44,10 @@ def Loom_TransposeOp : Loom_InferredOp<"transpose",
   let assemblyFormat = [{
     $input `permutation` `=` $permutation attr-dict `:` functional-type(operands, results)
   }];
+  // A transpose that swaps a dot_general's two groups of free dimensions is
+  // the dot_general of the swapped operands ((A B)^T = B^T A^T): a weight
+  // gradient's layout without the copy.
+  let hasCanonicalizer = 1;
 }
 
 def Loom_BroadcastOp : Loom_Op<"broadcast",

@@ -1,5 +1,9 @@
 // RUN: loom-opt %s --canonicalize --split-input-file | FileCheck %s
 
+// Canonicalizations of the shapes gradient rules build: sums of zero pads
+// (the gradient of slicing) and transposed products (the gradient of a
+// weight read transposed).
+
 // The gradient of slicing a tensor into consecutive pieces (an LSTM's four
 // gates, a recurrence's time steps) is a sum of zero pads, one full-size
 // tensor per piece; the sum becomes one concat of the pieces in order,
@@ -64,4 +68,38 @@ func.func @kept(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %y: tensor<4x3xf32>)
   %partial = loom.add %s1, %s2 : tensor<4x3xf32>
   %twice = loom.add %partial, %o1 : tensor<4x3xf32>
   return %overlap, %gap, %nonzero, %twodims, %other, %twice : tensor<4x3xf32>, tensor<5x3xf32>, tensor<4x3xf32>, tensor<4x6xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// A transpose that swaps a dot_general's free dimensions (a weight
+// gradient built as h^T dy, then put in the weight's layout) is the product
+// of the swapped operands: dy^T h.
+// CHECK-LABEL: func.func @weight_gradient
+// CHECK-NEXT: %[[D:.*]] = loom.dot_general %arg1, %arg0 contracting_dims = [0] x [0] : (tensor<8x1536xf32>, tensor<8x512xf32>) -> tensor<1536x512xf32>
+// CHECK-NEXT: return %[[D]]
+func.func @weight_gradient(%h: tensor<8x512xf32>, %dy: tensor<8x1536xf32>) -> tensor<1536x512xf32> {
+  %d = loom.dot_general %h, %dy contracting_dims = [0] x [0] : (tensor<8x512xf32>, tensor<8x1536xf32>) -> tensor<512x1536xf32>
+  %t = loom.transpose %d permutation = [1, 0] : (tensor<512x1536xf32>) -> tensor<1536x512xf32>
+  return %t : tensor<1536x512xf32>
+}
+
+// -----
+
+// With batch dimensions (kept in front); a permutation that also moves a
+// batch dimension, or a product used twice, is left alone.
+// CHECK-LABEL: func.func @batched
+// CHECK-NEXT: %[[D:.*]] = loom.dot_general %arg1, %arg0 batching_dims = [0] x [0] contracting_dims = [1] x [1] : (tensor<2x4x5xf32>, tensor<2x4x3xf32>) -> tensor<2x5x3xf32>
+// CHECK-NEXT: %[[K:.*]] = loom.dot_general %arg0, %arg1
+// CHECK-NEXT: loom.transpose %[[K]] permutation = [2, 1, 0]
+// CHECK: %[[U:.*]] = loom.dot_general %arg0, %arg1
+// CHECK-NEXT: loom.transpose %[[U]] permutation = [0, 2, 1]
+func.func @batched(%a: tensor<2x4x3xf32>, %b: tensor<2x4x5xf32>) -> (tensor<2x5x3xf32>, tensor<5x3x2xf32>, tensor<2x5x3xf32>, tensor<2x3x5xf32>) {
+  %d = loom.dot_general %a, %b batching_dims = [0] x [0] contracting_dims = [1] x [1] : (tensor<2x4x3xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  %t = loom.transpose %d permutation = [0, 2, 1] : (tensor<2x3x5xf32>) -> tensor<2x5x3xf32>
+  %k = loom.dot_general %a, %b batching_dims = [0] x [0] contracting_dims = [1] x [1] : (tensor<2x4x3xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  %kt = loom.transpose %k permutation = [2, 1, 0] : (tensor<2x3x5xf32>) -> tensor<5x3x2xf32>
+  %u = loom.dot_general %a, %b batching_dims = [0] x [0] contracting_dims = [1] x [1] : (tensor<2x4x3xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  %ut = loom.transpose %u permutation = [0, 2, 1] : (tensor<2x3x5xf32>) -> tensor<2x5x3xf32>
+  return %t, %kt, %ut, %u : tensor<2x5x3xf32>, tensor<5x3x2xf32>, tensor<2x5x3xf32>, tensor<2x3x5xf32>
 }
