@@ -181,6 +181,15 @@ def LoomParallelizeLoops : Pass<"loom-parallelize-loops", "mlir::ModuleOp"> {
     bitwise the same for any thread count. Loops with results (reductions
     in `scf.parallel`) are left alone. The CPU pipeline runs this before
     lowering loops to branches; `loom-run --serial-loops` leaves it out.
+
+    Loops with equal bodies (a recurrence's time steps, a repeated layer's
+    elementwise chains) call one outlined function, which LLVM then
+    compiles once: bodies are compared as printed, and a memref that a
+    body only loads from and stores into is read with a dynamic offset
+    (its descriptor's), so loops over different slices of one buffer, or
+    over buffers of one shape and strides, share a body. A small loop is
+    outlined too when its body is shared (the runtime runs it on the
+    calling thread); a small loop with a body of its own stays in place.
   }];
   let options = [
     Option<"minWork", "min-work", "int64_t", /*default=*/"65536",
