@@ -93,6 +93,11 @@ private:
   Value add(Value x, Value y) { return AddOp::create(b, loc(), x, y); }
   Value mul(Value x, Value y) { return MulOp::create(b, loc(), x, y); }
   Value activate(const Activation &a, Value x);
+  std::pair<Value, Value> step(ArrayRef<Activation> fns, Value pre, Value h,
+                               Value c, Value rd, Value rbh, Value pd);
+  LogicalResult readAttributes(const Node &node);
+  LogicalResult bindOutputs(const Node &node, ArrayRef<Value> ys,
+                            ArrayRef<Value> hs, ArrayRef<Value> cs);
   FailureOr<SmallVector<Activation>> activations(const Node &node);
 
   Importer &imp;
@@ -101,6 +106,10 @@ private:
   CellInfo info;
   int64_t hidden = 0;
   double clip = 0;
+  bool linearBeforeReset = false;
+  std::string direction;
+  int64_t dirs = 1, layout = 0;
+  SmallVector<Activation> acts;
   Type element;
 };
 
@@ -175,6 +184,104 @@ Value RecurrentBuilder::activate(const Activation &a, Value x) {
   return DivOp::create(b, loc(), x, add(AbsOp::create(b, loc(), x), c(1.0)));
 }
 
+/// One time step of the cell: the new hidden state and (LSTM) cell state
+/// from the step's input projection `pre` [batch, gates*H], the previous
+/// states, direction's recurrent weights `rd` [gates*H, H], GRU's
+/// recurrent bias of h under linear_before_reset `rbh`, and LSTM's
+/// peepholes `pd` [3H] (null when absent).
+std::pair<Value, Value>
+RecurrentBuilder::step(ArrayRef<Activation> fns, Value pre, Value h, Value c,
+                       Value rd, Value rbh, Value pd) {
+  int64_t gh = info.gates * hidden;
+  if (cell == Cell::Rnn)
+    return {activate(fns[0], add(pre, timesTransposed(h, rd))), Value()};
+  if (cell == Cell::Gru) {
+    // z and r from the first 2H rows of R; h from the last H.
+    Value rzr = timesTransposed(h, slice(rd, {0, 0}, {2 * hidden, hidden}));
+    Value rh = slice(rd, {2 * hidden, 0}, {gh, hidden});
+    Value z = activate(fns[0], add(gate(pre, 0), gate(rzr, 0)));
+    Value rg = activate(fns[0], add(gate(pre, 1), gate(rzr, 1)));
+    Value hr;
+    if (linearBeforeReset) {
+      Value lin = timesTransposed(h, rh);
+      if (rbh)
+        lin = add(lin, rbh);
+      hr = mul(rg, lin);
+    } else {
+      hr = timesTransposed(mul(rg, h), rh);
+    }
+    Value cand = activate(fns[1], add(gate(pre, 2), hr));
+    // (1 - z) . cand + z . h = cand + z . (h - cand)
+    return {add(cand, mul(z, SubOp::create(b, loc(), h, cand))), Value()};
+  }
+  Value all = add(pre, timesTransposed(h, rd));
+  Value i = gate(all, 0), o = gate(all, 1), f = gate(all, 2),
+        g = gate(all, 3);
+  if (pd) {
+    i = add(i, mul(slice(pd, {0}, {hidden}), c));
+    f = add(f, mul(slice(pd, {2 * hidden}, {3 * hidden}), c));
+  }
+  Value ia = activate(fns[0], i), fa = activate(fns[0], f);
+  Value newC = add(mul(fa, c), mul(ia, activate(fns[1], g)));
+  if (pd)
+    o = add(o, mul(slice(pd, {hidden}, {2 * hidden}), newC));
+  return {mul(activate(fns[0], o), activate(fns[2], newC)), newC};
+}
+
+/// The node's attributes, checked.
+LogicalResult RecurrentBuilder::readAttributes(const Node &node) {
+  direction = imp.attrString(node, "direction", "forward");
+  if (direction != "forward" && direction != "reverse" &&
+      direction != "bidirectional")
+    return imp.error(node) << "direction '" << direction
+                           << "' is not forward, reverse or bidirectional";
+  dirs = direction == "bidirectional" ? 2 : 1;
+  layout = imp.attrInt(node, "layout", 0);
+  if (layout != 0 && layout != 1)
+    return imp.error(node) << "layout " << layout << " is not 0 or 1";
+  if (cell == Cell::Lstm && imp.attrInt(node, "input_forget", 0) != 0)
+    return imp.error(node) << "input_forget=1 (coupled input and forget "
+                              "gates) is not supported";
+  clip = imp.attrFloat(node, "clip", 0.0f);
+  if (imp.hasAttr(node, "clip") && !(clip > 0))
+    return imp.error(node) << "clip " << clip << " is not positive";
+  linearBeforeReset =
+      cell == Cell::Gru && imp.attrInt(node, "linear_before_reset", 0) != 0;
+  LOOM_TRY(acts, activations(node));
+  return success();
+}
+
+/// Y, Y_h and Y_c from each direction's outputs and final states.
+LogicalResult RecurrentBuilder::bindOutputs(const Node &node,
+                                            ArrayRef<Value> ys,
+                                            ArrayRef<Value> hs,
+                                            ArrayRef<Value> cs) {
+  auto join = [&](ArrayRef<Value> parts, int64_t axis) -> Value {
+    return parts.size() == 1 ? parts[0]
+                             : Value(ConcatOp::create(
+                                   b, loc(), parts, b.getI64IntegerAttr(axis)));
+  };
+  // Y [T, dirs, batch, H] (layout 1: [batch, T, dirs, H]); Y_h and Y_c
+  // [dirs, batch, H] (layout 1: [batch, dirs, H]).
+  Value y = join(ys, 1);
+  Value yh = join(hs, 0);
+  if (layout == 1) {
+    y = TransposeOp::create(b, loc(), y, b.getDenseI64ArrayAttr({2, 0, 1, 3}));
+    yh = TransposeOp::create(b, loc(), yh, b.getDenseI64ArrayAttr({1, 0, 2}));
+  }
+  if (imp.wantsOutput(node, 0) && failed(imp.setResult(node, 0, y)))
+    return failure();
+  if (imp.wantsOutput(node, 1) && failed(imp.setResult(node, 1, yh)))
+    return failure();
+  if (cell == Cell::Lstm && imp.wantsOutput(node, 2)) {
+    Value yc = join(cs, 0);
+    if (layout == 1)
+      yc = TransposeOp::create(b, loc(), yc, b.getDenseI64ArrayAttr({1, 0, 2}));
+    return imp.setResult(node, 2, yc);
+  }
+  return success();
+}
+
 LogicalResult RecurrentBuilder::run(const Node &node) {
   LOOM_TRY(Value x, imp.operand(node, 0));
   LOOM_TRY(Value w, imp.operand(node, 1));
@@ -189,24 +296,8 @@ LogicalResult RecurrentBuilder::run(const Node &node) {
     c0 = c;
     peep = p;
   }
-  std::string direction = imp.attrString(node, "direction", "forward");
-  if (direction != "forward" && direction != "reverse" &&
-      direction != "bidirectional")
-    return imp.error(node) << "direction '" << direction
-                           << "' is not forward, reverse or bidirectional";
-  int64_t dirs = direction == "bidirectional" ? 2 : 1;
-  int64_t layout = imp.attrInt(node, "layout", 0);
-  if (layout != 0 && layout != 1)
-    return imp.error(node) << "layout " << layout << " is not 0 or 1";
-  if (cell == Cell::Lstm && imp.attrInt(node, "input_forget", 0) != 0)
-    return imp.error(node) << "input_forget=1 (coupled input and forget "
-                              "gates) is not supported";
-  clip = imp.attrFloat(node, "clip", 0.0f);
-  if (imp.hasAttr(node, "clip") && !(clip > 0))
-    return imp.error(node) << "clip " << clip << " is not positive";
-  bool linearBeforeReset =
-      cell == Cell::Gru && imp.attrInt(node, "linear_before_reset", 0) != 0;
-  LOOM_TRY(SmallVector<Activation> acts, activations(node));
+  if (failed(readAttributes(node)))
+    return failure();
 
   RankedTensorType xt = Importer::typeOf(x), wt = Importer::typeOf(w),
                    rt = Importer::typeOf(r);
@@ -309,43 +400,7 @@ LogicalResult RecurrentBuilder::run(const Node &node) {
       int64_t t = reverse ? steps - 1 - s : s;
       Value pre = imp.reshape(slice(proj, {t, 0, 0}, {t + 1, batch, gh}),
                               {batch, gh});
-      Value newH, newC;
-      if (cell == Cell::Rnn) {
-        newH = activate(fns[0], add(pre, timesTransposed(h, rd)));
-      } else if (cell == Cell::Gru) {
-        // z and r from the first 2H rows of R; h from the last H.
-        Value rzr = timesTransposed(h, slice(rd, {0, 0}, {2 * hidden, hidden}));
-        Value rh = slice(rd, {2 * hidden, 0}, {gh, hidden});
-        Value z = activate(fns[0], add(gate(pre, 0), gate(rzr, 0)));
-        Value rg = activate(fns[0], add(gate(pre, 1), gate(rzr, 1)));
-        Value hr;
-        if (linearBeforeReset) {
-          Value lin = timesTransposed(h, rh);
-          if (rbh)
-            lin = add(lin, rbh);
-          hr = mul(rg, lin);
-        } else {
-          hr = timesTransposed(mul(rg, h), rh);
-          if (rbh)
-            hr = add(hr, rbh);
-        }
-        Value cand = activate(fns[1], add(gate(pre, 2), hr));
-        // (1 - z) . cand + z . h = cand + z . (h - cand)
-        newH = add(cand, mul(z, SubOp::create(b, loc(), h, cand)));
-      } else {
-        Value all = add(pre, timesTransposed(h, rd));
-        Value i = gate(all, 0), o = gate(all, 1), f = gate(all, 2),
-              g = gate(all, 3);
-        if (pd) {
-          i = add(i, mul(slice(pd, {0}, {hidden}), c));
-          f = add(f, mul(slice(pd, {2 * hidden}, {3 * hidden}), c));
-        }
-        Value ia = activate(fns[0], i), fa = activate(fns[0], f);
-        newC = add(mul(fa, c), mul(ia, activate(fns[1], g)));
-        if (pd)
-          o = add(o, mul(slice(pd, {hidden}, {2 * hidden}), newC));
-        newH = mul(activate(fns[0], o), activate(fns[2], newC));
-      }
+      auto [newH, newC] = step(fns, pre, h, c, rd, rbh, pd);
       Value out = newH;
       if (lens) {
         // Steps past a sequence's length keep its state and output 0.
@@ -367,30 +422,7 @@ LogicalResult RecurrentBuilder::run(const Node &node) {
     if (c)
       cs.push_back(imp.reshape(c, {1, batch, hidden}));
   }
-  auto join = [&](ArrayRef<Value> parts, int64_t axis) -> Value {
-    return parts.size() == 1 ? parts[0]
-                             : Value(ConcatOp::create(
-                                   b, loc(), parts, b.getI64IntegerAttr(axis)));
-  };
-  // Y [T, dirs, batch, H] (layout 1: [batch, T, dirs, H]); Y_h and Y_c
-  // [dirs, batch, H] (layout 1: [batch, dirs, H]).
-  Value y = join(ys, 1);
-  Value yh = join(hs, 0);
-  if (layout == 1) {
-    y = TransposeOp::create(b, loc(), y, b.getDenseI64ArrayAttr({2, 0, 1, 3}));
-    yh = TransposeOp::create(b, loc(), yh, b.getDenseI64ArrayAttr({1, 0, 2}));
-  }
-  if (imp.wantsOutput(node, 0) && failed(imp.setResult(node, 0, y)))
-    return failure();
-  if (imp.wantsOutput(node, 1) && failed(imp.setResult(node, 1, yh)))
-    return failure();
-  if (cell == Cell::Lstm && imp.wantsOutput(node, 2)) {
-    Value yc = join(cs, 0);
-    if (layout == 1)
-      yc = TransposeOp::create(b, loc(), yc, b.getDenseI64ArrayAttr({1, 0, 2}));
-    return imp.setResult(node, 2, yc);
-  }
-  return success();
+  return bindOutputs(node, ys, hs, cs);
 }
 
 template <Cell cell>
