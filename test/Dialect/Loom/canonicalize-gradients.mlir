@@ -103,3 +103,20 @@ func.func @batched(%a: tensor<2x4x3xf32>, %b: tensor<2x4x5xf32>) -> (tensor<2x5x
   %ut = loom.transpose %u permutation = [0, 2, 1] : (tensor<2x3x5xf32>) -> tensor<2x5x3xf32>
   return %t, %kt, %ut, %u : tensor<2x5x3xf32>, tensor<5x3x2xf32>, tensor<2x5x3xf32>, tensor<2x3x5xf32>
 }
+
+// -----
+
+// Ops a plan has split (loom.factors, loom.sharding) are left as planned.
+// CHECK-LABEL: func.func @planned
+// CHECK: loom.transpose
+// CHECK: loom.pad
+// CHECK: loom.add
+// CHECK-NOT: loom.concat
+func.func @planned(%h: tensor<8x512xf32>, %dy: tensor<8x1536xf32>, %a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> (tensor<1536x512xf32>, tensor<4x3xf32>) {
+  %d = loom.dot_general %h, %dy contracting_dims = [0] x [0] {loom.factors = [[], [], []]} : (tensor<8x512xf32>, tensor<8x1536xf32>) -> tensor<512x1536xf32>
+  %t = loom.transpose %d permutation = [1, 0] : (tensor<512x1536xf32>) -> tensor<1536x512xf32>
+  %pa = loom.pad %a low = [0, 0] high = [2, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  %pb = loom.pad %b low = [2, 0] high = [0, 0] value = 0.0 : f32 : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  %s = loom.add %pa, %pb {loom.factors = [[], []]} : tensor<4x3xf32>
+  return %t, %s : tensor<1536x512xf32>, tensor<4x3xf32>
+}

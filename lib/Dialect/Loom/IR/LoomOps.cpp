@@ -445,6 +445,16 @@ struct SimplifyPowByConstant : OpRewritePattern<PowOp> {
 } // namespace
 
 namespace {
+/// Whether a plan names how `op` is split (its factors or its results'
+/// shardings): the rewrites below leave such ops alone, so that the
+/// program stays the one the plan priced.
+bool planned(Operation *op) {
+  return op->hasAttr(LoomDialect::kFactorsAttrName) ||
+         op->hasAttr(LoomDialect::kShardingAttrName);
+}
+} // namespace
+
+namespace {
 /// add(pad(a), add(pad(b), pad(c)), ...) with zero pads whose inputs cover
 /// consecutive slabs of one dimension (no overlap, no gap) is
 /// pad(concat(a, b, c)): at every element one term is the slab's value and
@@ -471,6 +481,8 @@ struct ConcatDisjointZeroPads : OpRewritePattern<AddOp> {
     auto sameAdd = [&](Operation *user) {
       return isa<AddOp>(user) && user->getResult(0).getType() == type;
     };
+    if (planned(op))
+      return failure();
     if (op->hasOneUse() && sameAdd(*op->user_begin()))
       return failure(); // the root of the chain rewrites it
     SmallVector<PadOp> pads;
@@ -480,6 +492,8 @@ struct ConcatDisjointZeroPads : OpRewritePattern<AddOp> {
       if (v.getType() != type)
         return failure();
       Operation *def = v.getDefiningOp();
+      if (def && planned(def))
+        return failure();
       if (auto add = dyn_cast_or_null<AddOp>(def)) {
         if (!add->hasOneUse())
           return failure();
@@ -556,7 +570,7 @@ struct SwapTransposedDotGeneral : OpRewritePattern<TransposeOp> {
   LogicalResult matchAndRewrite(TransposeOp op,
                                 PatternRewriter &rewriter) const override {
     auto dot = op.getInput().getDefiningOp<DotGeneralOp>();
-    if (!dot || !dot->hasOneUse())
+    if (!dot || !dot->hasOneUse() || planned(op) || planned(dot))
       return failure();
     int64_t nb = dot.getLhsBatchingDims().size();
     int64_t nc = dot.getLhsContractingDims().size();
