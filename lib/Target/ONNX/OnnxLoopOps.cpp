@@ -76,12 +76,14 @@ FailureOr<Value> bodyOutput(Importer &imp, const onnx::GraphProto &body,
   return imp.valueNamed(body.output(i).name());
 }
 
-/// One Scan over `scans` (each with its axis and direction), carrying
-/// `states`; fills the final states and the stacked scan outputs.
+/// A Scan's axes and directions (1: reverse) for its scan inputs and
+/// outputs.
 struct ScanSpec {
   SmallVector<int64_t> inAxes, inReverse, outAxes, outReverse;
 };
 
+/// One Scan over `scans` (each with its axis and direction), carrying
+/// `states`; fills the final states and the stacked scan outputs.
 LogicalResult runScan(Importer &imp, const Node &node,
                       const onnx::GraphProto &body, SmallVector<Value> states,
                       ArrayRef<Value> scans, const ScanSpec &spec,
